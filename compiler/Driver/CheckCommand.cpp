@@ -1,0 +1,137 @@
+//===- CheckCommand.cpp - attnc check and attnc explain -------------------===//
+
+#include "Driver/Commands.h"
+#include "Driver/Options.h"
+#include "Graph/Graph.h"
+
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <sstream>
+
+namespace attnc {
+
+namespace {
+
+std::string formatNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+/// "causal, window(4095, 0), GQA 32/8" and the like: what an attention node
+/// does beyond q, k, v.
+std::string describeAttention(const Graph &graph, const AttentionOp &op) {
+  std::vector<std::string> parts;
+  static const char *scoreNames[] = {"dot", "general", "additive", "cosine"};
+  if (op.score.kind != ScoreKind::Dot)
+    parts.push_back(std::string("score ") + scoreNames[int(op.score.kind)]);
+  if (op.layout == Layout::BSHD)
+    parts.push_back("bshd");
+  if (op.scale)
+    parts.push_back("scale " + formatNumber(*op.scale));
+  if (op.softcap)
+    parts.push_back("softcap " + formatNumber(*op.softcap));
+  for (const AttentionBias &bias : op.biases)
+    parts.push_back(bias.kind == BiasKind::Alibi
+                        ? std::string(bias.input ? "alibi(" + graph.value(*bias.input).name + ")" : "alibi")
+                        : "bias(" + graph.value(*bias.input).name + ")");
+  for (const AttentionMask &mask : op.masks) {
+    switch (mask.kind) {
+    case MaskKind::Causal:
+      parts.push_back("causal");
+      break;
+    case MaskKind::Window:
+      parts.push_back("window(" + std::to_string(mask.left) + ", " +
+                      std::to_string(mask.right) + ")");
+      break;
+    case MaskKind::KeyLength:
+      parts.push_back("key_length(" + graph.value(*mask.input).name + ")");
+      break;
+    case MaskKind::Tensor:
+      parts.push_back("mask(" + graph.value(*mask.input).name + ")");
+      break;
+    }
+  }
+  AttentionSizes sizes = graph.attentionSizes(op);
+  if (sizes.queryHeads != sizes.kvHeads)
+    parts.push_back("GQA " + sizes.queryHeads.str() + "/" + sizes.kvHeads.str());
+  if (op.returnLse)
+    parts.push_back("lse");
+  std::string out;
+  for (const std::string &part : parts)
+    out += (out.empty() ? "" : ", ") + part;
+  return out;
+}
+
+std::string describeNode(const Graph &graph, const Node &node) {
+  std::string operands;
+  for (ValueId id : node.operands())
+    operands += (operands.empty() ? "" : ", ") + graph.value(id).name;
+  std::string line = node.name + " = " + node.opName + "(" + operands + ")";
+  if (const auto *attention = node.getIf<AttentionOp>()) {
+    std::string details = describeAttention(graph, *attention);
+    if (!details.empty())
+      line += " " + details;
+  }
+  line += " -> ";
+  for (size_t r = 0; r < node.results.size(); ++r)
+    line += (r ? ", " : "") + graph.type(node.results[r]).str();
+  return line;
+}
+
+/// One kernel of the compiled graph and the nodes it computes. Until
+/// attention fusion exists every node is its own kernel.
+struct KernelPlan {
+  std::string name, op;
+  std::vector<std::string> nodes;
+};
+
+std::vector<KernelPlan> planKernels(const Graph &graph) {
+  std::vector<KernelPlan> kernels;
+  for (const Node &node : graph.nodes)
+    kernels.push_back({node.name, node.opName, {node.name}});
+  return kernels;
+}
+
+} // namespace
+
+int checkCommand() {
+  Graph graph = loadGraph(options::graph);
+  std::vector<std::string> runtimeDims = graph.runtimeDims();
+  std::string dims;
+  for (const std::string &dim : runtimeDims)
+    dims += (dims.empty() ? "" : ", ") + dim;
+  std::cout << graph.file << ": " << graph.name << " is valid: "
+            << graph.inputs.size() << " input(s), " << graph.nodes.size()
+            << " node(s), " << graph.outputs.size() << " output(s)"
+            << (dims.empty() ? "" : "; run-time sizes " + dims) << "\n";
+  for (const Node &node : graph.nodes)
+    std::cout << "  " << describeNode(graph, node) << "\n";
+  return 0;
+}
+
+int explainCommand() {
+  Graph graph = loadGraph(options::graph);
+  std::vector<KernelPlan> kernels = planKernels(graph);
+  if (options::json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < kernels.size(); ++i)
+      list.push_back({{"kernel", i},
+                      {"name", kernels[i].name},
+                      {"op", kernels[i].op},
+                      {"nodes", kernels[i].nodes}});
+    std::cout << list.dump(2) << "\n";
+    return 0;
+  }
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    std::string nodes;
+    for (const std::string &node : kernels[i].nodes)
+      nodes += (nodes.empty() ? "" : ", ") + node;
+    std::cout << "kernel " << i << ": " << kernels[i].name << " ("
+              << kernels[i].op << ") covers " << nodes << "\n";
+  }
+  return 0;
+}
+
+} // namespace attnc

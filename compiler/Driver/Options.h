@@ -1,0 +1,40 @@
+//===- Options.h - The flags of every attnc subcommand ------------*- C++ -*-===//
+//
+// Each subcommand is an llvm::cl::SubCommand with its own option namespace:
+// libLLVM registers hundreds of global options (one of them `--threads`), and
+// only per-subcommand namespaces keep the spec's flag names free of clashes.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_DRIVER_OPTIONS_H
+#define ATTNC_DRIVER_OPTIONS_H
+
+#include "llvm/Support/CommandLine.h"
+
+#include <string>
+
+namespace attnc::options {
+
+extern llvm::cl::SubCommand check, explain, reference, run;
+
+/// The graph file: the positional argument of every subcommand.
+extern llvm::cl::opt<std::string> graph;
+/// explain
+extern llvm::cl::opt<bool> json;
+/// reference and run
+extern llvm::cl::list<std::string> dims;
+extern llvm::cl::list<std::string> inputs;
+extern llvm::cl::opt<uint64_t> seed;
+extern llvm::cl::opt<std::string> outputDir;
+/// run
+extern llvm::cl::opt<std::string> backend;
+extern llvm::cl::opt<unsigned> threads;
+extern llvm::cl::opt<unsigned> repeat;
+extern llvm::cl::opt<bool> compare;
+
+/// Parses argv into the options above. Exits with status 1 and one message
+/// on a bad flag.
+void parse(int argc, const char **argv);
+
+} // namespace attnc::options
+
+#endif // ATTNC_DRIVER_OPTIONS_H

@@ -1,0 +1,180 @@
+//===- RunCommand.cpp - attnc run and attnc reference ---------------------===//
+//
+// Both read the same input flags, compute the graph's outputs and write one
+// `.npy` per output. `reference` is the float64 evaluator alone; `run`
+// computes with a backend and can compare with the reference (`--check`) and
+// time itself (`--repeat`).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver/Commands.h"
+#include "Driver/Inputs.h"
+#include "Driver/Options.h"
+#include "Reference/Reference.h"
+#include "Support/Error.h"
+#include "Support/Npy.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+namespace attnc {
+
+namespace {
+
+std::vector<Tensor> roundOutputs(const Graph &graph,
+                                 const std::vector<F64Tensor> &values) {
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < values.size(); ++i)
+    outputs.push_back(fromDoubles(graph.type(graph.outputs[i]).dtype,
+                                  values[i].shape, values[i].data));
+  return outputs;
+}
+
+/// Writes every output or none: each file goes through a temporary and a
+/// rename, and on failure the files already written by this call are removed.
+void writeOutputs(const Graph &graph, const std::string &directory,
+                  const std::vector<Tensor> &outputs) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error || !fs::is_directory(directory))
+    throw UserError("--output-dir " + directory + ": cannot create the directory" +
+                    (error ? " (" + error.message() + ")" : ""));
+  std::vector<std::string> written;
+  try {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string path =
+          (fs::path(directory) / (graph.value(graph.outputs[i]).name + ".npy"))
+              .string();
+      writeNpy(path, outputs[i]);
+      written.push_back(path);
+    }
+  } catch (...) {
+    for (const std::string &path : written)
+      fs::remove(path, error);
+    throw;
+  }
+  for (const std::string &path : written)
+    std::cout << "wrote " << path << "\n";
+}
+
+/// Normwise relative error ||out - ref|| / ||ref|| over the finite entries of
+/// the reference (infinite entries, such as the lse of a fully masked row,
+/// must match exactly). NaN anywhere gives NaN, which never passes.
+double relativeError(const Tensor &output, const F64Tensor &reference) {
+  std::vector<double> values = toDoubles(output);
+  double difference = 0, norm = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double expected = reference.data[i], actual = values[i];
+    if (std::isnan(actual) || std::isnan(expected))
+      return std::nan("");
+    if (std::isinf(expected)) {
+      if (actual != expected)
+        return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    difference += (actual - expected) * (actual - expected);
+    norm += expected * expected;
+  }
+  difference = std::sqrt(difference);
+  return norm > 0 ? difference / std::sqrt(norm) : difference;
+}
+
+double toleranceFor(DType dtype) {
+  return dtype == DType::F32 ? 1e-4 : 2e-2;
+}
+
+void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::vector<double> values = toDoubles(outputs[i]);
+    double sum = 0, sumSquares = 0;
+    for (double value : values) {
+      sum += value;
+      sumSquares += value * value;
+    }
+    const Value &value = graph.value(graph.outputs[i]);
+    std::printf("%s: %s%s mean %.6g rms %.6g\n", value.name.c_str(),
+                std::string(dtypeName(outputs[i].dtype)).c_str(),
+                formatShape(outputs[i].shape).c_str(),
+                values.empty() ? 0.0 : sum / double(values.size()),
+                values.empty() ? 0.0 : std::sqrt(sumSquares / double(values.size())));
+  }
+}
+
+} // namespace
+
+int referenceCommand() {
+  Graph graph = loadGraph(options::graph);
+  RunInputs run =
+      prepareInputs(graph, options::dims, options::inputs, options::seed);
+  std::vector<Tensor> outputs =
+      roundOutputs(graph, evaluateReference(graph, run.dims, run.tensors));
+  if (options::outputDir.empty())
+    printSummary(graph, outputs);
+  else
+    writeOutputs(graph, options::outputDir, outputs);
+  return 0;
+}
+
+int runCommand() {
+  const std::string &backend = options::backend;
+  if (backend != "reference") {
+    if (backend == "mlir" || backend == "halide")
+      throw UserError("--backend " + backend + ": this build of attnc has no " +
+                      backend + " backend yet; use --backend reference");
+    throw UserError("--backend " + backend +
+                    ": unknown backend; allowed: reference, mlir, halide");
+  }
+  if (options::threads == 0)
+    throw UserError("--threads 0: need at least one thread");
+
+  Graph graph = loadGraph(options::graph);
+  RunInputs run =
+      prepareInputs(graph, options::dims, options::inputs, options::seed);
+  auto compute = [&] {
+    return roundOutputs(graph, evaluateReference(graph, run.dims, run.tensors));
+  };
+  std::vector<Tensor> outputs = compute();
+
+  int status = 0;
+  if (options::compare) {
+    std::vector<F64Tensor> reference =
+        evaluateReference(graph, run.dims, run.tensors);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      double error = relativeError(outputs[i], reference[i]);
+      double tolerance = toleranceFor(outputs[i].dtype);
+      bool pass = error <= tolerance; // False for NaN.
+      std::printf("check %s: rel_err %.3g (tolerance %.0e) %s\n",
+                  graph.value(graph.outputs[i]).name.c_str(), error, tolerance,
+                  pass ? "ok" : "FAIL");
+      if (!pass)
+        status = 1;
+    }
+  }
+  if (options::repeat > 0) {
+    std::vector<double> times;
+    for (unsigned i = 0; i < options::repeat; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      compute();
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    }
+    std::sort(times.begin(), times.end());
+    size_t middle = times.size() / 2;
+    double median = times.size() % 2 ? times[middle]
+                                     : (times[middle - 1] + times[middle]) / 2;
+    std::printf("median_ms: %.3f\n", median);
+  }
+  if (!options::outputDir.empty())
+    writeOutputs(graph, options::outputDir, outputs);
+  else if (!options::compare && options::repeat == 0)
+    printSummary(graph, outputs);
+  return status;
+}
+
+} // namespace attnc

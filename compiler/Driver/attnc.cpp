@@ -1,0 +1,84 @@
+//===- attnc.cpp - The attnc command-line tool ----------------------------===//
+//
+//   attnc check G.json                  validate, one line per node
+//   attnc explain G.json [--json]       the kernels after fusion
+//   attnc reference G.json [flags]      the float64 reference evaluator
+//   attnc run G.json [flags]            compile and run, --check, --repeat
+//
+// Exit status: 0 on success, 1 on bad input (one message on stderr naming
+// the file and JSON pointer or the flag), 2 on an internal error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver/Commands.h"
+#include "Driver/Options.h"
+#include "Support/Error.h"
+
+#include "llvm/Support/InitLLVM.h"
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace {
+
+void printUsage(std::FILE *stream) {
+  std::fprintf(stream,
+               "attnc: an ahead-of-time compiler for attention\n\n"
+               "USAGE: attnc <command> <graph.json> [options]\n\n"
+               "Commands:\n");
+  for (const llvm::cl::SubCommand *sub :
+       {&attnc::options::check, &attnc::options::explain,
+        &attnc::options::reference, &attnc::options::run})
+    std::fprintf(stream, "  %-10s %s\n", sub->getName().str().c_str(),
+                 sub->getDescription().str().c_str());
+  std::fprintf(stream, "\n'attnc <command> --help' lists a command's options. "
+                       "The graph format: docs/graph-format.md\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  namespace options = attnc::options;
+  std::string command = argc > 1 ? argv[1] : "";
+  if (command == "--help" || command == "-h" || command == "help") {
+    printUsage(stdout);
+    return 0;
+  }
+  if (command != "check" && command != "explain" && command != "reference" &&
+      command != "run") {
+    if (command.empty())
+      printUsage(stderr);
+    else
+      std::fprintf(stderr,
+                   "attnc: unknown command \"%s\"; commands: check, explain, "
+                   "reference, run\n",
+                   command.c_str());
+    return 1;
+  }
+  options::parse(argc, const_cast<const char **>(argv));
+  try {
+    if (options::check)
+      return attnc::checkCommand();
+    if (options::explain)
+      return attnc::explainCommand();
+    if (options::reference)
+      return attnc::referenceCommand();
+    return attnc::runCommand();
+  } catch (const attnc::UserError &error) {
+    std::cerr << error.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc &) {
+    std::cerr << "attnc " << command
+              << ": out of memory (are the sizes what you meant?)\n";
+    return 1;
+  } catch (const std::exception &error) {
+    std::cerr << "attnc " << command << ": internal error: " << error.what()
+              << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,44 @@
+//===- Tensor.h - Host tensors -----------------------------------*- C++ -*-===//
+//
+// A dense host tensor: an element type, a shape and the raw little-endian,
+// C-order bytes, exactly as a `.npy` file stores them. Keeping raw bytes (and
+// not, say, a vector<float>) lets f16/bf16/bool data pass through the driver
+// bit-exactly; toDoubles/fromDoubles convert for the float64 reference.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_SUPPORT_TENSOR_H
+#define ATTNC_SUPPORT_TENSOR_H
+
+#include "Support/DType.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+struct Tensor {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  /// numElements() * dtypeSize(dtype) bytes, little-endian, C order.
+  std::vector<uint8_t> data;
+
+  /// Product of the shape; 1 for rank 0.
+  int64_t numElements() const;
+};
+
+/// Every element as double (f16/bf16 exact, i32 exact, bool as 0/1).
+std::vector<double> toDoubles(const Tensor &t);
+
+/// Rounds each value to \p dtype: f32 by cast, f16/bf16 round-to-nearest-even
+/// from double, i32 round-to-nearest (ties to even) saturating with NaN -> 0,
+/// bool = value != 0. \p values must hold exactly the shape's element count.
+Tensor fromDoubles(DType dtype, std::vector<int64_t> shape,
+                   const std::vector<double> &values);
+
+/// "[2, 3, 4]" ("[]" for rank 0) — the shape spelling of every error message.
+std::string formatShape(const std::vector<int64_t> &shape);
+
+} // namespace attnc
+
+#endif // ATTNC_SUPPORT_TENSOR_H
