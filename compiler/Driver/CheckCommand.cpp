@@ -64,16 +64,45 @@ std::string describeAttention(const Graph &graph, const AttentionOp &op) {
   return out;
 }
 
+/// The attributes of a node beyond its operands, e.g. "transpose_b",
+/// "value 0.125", "axis 3".
+std::string describeAttributes(const Graph &graph, const Node &node) {
+  auto axis = [](int64_t axis) { return "axis " + std::to_string(axis); };
+  if (const auto *op = node.getIf<AttentionOp>())
+    return describeAttention(graph, *op);
+  if (const auto *op = node.getIf<MatmulOp>())
+    return op->transposeB ? "transpose_b" : "";
+  if (const auto *op = node.getIf<ScaleOp>())
+    return "value " + formatNumber(op->value);
+  if (const auto *op = node.getIf<SoftmaxOp>())
+    return axis(op->axis);
+  if (const auto *op = node.getIf<MaskedFillOp>())
+    return "value " + formatNumber(op->value);
+  if (const auto *op = node.getIf<TransposeOp>()) {
+    std::string perm;
+    for (int64_t p : op->perm)
+      perm += (perm.empty() ? "" : ", ") + std::to_string(p);
+    return "perm [" + perm + "]";
+  }
+  if (const auto *op = node.getIf<UnsqueezeOp>())
+    return axis(op->axis);
+  if (const auto *op = node.getIf<RepeatOp>())
+    return axis(op->axis) + " times " + std::to_string(op->times);
+  if (const auto *op = node.getIf<ReduceSumOp>())
+    return axis(op->axis) + (op->keepdims ? " keepdims" : "");
+  if (const auto *op = node.getIf<ConcatOp>())
+    return axis(op->axis);
+  return "";
+}
+
 std::string describeNode(const Graph &graph, const Node &node) {
   std::string operands;
   for (ValueId id : node.operands())
     operands += (operands.empty() ? "" : ", ") + graph.value(id).name;
   std::string line = node.name + " = " + node.opName + "(" + operands + ")";
-  if (const auto *attention = node.getIf<AttentionOp>()) {
-    std::string details = describeAttention(graph, *attention);
-    if (!details.empty())
-      line += " " + details;
-  }
+  std::string details = describeAttributes(graph, node);
+  if (!details.empty())
+    line += " " + details;
   line += " -> ";
   for (size_t r = 0; r < node.results.size(); ++r)
     line += (r ? ", " : "") + graph.type(node.results[r]).str();

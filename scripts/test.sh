@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test (ctest labels: unit,
+# lit, oracle). Extra arguments go to ctest, e.g. `scripts/test.sh -L unit`.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+"$root/scripts/setup.sh"
+"$root/scripts/build.sh"
+cd "$root/build"
+ctest --output-on-failure -j "$(nproc)" "$@"
