@@ -33,9 +33,12 @@ std::string describeAttention(const Graph &graph, const AttentionOp &op) {
   if (op.softcap)
     parts.push_back("softcap " + formatNumber(*op.softcap));
   for (const AttentionBias &bias : op.biases)
-    parts.push_back(bias.kind == BiasKind::Alibi
-                        ? std::string(bias.input ? "alibi(" + graph.value(*bias.input).name + ")" : "alibi")
-                        : "bias(" + graph.value(*bias.input).name + ")");
+    parts.push_back(
+        bias.kind == BiasKind::Alibi
+            ? std::string(bias.input
+                              ? "alibi(" + graph.value(*bias.input).name + ")"
+                              : "alibi")
+            : "bias(" + graph.value(*bias.input).name + ")");
   for (const AttentionMask &mask : op.masks) {
     switch (mask.kind) {
     case MaskKind::Causal:
@@ -55,7 +58,8 @@ std::string describeAttention(const Graph &graph, const AttentionOp &op) {
   }
   AttentionSizes sizes = graph.attentionSizes(op);
   if (sizes.queryHeads != sizes.kvHeads)
-    parts.push_back("GQA " + sizes.queryHeads.str() + "/" + sizes.kvHeads.str());
+    parts.push_back("GQA " + sizes.queryHeads.str() + "/" +
+                    sizes.kvHeads.str());
   if (op.returnLse)
     parts.push_back("lse");
   std::string out;
@@ -131,10 +135,11 @@ int checkCommand() {
   std::string dims;
   for (const std::string &dim : runtimeDims)
     dims += (dims.empty() ? "" : ", ") + dim;
-  std::cout << graph.file << ": " << graph.name << " is valid: "
-            << graph.inputs.size() << " input(s), " << graph.nodes.size()
-            << " node(s), " << graph.outputs.size() << " output(s)"
-            << (dims.empty() ? "" : "; run-time sizes " + dims) << "\n";
+  std::cout << graph.file << ": " << graph.name
+            << " is valid: " << graph.inputs.size() << " input(s), "
+            << graph.nodes.size() << " node(s), " << graph.outputs.size()
+            << " output(s)" << (dims.empty() ? "" : "; run-time sizes " + dims)
+            << "\n";
   for (const Node &node : graph.nodes)
     std::cout << "  " << describeNode(graph, node) << "\n";
   return 0;

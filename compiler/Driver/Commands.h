@@ -1,4 +1,5 @@
-//===- Commands.h - The attnc subcommands -------------------------*- C++ -*-===//
+//===- Commands.h - The attnc subcommands -------------------------*- C++
+//-*-===//
 //
 // Each subcommand reads its flags from Driver/Options.h and returns the
 // process exit status. User errors are thrown as UserError and reported by

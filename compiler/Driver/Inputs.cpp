@@ -5,6 +5,7 @@
 #include "Support/Npy.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -38,6 +39,9 @@ int64_t parseSize(const std::string &flag, const std::string &text) {
 }
 
 std::string readFile(const std::string &flag, const std::string &path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw UserError(flag + ": " + path + " is a directory, not a .npy file");
   std::ifstream stream(path, std::ios::binary);
   if (!stream)
     throw UserError(flag + ": cannot open " + path);
@@ -93,7 +97,8 @@ InputRole roleOf(const Graph &graph, ValueId input) {
         if (mask.input != input)
           continue;
         if (mask.kind == MaskKind::KeyLength)
-          return {InputRole::KeyLength, graph.attentionSizes(*attention).keyLen};
+          return {InputRole::KeyLength,
+                  graph.attentionSizes(*attention).keyLen};
         return {InputRole::AttendMask, {}};
       }
     } else if (const auto *fill = node.getIf<MaskedFillOp>()) {
@@ -146,11 +151,11 @@ Tensor randomInput(const Graph &graph, const DimBindings &dims, int inputIndex,
   return fromDoubles(type.dtype, shape, values);
 }
 
-RunInputs prepareInputs(const Graph &graph,
-                        const std::vector<std::string> &dimFlags,
-                        const std::vector<std::string> &inputFlags,
-                        uint64_t seed) {
+RunInputs bindInputs(const Graph &graph,
+                     const std::vector<std::string> &dimFlags,
+                     const std::vector<std::string> &inputFlags) {
   RunInputs run;
+  run.tensors.resize(graph.inputs.size());
   // Where each bound size came from, to explain conflicts.
   std::map<std::string, std::string> dimSource;
   std::vector<std::string> runtimeDims = graph.runtimeDims();
@@ -169,9 +174,9 @@ RunInputs prepareInputs(const Graph &graph,
                         graph.file);
     }
     if (!known)
-      throw UserError(flag + ": the graph " + graph.file +
-                      " has no run-time size " + name +
-                      (runtimeDims.empty() ? std::string(" (it has none)") : ""));
+      throw UserError(
+          flag + ": the graph " + graph.file + " has no run-time size " + name +
+          (runtimeDims.empty() ? std::string(" (it has none)") : ""));
     int64_t value = parseSize(flag, valueText);
     if (run.dims.count(name) && run.dims[name] != value)
       throw UserError(flag + ": " + name + " was already given as " +
@@ -180,16 +185,16 @@ RunInputs prepareInputs(const Graph &graph,
     dimSource[name] = flag;
   }
 
-  std::vector<std::optional<Tensor>> given(graph.inputs.size());
   std::vector<std::string> givenFlag(graph.inputs.size());
   for (const std::string &text : inputFlags) {
     auto [name, path] = splitAssignment("--input", text, "NAME=FILE.npy");
     std::string flag = "--input " + text;
     std::optional<ValueId> id = graph.lookup(name);
     if (!id || !graph.value(*id).isInput())
-      throw UserError(flag + ": the graph " + graph.file + " has no input " + name);
+      throw UserError(flag + ": the graph " + graph.file + " has no input " +
+                      name);
     int index = graph.value(*id).inputIndex;
-    if (given[index])
+    if (run.tensors[index])
       throw UserError(flag + ": input " + name + " was already given by " +
                       givenFlag[index]);
     Tensor tensor = parseNpy(readFile(flag, path), flag);
@@ -227,15 +232,22 @@ RunInputs prepareInputs(const Graph &graph,
                         dim.symbol + " = " + std::to_string(bound->second));
       }
     }
-    given[index] = std::move(tensor);
+    run.tensors[index] = std::move(tensor);
     givenFlag[index] = flag;
   }
 
   checkBindings(graph, run.dims);
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    run.tensors.push_back(given[i] ? std::move(*given[i])
-                                   : randomInput(graph, run.dims, int(i), seed));
   return run;
+}
+
+std::vector<Tensor> completeInputs(const Graph &graph, RunInputs run,
+                                   uint64_t seed) {
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < graph.inputs.size(); ++i)
+    tensors.push_back(run.tensors[i]
+                          ? std::move(*run.tensors[i])
+                          : randomInput(graph, run.dims, int(i), seed));
+  return tensors;
 }
 
 } // namespace attnc

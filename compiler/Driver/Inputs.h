@@ -1,4 +1,5 @@
-//===- Inputs.h - Run-time sizes and input tensors for a run ------*- C++ -*-===//
+//===- Inputs.h - Run-time sizes and input tensors for a run ------*- C++
+//-*-===//
 //
 // Turns the `--dim` and `--input` flags of `attnc run` / `attnc reference`
 // into bound run-time sizes and one tensor per graph input: read from a
@@ -12,6 +13,7 @@
 #include "Support/Tensor.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,16 +21,20 @@ namespace attnc {
 
 struct RunInputs {
   DimBindings dims;
-  std::vector<Tensor> tensors; ///< In Graph::inputs order.
+  /// In Graph::inputs order; empty for inputs no --input flag gives.
+  std::vector<std::optional<Tensor>> tensors;
 };
 
 /// Binds the run-time sizes from `dimFlags` ("NAME=V") and the shapes of the
-/// files in `inputFlags` ("NAME=PATH"), then reads or generates every input.
-/// Throws UserError naming the flag at fault.
-RunInputs prepareInputs(const Graph &graph,
-                        const std::vector<std::string> &dimFlags,
-                        const std::vector<std::string> &inputFlags,
-                        uint64_t seed);
+/// files in `inputFlags` ("NAME=PATH"), and reads those files. Throws
+/// UserError naming the flag at fault.
+RunInputs bindInputs(const Graph &graph,
+                     const std::vector<std::string> &dimFlags,
+                     const std::vector<std::string> &inputFlags);
+
+/// Every input: the files of `run`, random tensors from `seed` for the rest.
+std::vector<Tensor> completeInputs(const Graph &graph, RunInputs run,
+                                   uint64_t seed);
 
 /// The random tensor `attnc` uses for input `inputIndex` of `graph` under
 /// `seed`: its own stream per input, so supplying one input from a file does

@@ -1,6 +1,10 @@
 //===- Options.cpp - The flags of every attnc subcommand ------------------===//
 
 #include "Driver/Options.h"
+#include "Support/Error.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace attnc::options {
 namespace cl = llvm::cl;
@@ -34,9 +38,10 @@ cl::list<std::string>
                     "are random"),
            cl::value_desc("NAME=FILE.npy"), cl::sub(reference), cl::sub(run),
            cl::cat(category));
-cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
-                       cl::init(0), cl::sub(reference), cl::sub(run),
-                       cl::cat(category));
+cl::opt<std::string> seed("seed",
+                          cl::desc("Seed of the random inputs (default 0)"),
+                          cl::value_desc("N"), cl::init("0"),
+                          cl::sub(reference), cl::sub(run), cl::cat(category));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Write OUT.npy for every output into "
                                         "DIR (created when missing)"),
@@ -48,23 +53,83 @@ cl::opt<std::string> backend("backend",
                                       "built so far)"),
                              cl::init("reference"), cl::sub(run),
                              cl::cat(category));
-cl::opt<unsigned> threads("threads", cl::desc("Worker threads"), cl::init(1),
-                          cl::sub(run), cl::cat(category));
-cl::opt<unsigned> repeat("repeat",
-                         cl::desc("Time N runs after a warm-up and print "
-                                  "median_ms"),
-                         cl::value_desc("N"), cl::init(0), cl::sub(run),
-                         cl::cat(category));
+cl::opt<std::string> threads("threads", cl::desc("Worker threads (default 1)"),
+                             cl::value_desc("N"), cl::init("1"), cl::sub(run),
+                             cl::cat(category));
+cl::opt<std::string> repeat("repeat",
+                            cl::desc("Time N runs after a warm-up and print "
+                                     "median_ms"),
+                            cl::value_desc("N"), cl::init("0"), cl::sub(run),
+                            cl::cat(category));
 cl::opt<bool> compare("check",
                       cl::desc("Compare with the float64 reference; exit 1 "
                                "when over tolerance (1e-4 f32, 2e-2 f16/bf16)"),
                       cl::sub(run), cl::cat(category));
 
-void parse(int argc, const char **argv) {
+namespace {
+/// LLVM reports a bad flag in two to four lines ("Unknown command line
+/// argument ... Try: ...", "Did you mean ...?"); attnc's convention is one.
+std::string oneLineMessage(llvm::StringRef report) {
+  llvm::SmallVector<llvm::StringRef> lines;
+  report.split(lines, '\n', -1, /*KeepEmpty=*/false);
+  auto quotedAfter = [](llvm::StringRef line, llvm::StringRef marker) {
+    size_t start = line.find(marker);
+    if (start == llvm::StringRef::npos)
+      return llvm::StringRef();
+    llvm::StringRef rest = line.drop_front(start + marker.size());
+    return rest.take_until([](char c) { return c == '\''; });
+  };
+  // The first problem is the one to report; LLVM's later lines follow from it.
+  std::string message, suggestion;
+  for (llvm::StringRef line : lines) {
+    llvm::StringRef guess = quotedAfter(line, "Did you mean '").trim();
+    if (!guess.empty()) {
+      // Only suggest attnc's own flags, never -h or --help-list.
+      if (suggestion.empty() && guess.starts_with("--") &&
+          !guess.starts_with("--help") && guess != "--version")
+        suggestion = " (did you mean " + guess.str() + "?)";
+      continue;
+    }
+    if (!message.empty())
+      continue;
+    if (llvm::StringRef flag =
+            quotedAfter(line, "Unknown command line argument '");
+        !flag.empty())
+      message = "unknown flag " + flag.str();
+    else if (line.contains("Not enough positional"))
+      message = "missing the graph file";
+    else if (line.contains("Too many positional"))
+      message = "takes exactly one graph file";
+    else
+      message = line.split(": ").second.empty() ? line.str()
+                                                : line.split(": ").second.str();
+  }
+  return message + suggestion;
+}
+} // namespace
+
+uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum) {
+  uint64_t value = 0;
+  llvm::StringRef text = option.getValue();
+  if (text.getAsInteger(10, value))
+    throw UserError("--" + option.ArgStr.str() + " " + text.str() +
+                    ": expected a non-negative integer");
+  if (value < minimum)
+    throw UserError("--" + option.ArgStr.str() + " " + text.str() +
+                    ": must be at least " + std::to_string(minimum));
+  return value;
+}
+
+std::optional<std::string> parse(int argc, const char **argv) {
   for (cl::SubCommand *sub : {&check, &explain, &reference, &run})
     cl::HideUnrelatedOptions(category, *sub);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "attnc: an ahead-of-time compiler for attention\n");
+  std::string report;
+  llvm::raw_string_ostream stream(report);
+  if (cl::ParseCommandLineOptions(
+          argc, argv, "attnc: an ahead-of-time compiler for attention\n",
+          &stream))
+    return std::nullopt;
+  return oneLineMessage(stream.str());
 }
 
 } // namespace attnc::options

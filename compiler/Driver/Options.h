@@ -1,4 +1,5 @@
-//===- Options.h - The flags of every attnc subcommand ------------*- C++ -*-===//
+//===- Options.h - The flags of every attnc subcommand ------------*- C++
+//-*-===//
 //
 // Each subcommand is an llvm::cl::SubCommand with its own option namespace:
 // libLLVM registers hundreds of global options (one of them `--threads`), and
@@ -10,6 +11,7 @@
 
 #include "llvm/Support/CommandLine.h"
 
+#include <optional>
 #include <string>
 
 namespace attnc::options {
@@ -23,17 +25,21 @@ extern llvm::cl::opt<bool> json;
 /// reference and run
 extern llvm::cl::list<std::string> dims;
 extern llvm::cl::list<std::string> inputs;
-extern llvm::cl::opt<uint64_t> seed;
+extern llvm::cl::opt<std::string> seed;
 extern llvm::cl::opt<std::string> outputDir;
 /// run
 extern llvm::cl::opt<std::string> backend;
-extern llvm::cl::opt<unsigned> threads;
-extern llvm::cl::opt<unsigned> repeat;
+extern llvm::cl::opt<std::string> threads;
+extern llvm::cl::opt<std::string> repeat;
 extern llvm::cl::opt<bool> compare;
 
-/// Parses argv into the options above. Exits with status 1 and one message
-/// on a bad flag.
-void parse(int argc, const char **argv);
+/// The value of a numeric flag (written as text so that every bad value gets
+/// attnc's one-line message). Throws UserError naming the flag.
+uint64_t integer(const llvm::cl::opt<std::string> &option, uint64_t minimum);
+
+/// Parses argv into the options above. On a bad flag returns the problem as
+/// one line ("unknown flag --x (did you mean --y?)").
+std::optional<std::string> parse(int argc, const char **argv);
 
 } // namespace attnc::options
 

@@ -21,9 +21,37 @@
 #include <filesystem>
 #include <iostream>
 
+#include <unistd.h>
+
 namespace attnc {
 
 namespace {
+
+/// The --output-dir, or empty when not given; an empty name is an error.
+std::string outputDirectory() {
+  if (options::outputDir.getNumOccurrences() && options::outputDir.empty())
+    throw UserError("--output-dir: needs a directory name");
+  return options::outputDir;
+}
+
+/// Refuses sizes whose float64 evaluation cannot fit in this machine's
+/// memory, instead of letting the allocator or the OOM killer decide.
+void checkReferenceFits(const Graph &graph, const DimBindings &dims) {
+  double bytes = 0;
+  for (const Value &value : graph.values) {
+    double count = 1;
+    for (int64_t size : concreteShape(value.type.shape, dims))
+      count *= double(size);
+    bytes += 8 * count;
+  }
+  double available =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  if (bytes > 0.8 * available)
+    throw UserError("--dim: the reference evaluation of " + graph.file +
+                    " needs about " + std::to_string(int64_t(bytes / 1e9)) +
+                    " GB of memory; this machine has " +
+                    std::to_string(int64_t(available / 1e9)) + " GB");
+}
 
 std::vector<Tensor> roundOutputs(const Graph &graph,
                                  const std::vector<F64Tensor> &values) {
@@ -42,7 +70,8 @@ void writeOutputs(const Graph &graph, const std::string &directory,
   std::error_code error;
   fs::create_directories(directory, error);
   if (error || !fs::is_directory(directory))
-    throw UserError("--output-dir " + directory + ": cannot create the directory" +
+    throw UserError("--output-dir " + directory +
+                    ": cannot create the directory" +
                     (error ? " (" + error.message() + ")" : ""));
   std::vector<std::string> written;
   try {
@@ -84,9 +113,7 @@ double relativeError(const Tensor &output, const F64Tensor &reference) {
   return norm > 0 ? difference / std::sqrt(norm) : difference;
 }
 
-double toleranceFor(DType dtype) {
-  return dtype == DType::F32 ? 1e-4 : 2e-2;
-}
+double toleranceFor(DType dtype) { return dtype == DType::F32 ? 1e-4 : 2e-2; }
 
 void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -101,7 +128,8 @@ void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
                 std::string(dtypeName(outputs[i].dtype)).c_str(),
                 formatShape(outputs[i].shape).c_str(),
                 values.empty() ? 0.0 : sum / double(values.size()),
-                values.empty() ? 0.0 : std::sqrt(sumSquares / double(values.size())));
+                values.empty() ? 0.0
+                               : std::sqrt(sumSquares / double(values.size())));
   }
 }
 
@@ -109,14 +137,18 @@ void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
 
 int referenceCommand() {
   Graph graph = loadGraph(options::graph);
-  RunInputs run =
-      prepareInputs(graph, options::dims, options::inputs, options::seed);
+  RunInputs bound = bindInputs(graph, options::dims, options::inputs);
+  checkReferenceFits(graph, bound.dims);
+  DimBindings dims = bound.dims;
+  std::vector<Tensor> inputs = completeInputs(
+      graph, std::move(bound), options::integer(options::seed, 0));
   std::vector<Tensor> outputs =
-      roundOutputs(graph, evaluateReference(graph, run.dims, run.tensors));
-  if (options::outputDir.empty())
+      roundOutputs(graph, evaluateReference(graph, dims, inputs));
+  std::string directory = outputDirectory();
+  if (directory.empty())
     printSummary(graph, outputs);
   else
-    writeOutputs(graph, options::outputDir, outputs);
+    writeOutputs(graph, directory, outputs);
   return 0;
 }
 
@@ -129,21 +161,25 @@ int runCommand() {
     throw UserError("--backend " + backend +
                     ": unknown backend; allowed: reference, mlir, halide");
   }
-  if (options::threads == 0)
-    throw UserError("--threads 0: need at least one thread");
+  uint64_t threads = options::integer(options::threads, 1);
+  uint64_t repeat = options::integer(options::repeat, 0);
+  uint64_t seed = options::integer(options::seed, 0);
+  std::string directory = outputDirectory();
+  (void)threads; // The reference evaluator is single-threaded.
 
   Graph graph = loadGraph(options::graph);
-  RunInputs run =
-      prepareInputs(graph, options::dims, options::inputs, options::seed);
+  RunInputs bound = bindInputs(graph, options::dims, options::inputs);
+  checkReferenceFits(graph, bound.dims);
+  DimBindings dims = bound.dims;
+  std::vector<Tensor> inputs = completeInputs(graph, std::move(bound), seed);
   auto compute = [&] {
-    return roundOutputs(graph, evaluateReference(graph, run.dims, run.tensors));
+    return roundOutputs(graph, evaluateReference(graph, dims, inputs));
   };
   std::vector<Tensor> outputs = compute();
 
   int status = 0;
   if (options::compare) {
-    std::vector<F64Tensor> reference =
-        evaluateReference(graph, run.dims, run.tensors);
+    std::vector<F64Tensor> reference = evaluateReference(graph, dims, inputs);
     for (size_t i = 0; i < outputs.size(); ++i) {
       double error = relativeError(outputs[i], reference[i]);
       double tolerance = toleranceFor(outputs[i].dtype);
@@ -155,9 +191,9 @@ int runCommand() {
         status = 1;
     }
   }
-  if (options::repeat > 0) {
+  if (repeat > 0) {
     std::vector<double> times;
-    for (unsigned i = 0; i < options::repeat; ++i) {
+    for (uint64_t i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
       compute();
       times.push_back(std::chrono::duration<double, std::milli>(
@@ -170,9 +206,9 @@ int runCommand() {
                                      : (times[middle - 1] + times[middle]) / 2;
     std::printf("median_ms: %.3f\n", median);
   }
-  if (!options::outputDir.empty())
-    writeOutputs(graph, options::outputDir, outputs);
-  else if (!options::compare && options::repeat == 0)
+  if (!directory.empty())
+    writeOutputs(graph, directory, outputs);
+  else if (!options::compare && repeat == 0)
     printSummary(graph, outputs);
   return status;
 }

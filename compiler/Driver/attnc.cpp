@@ -26,10 +26,9 @@
 namespace {
 
 void printUsage(std::FILE *stream) {
-  std::fprintf(stream,
-               "attnc: an ahead-of-time compiler for attention\n\n"
-               "USAGE: attnc <command> <graph.json> [options]\n\n"
-               "Commands:\n");
+  std::fprintf(stream, "attnc: an ahead-of-time compiler for attention\n\n"
+                       "USAGE: attnc <command> <graph.json> [options]\n\n"
+                       "Commands:\n");
   for (const llvm::cl::SubCommand *sub :
        {&attnc::options::check, &attnc::options::explain,
         &attnc::options::reference, &attnc::options::run})
@@ -60,7 +59,17 @@ int main(int argc, char **argv) {
                    command.c_str());
     return 1;
   }
-  options::parse(argc, const_cast<const char **>(argv));
+  // InitLLVM installs an out-of-memory handler that aborts; attnc reports
+  // std::bad_alloc as a user error instead.
+  std::set_new_handler(nullptr);
+  if (std::optional<std::string> problem =
+          options::parse(argc, const_cast<const char **>(argv))) {
+    // Empty when LLVM already printed its one line (a bad boolean value).
+    if (!problem->empty())
+      std::fprintf(stderr, "attnc %s: %s; see 'attnc %s --help'\n",
+                   command.c_str(), problem->c_str(), command.c_str());
+    return 1;
+  }
   try {
     if (options::check)
       return attnc::checkCommand();

@@ -79,8 +79,7 @@ AttentionSizes Graph::attentionSizes(const AttentionOp &op) const {
   // bhsd: [B, H, S, D]; bshd: [B, S, H, D].
   int headAxis = op.layout == Layout::BHSD ? 1 : 2;
   int seqAxis = op.layout == Layout::BHSD ? 2 : 1;
-  return {q[0],         q[headAxis], k[headAxis], q[seqAxis],
-          k[seqAxis],   q[3],        v[3]};
+  return {q[0], q[headAxis], k[headAxis], q[seqAxis], k[seqAxis], q[3], v[3]};
 }
 
 std::vector<int64_t> concreteShape(const Shape &shape,
@@ -95,7 +94,7 @@ void checkBindings(const Graph &graph, const DimBindings &bindings) {
   for (const std::string &name : graph.runtimeDims()) {
     auto it = bindings.find(name);
     if (it == bindings.end())
-      throw UserError("--dim " + name + ": the run-time size " + name +
+      throw UserError(graph.file + ": the run-time size " + name +
                       " has no value; give --dim " + name +
                       "=N or an --input file that fixes it");
     if (it->second <= 0)
@@ -104,10 +103,17 @@ void checkBindings(const Graph &graph, const DimBindings &bindings) {
   }
   for (const Value &value : graph.values) {
     int64_t count = 1;
-    for (int64_t size : concreteShape(value.type.shape, bindings))
-      if (__builtin_mul_overflow(count, size, &count) || count > kMaxElements)
-        throw UserError("--dim: value " + value.name + " " + value.type.str() +
-                        " would have more than 2^40 elements");
+    for (int64_t size : concreteShape(value.type.shape, bindings)) {
+      if (!__builtin_mul_overflow(count, size, &count) && count <= kMaxElements)
+        continue;
+      std::string sizes;
+      for (const auto &[name, size] : bindings)
+        sizes +=
+            (sizes.empty() ? "" : ", ") + name + "=" + std::to_string(size);
+      throw UserError("--dim: with " + sizes + ", value " + value.name + " " +
+                      value.type.str() + " of " + graph.file +
+                      " would have more than 2^40 elements");
+    }
   }
 }
 

@@ -1,4 +1,5 @@
-//===- Graph.h - The validated attention graph --------------------*- C++ -*-===//
+//===- Graph.h - The validated attention graph --------------------*- C++
+//-*-===//
 //
 // The in-memory form of a graph document (docs/graph-format.md) after parsing,
 // validation and shape inference. Every value has a known dtype and a shape
@@ -146,8 +147,8 @@ struct AttentionBias {
 
 struct AttentionMask {
   MaskKind kind;
-  int64_t left = 0, right = 0;   ///< window only.
-  std::optional<ValueId> input;  ///< key_length: i32 [B]; tensor: bool.
+  int64_t left = 0, right = 0;  ///< window only.
+  std::optional<ValueId> input; ///< key_length: i32 [B]; tensor: bool.
 };
 
 struct AttentionOp {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -55,28 +56,34 @@ std::string joinQuoted(const std::vector<std::string> &items) {
   return out;
 }
 
+/// Edits (insert, delete, substitute, swap two neighbours) between two
+/// names: the optimal string alignment distance, so "maks" is one edit from
+/// "mask".
 size_t editDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
   for (size_t j = 0; j <= b.size(); ++j)
-    row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
-  }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
-/// " (did you mean "x"?)" when one candidate is close to `name`.
+/// " (did you mean "x"?)" when one candidate is close to `name`: a few edits
+/// away, and not a complete rewrite of a short name ("U" never suggests "B").
 std::string suggestion(std::string_view name,
                        const std::vector<std::string> &candidates) {
   const std::string *best = nullptr;
-  size_t bestDistance = std::max<size_t>(2, name.size() / 3) + 1;
+  size_t bestDistance = std::min(std::max<size_t>(1, name.size() / 3),
+                                 name.size() - (name.empty() ? 0 : 1)) +
+                        1;
   for (const std::string &candidate : candidates) {
     size_t distance = editDistance(name, candidate);
     if (distance < bestDistance) {
@@ -86,6 +93,86 @@ std::string suggestion(std::string_view name,
   }
   return best ? " (did you mean " + inQuotes(*best) + "?)" : "";
 }
+
+/// "a" or "an", for messages such as "an attention node".
+std::string withArticle(const std::string &noun) {
+  bool vowel =
+      !noun.empty() && std::string("aeiou").find(noun[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + noun;
+}
+
+/// Finds the first key that appears twice in one object: nlohmann keeps the
+/// last silently, and a repeated key is as likely a typo as an unknown one.
+/// Returns its JSON pointer.
+class DuplicateKeyFinder : public nlohmann::json_sax<json> {
+public:
+  std::optional<std::string> duplicate;
+
+  bool null() override { return element(); }
+  bool boolean(bool) override { return element(); }
+  bool number_integer(number_integer_t) override { return element(); }
+  bool number_unsigned(number_unsigned_t) override { return element(); }
+  bool number_float(number_float_t, const string_t &) override {
+    return element();
+  }
+  bool string(string_t &) override { return element(); }
+  bool binary(binary_t &) override { return element(); }
+  bool start_object(std::size_t) override { return open(false); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t &key) override {
+    Frame &object = frames.back();
+    if (!object.keys.insert(key).second) {
+      duplicate = pointer() + "/" + pointerToken(key);
+      return false;
+    }
+    object.key = key;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string &,
+                   const nlohmann::detail::exception &) override {
+    return false;
+  }
+
+private:
+  struct Frame {
+    bool array;
+    std::string token; ///< How the parent reaches this container.
+    size_t nextIndex = 0;
+    std::set<std::string> keys;
+    std::string key;
+  };
+  std::vector<Frame> frames;
+
+  /// The token of the element about to start in the innermost container.
+  std::string childToken() {
+    if (frames.empty())
+      return "";
+    Frame &parent = frames.back();
+    return parent.array ? std::to_string(parent.nextIndex++)
+                        : pointerToken(parent.key);
+  }
+  bool element() {
+    childToken();
+    return true;
+  }
+  bool open(bool array) {
+    std::string token = childToken();
+    frames.push_back({array, token});
+    return true;
+  }
+  bool close() {
+    frames.pop_back();
+    return true;
+  }
+  std::string pointer() const {
+    std::string out;
+    for (size_t i = 1; i < frames.size(); ++i)
+      out += "/" + frames[i].token;
+    return out;
+  }
+};
 
 std::string describeJsonType(const json &value) {
   switch (value.type()) {
@@ -232,7 +319,8 @@ ObjectReader::ObjectReader(GraphParser &parser, const json &object,
     : parser(parser), object(object), objectPointer(std::move(pointer)),
       what(std::move(what)) {
   if (!object.is_object())
-    parser.fail(objectPointer, "expected " + this->what + " (a JSON object), got " +
+    parser.fail(objectPointer, "expected " + this->what +
+                                   " (a JSON object), got " +
                                    describeJsonType(object));
   for (const auto &item : object.items()) {
     if (std::find(allowedKeys.begin(), allowedKeys.end(), item.key()) !=
@@ -295,6 +383,10 @@ int64_t GraphParser::toInteger(const json &value,
   }
   if (value.is_number_integer())
     return value.get<int64_t>();
+  if (value.is_number_float() && std::isfinite(value.get<double>()) &&
+      std::floor(value.get<double>()) == value.get<double>() &&
+      std::abs(value.get<double>()) >= 9.2e18)
+    fail(pointer, "integer " + value.dump() + " is out of range");
   fail(pointer, "expected an integer, got " + describeJsonType(value) +
                     (value.is_primitive() ? " " + value.dump() : ""));
 }
@@ -313,7 +405,7 @@ Graph GraphParser::parse(std::string_view text) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error &error) {
+  } catch (const json::exception &error) {
     // nlohmann's text reads "[json.exception.parse_error.101] parse error at
     // line 3, column 14: ..."; keep only the part after the tag.
     std::string message = error.what();
@@ -322,6 +414,14 @@ Graph GraphParser::parse(std::string_view text) {
       message = message.substr(tagEnd + 2);
     fail("", "malformed JSON: " + message);
   }
+
+  DuplicateKeyFinder duplicates;
+  json::sax_parse(text, &duplicates);
+  if (duplicates.duplicate)
+    fail(*duplicates.duplicate, "duplicate key " +
+                                    inQuotes(duplicates.duplicate->substr(
+                                        duplicates.duplicate->rfind('/') + 1)) +
+                                    " (a JSON object may name each key once)");
 
   ObjectReader root(*this, document, "", "a graph document",
                     {"attnc", "name", "dims", "inputs", "nodes", "outputs"});
@@ -355,8 +455,8 @@ Graph GraphParser::parse(std::string_view text) {
 
 void GraphParser::parseDims(const json &dims) {
   if (!dims.is_object())
-    fail("/dims", "expected an object of named sizes, got " +
-                      describeJsonType(dims));
+    fail("/dims",
+         "expected an object of named sizes, got " + describeJsonType(dims));
   for (const auto &item : dims.items()) {
     std::string pointer = "/dims/" + pointerToken(item.key());
     if (!isIdentifier(item.key()))
@@ -365,8 +465,9 @@ void GraphParser::parseDims(const json &dims) {
     std::optional<int64_t> fixed;
     if (!item.value().is_null()) {
       if (!item.value().is_number_integer())
-        fail(pointer, "expected an integer > 0 or null (a run-time size), got " +
-                          describeJsonType(item.value()));
+        fail(pointer,
+             "expected an integer > 0 or null (a run-time size), got " +
+                 describeJsonType(item.value()));
       fixed = toInteger(item.value(), pointer);
       if (*fixed <= 0)
         fail(pointer, "size must be > 0, got " + std::to_string(*fixed));
@@ -424,8 +525,8 @@ ValueId GraphParser::defineValue(const std::string &name, TensorType type,
 
 void GraphParser::parseInputs(const json &inputs) {
   if (!inputs.is_object())
-    fail("/inputs", "expected an object of named inputs, got " +
-                        describeJsonType(inputs));
+    fail("/inputs",
+         "expected an object of named inputs, got " + describeJsonType(inputs));
   for (const auto &item : inputs.items()) {
     std::string pointer = "/inputs/" + pointerToken(item.key());
     if (!isIdentifier(item.key()))
@@ -439,8 +540,8 @@ void GraphParser::parseInputs(const json &inputs) {
            "expected a list of dims, got " + describeJsonType(shape));
     TensorType type;
     for (size_t i = 0; i < shape.size(); ++i)
-      type.shape.push_back(
-          parseDim(shape[i], fields.pointerOf("shape") + "/" + std::to_string(i)));
+      type.shape.push_back(parseDim(shape[i], fields.pointerOf("shape") + "/" +
+                                                  std::to_string(i)));
     std::string dtypeText = fields.string("dtype");
     std::optional<DType> dtype = parseDType(dtypeText);
     if (!dtype)
@@ -471,6 +572,16 @@ ValueId GraphParser::reference(const json &value,
     fail(pointer, inQuotes(name) + " is defined later, at " + later->second +
                       " (a node may use only inputs and earlier nodes)");
   }
+  const std::string lseSuffix = ".lse";
+  if (name.size() > lseSuffix.size() &&
+      name.compare(name.size() - lseSuffix.size(), lseSuffix.size(),
+                   lseSuffix) == 0) {
+    std::string node = name.substr(0, name.size() - lseSuffix.size());
+    if (valueByName.count(node) || nodePointerByName.count(node))
+      fail(pointer, "unknown value " + inQuotes(name) + " (node " +
+                        inQuotes(node) +
+                        " defines it only with \"return_lse\": true)");
+  }
   std::vector<std::string> names;
   for (const auto &known : valueByName)
     names.push_back(known.first);
@@ -489,7 +600,8 @@ int64_t GraphParser::axis(const ObjectReader &fields, const std::string &key,
 
 void GraphParser::requireFloat(ValueId id, const std::string &pointer) const {
   if (!isFloat(type(id).dtype))
-    fail(pointer, "expected a float tensor (f32, f16, bf16), got " + describe(id));
+    fail(pointer,
+         "expected a float tensor (f32, f16, bf16), got " + describe(id));
 }
 
 //===----------------------------------------------------------------------===//
@@ -499,12 +611,14 @@ void GraphParser::requireFloat(ValueId id, const std::string &pointer) const {
 void GraphParser::parseNode(const json &node, size_t index) {
   std::string pointer = "/nodes/" + std::to_string(index);
   if (!node.is_object())
-    fail(pointer, "expected a node (a JSON object), got " + describeJsonType(node));
+    fail(pointer,
+         "expected a node (a JSON object), got " + describeJsonType(node));
   auto opField = node.find("op");
   if (opField == node.end())
     fail(pointer, "node needs \"op\"");
   if (!opField->is_string())
-    fail(pointer + "/op", "expected an op name, got " + describeJsonType(*opField));
+    fail(pointer + "/op",
+         "expected an op name, got " + describeJsonType(*opField));
   std::string opName = opField->get<std::string>();
 
   using Parse = std::function<NodeResult(const ObjectReader &)>;
@@ -518,11 +632,13 @@ void GraphParser::parseNode(const json &node, size_t index) {
   auto unary = [this](UnaryKind kind) {
     return [this, kind](const ObjectReader &f) { return parseUnary(f, kind); };
   };
-  auto member = [this](NodeResult (GraphParser::*method)(const ObjectReader &)) {
+  auto member = [this](
+                    NodeResult (GraphParser::*method)(const ObjectReader &)) {
     return [this, method](const ObjectReader &f) { return (this->*method)(f); };
   };
   const std::map<std::string, OpSchema> schemas = {
-      {"matmul", {{"a", "b", "transpose_b"}, member(&GraphParser::parseMatmul)}},
+      {"matmul",
+       {{"a", "b", "transpose_b"}, member(&GraphParser::parseMatmul)}},
       {"linear", {{"x", "w", "b"}, member(&GraphParser::parseLinear)}},
       {"add", {{"a", "b"}, binary(BinaryKind::Add)}},
       {"sub", {{"a", "b"}, binary(BinaryKind::Sub)}},
@@ -553,13 +669,14 @@ void GraphParser::parseNode(const json &node, size_t index) {
     std::vector<std::string> names;
     for (const auto &entry : schemas)
       names.push_back(entry.first);
-    fail(pointer + "/op", "unknown op " + inQuotes(opName) +
-                              suggestion(opName, names));
+    fail(pointer + "/op",
+         "unknown op " + inQuotes(opName) + suggestion(opName, names));
   }
 
   std::vector<std::string> keys = schema->second.keys;
   keys.insert(keys.begin(), {"name", "op"});
-  ObjectReader fields(*this, node, pointer, "a " + opName + " node", keys);
+  ObjectReader fields(*this, node, pointer, withArticle(opName + " node"),
+                      keys);
   std::string name = fields.string("name");
   if (!isIdentifier(name))
     fail(fields.pointerOf("name"),
@@ -592,8 +709,8 @@ void GraphParser::parseNode(const json &node, size_t index) {
 
 void GraphParser::parseOutputs(const json &outputs) {
   if (!outputs.is_array())
-    fail("/outputs", "expected a list of value names, got " +
-                         describeJsonType(outputs));
+    fail("/outputs",
+         "expected a list of value names, got " + describeJsonType(outputs));
   if (outputs.empty())
     fail("/outputs", "a graph needs at least one output");
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -601,7 +718,8 @@ void GraphParser::parseOutputs(const json &outputs) {
     ValueId id = reference(outputs[i], pointer);
     if (std::find(graph.outputs.begin(), graph.outputs.end(), id) !=
         graph.outputs.end())
-      fail(pointer, "output " + inQuotes(graph.value(id).name) + " is listed twice");
+      fail(pointer,
+           "output " + inQuotes(graph.value(id).name) + " is listed twice");
     graph.outputs.push_back(id);
   }
 }
@@ -616,17 +734,15 @@ GraphParser::NodeResult GraphParser::parseMatmul(const ObjectReader &fields) {
   requireFloat(op.a, fields.pointerOf("a"));
   requireFloat(op.b, fields.pointerOf("b"));
   if (type(op.a).dtype != type(op.b).dtype)
-    fail(fields.pointer(), "matmul operands differ in dtype: " + describe(op.a) +
-                               " and " + describe(op.b));
+    fail(fields.pointer(), "matmul operands differ in dtype: " +
+                               describe(op.a) + " and " + describe(op.b));
   std::string problem;
-  std::optional<Shape> shape =
-      inferMatmulShape(type(op.a).shape, type(op.b).shape, op.transposeB,
-                       problem);
+  std::optional<Shape> shape = inferMatmulShape(
+      type(op.a).shape, type(op.b).shape, op.transposeB, problem);
   if (!shape)
-    fail(fields.pointer(), "cannot multiply " + describe(op.a) + " by " +
-                               describe(op.b) +
-                               (op.transposeB ? " (transposed)" : "") + ": " +
-                               problem);
+    fail(fields.pointer(),
+         "cannot multiply " + describe(op.a) + " by " + describe(op.b) +
+             (op.transposeB ? " (transposed)" : "") + ": " + problem);
   return {op, TensorType{type(op.a).dtype, *shape}};
 }
 
@@ -637,20 +753,20 @@ GraphParser::NodeResult GraphParser::parseLinear(const ObjectReader &fields) {
   requireFloat(op.w, fields.pointerOf("w"));
   const TensorType &x = type(op.x), &w = type(op.w);
   if (w.dtype != x.dtype)
-    fail(fields.pointerOf("w"), "dtype differs from x: " + describe(op.w) +
-                                    " and " + describe(op.x));
+    fail(fields.pointerOf("w"),
+         "dtype differs from x: " + describe(op.w) + " and " + describe(op.x));
   if (w.rank() != 2)
-    fail(fields.pointerOf("w"), "expected a weight [N, K], got " + describe(op.w));
+    fail(fields.pointerOf("w"),
+         "expected a weight [N, K], got " + describe(op.w));
   if (x.rank() < 1 || x.shape.back() != w.shape[1])
-    fail(fields.pointer(), "the last dim of x " + x.str() +
-                               " must equal K of w " + w.str());
+    fail(fields.pointer(),
+         "the last dim of x " + x.str() + " must equal K of w " + w.str());
   if (op.bias) {
     const TensorType &b = type(*op.bias);
     if (b.dtype != x.dtype || b.rank() != 1 || b.shape[0] != w.shape[0])
-      fail(fields.pointerOf("b"), "expected a bias " +
-                                      std::string(dtypeName(x.dtype)) + "[" +
-                                      w.shape[0].str() + "], got " +
-                                      describe(*op.bias));
+      fail(fields.pointerOf("b"),
+           "expected a bias " + std::string(dtypeName(x.dtype)) + "[" +
+               w.shape[0].str() + "], got " + describe(*op.bias));
   }
   Shape shape(x.shape.begin(), x.shape.end() - 1);
   shape.push_back(w.shape[0]);
@@ -670,8 +786,9 @@ GraphParser::NodeResult GraphParser::parseBinary(const ObjectReader &fields,
                ", got " + describe(id));
   }
   if (a.dtype != b.dtype)
-    fail(fields.pointer(), "operands differ in dtype (no implicit promotion): " +
-                               describe(op.a) + " and " + describe(op.b));
+    fail(fields.pointer(),
+         "operands differ in dtype (no implicit promotion): " + describe(op.a) +
+             " and " + describe(op.b));
   std::string problem;
   std::optional<Shape> shape = broadcastShapes(a.shape, b.shape, problem);
   if (!shape)
@@ -691,11 +808,10 @@ GraphParser::NodeResult GraphParser::parseUnary(const ObjectReader &fields,
   UnaryOp op{kind, operand(fields, "x")};
   DType dtype = type(op.x).dtype;
   if (kind == UnaryKind::Neg ? dtype == DType::Bool : !isFloat(dtype))
-    fail(fields.pointerOf("x"), "expected a " +
-                                    std::string(kind == UnaryKind::Neg
-                                                    ? "numeric"
-                                                    : "float") +
-                                    " tensor, got " + describe(op.x));
+    fail(fields.pointerOf("x"),
+         "expected a " +
+             std::string(kind == UnaryKind::Neg ? "numeric" : "float") +
+             " tensor, got " + describe(op.x));
   return {op, type(op.x)};
 }
 
@@ -712,7 +828,8 @@ GraphParser::parseMaskedFill(const ObjectReader &fields) {
   ValueId x = operand(fields, "x"), mask = operand(fields, "mask");
   requireFloat(x, fields.pointerOf("x"));
   if (type(mask).dtype != DType::Bool)
-    fail(fields.pointerOf("mask"), "expected a bool mask, got " + describe(mask));
+    fail(fields.pointerOf("mask"),
+         "expected a bool mask, got " + describe(mask));
   std::string problem;
   std::optional<Shape> shape =
       broadcastShapes(type(x).shape, type(mask).shape, problem);
@@ -738,7 +855,8 @@ GraphParser::parseCausalMask(const ObjectReader &fields) {
   ValueId x = operand(fields, "x");
   requireFloat(x, fields.pointerOf("x"));
   if (type(x).rank() < 2)
-    fail(fields.pointerOf("x"), "causal_mask needs [..., S, T], got " + describe(x));
+    fail(fields.pointerOf("x"),
+         "causal_mask needs [..., S, T], got " + describe(x));
   return {CausalMaskOp{x}, type(x)};
 }
 
@@ -747,8 +865,8 @@ GraphParser::NodeResult GraphParser::parseReshape(const ObjectReader &fields) {
   const json &shapeField = fields.require("shape");
   std::string shapePointer = fields.pointerOf("shape");
   if (!shapeField.is_array())
-    fail(shapePointer, "expected a list of dims, got " +
-                           describeJsonType(shapeField));
+    fail(shapePointer,
+         "expected a list of dims, got " + describeJsonType(shapeField));
   std::vector<std::optional<Dim>> target; // nullopt marks the -1.
   std::optional<size_t> inferred;
   for (size_t i = 0; i < shapeField.size(); ++i) {
@@ -805,9 +923,9 @@ GraphParser::parseUnsqueeze(const ObjectReader &fields) {
   int64_t axis = fields.integer("axis");
   int64_t rank = type(x).rank() + 1;
   if (axis < -rank || axis >= rank)
-    fail(fields.pointerOf("axis"), "axis " + std::to_string(axis) +
-                                       " is out of range for a result of rank " +
-                                       std::to_string(rank));
+    fail(fields.pointerOf("axis"),
+         "axis " + std::to_string(axis) +
+             " is out of range for a result of rank " + std::to_string(rank));
   axis = axis < 0 ? axis + rank : axis;
   Shape shape = type(x).shape;
   shape.insert(shape.begin() + axis, Dim::fixed(1));
@@ -861,7 +979,8 @@ GraphParser::NodeResult GraphParser::parseConcat(const ObjectReader &fields) {
     fail(listPointer, "expected a non-empty list of value names");
   ConcatOp op;
   for (size_t i = 0; i < list.size(); ++i)
-    op.inputs.push_back(reference(list[i], listPointer + "/" + std::to_string(i)));
+    op.inputs.push_back(
+        reference(list[i], listPointer + "/" + std::to_string(i)));
   const TensorType &first = type(op.inputs[0]);
   if (first.rank() == 0)
     fail(listPointer + "/0", "concat needs tensors of rank >= 1");
@@ -881,7 +1000,8 @@ GraphParser::NodeResult GraphParser::parseConcat(const ObjectReader &fields) {
       if (next.shape[d] != first.shape[d])
         fail(pointer, describe(op.inputs[i]) + " differs from " +
                           describe(op.inputs[0]) + " in dim " +
-                          std::to_string(d) + " (only the concat axis may differ)");
+                          std::to_string(d) +
+                          " (only the concat axis may differ)");
     }
     Dim &total = shape[op.axis];
     const Dim &part = next.shape[op.axis];
@@ -911,20 +1031,22 @@ GraphParser::parseAttention(const ObjectReader &fields) {
     else if (*layout == "bshd")
       op.layout = Layout::BSHD;
     else
-      fail(fields.pointerOf("layout"),
-           "unknown layout " + layout->dump() + "; allowed: \"bhsd\", \"bshd\"");
+      fail(fields.pointerOf("layout"), "unknown layout " + layout->dump() +
+                                           "; allowed: \"bhsd\", \"bshd\"");
   }
-  const char *layoutText = op.layout == Layout::BHSD ? "[B, H, S, D]" : "[B, S, H, D]";
+  const char *layoutText =
+      op.layout == Layout::BHSD ? "[B, H, S, D]" : "[B, S, H, D]";
   for (auto [id, key] :
        {std::pair{op.q, "q"}, std::pair{op.k, "k"}, std::pair{op.v, "v"}}) {
     requireFloat(id, fields.pointerOf(key));
     if (type(id).rank() != 4)
-      fail(fields.pointerOf(key), std::string("expected ") + layoutText +
-                                      " for layout " +
-                                      (op.layout == Layout::BHSD ? "bhsd" : "bshd") +
-                                      ", got " + describe(id));
+      fail(fields.pointerOf(key),
+           std::string("expected ") + layoutText + " for layout " +
+               (op.layout == Layout::BHSD ? "bhsd" : "bshd") + ", got " +
+               describe(id));
   }
-  if (type(op.k).dtype != type(op.q).dtype || type(op.v).dtype != type(op.q).dtype)
+  if (type(op.k).dtype != type(op.q).dtype ||
+      type(op.v).dtype != type(op.q).dtype)
     fail(fields.pointer(), "q, k and v must share one dtype, got " +
                                describe(op.q) + ", " + describe(op.k) + ", " +
                                describe(op.v));
@@ -937,12 +1059,15 @@ GraphParser::parseAttention(const ObjectReader &fields) {
   };
   auto requireSame = [&](const Dim &a, const Dim &b, const char *what) {
     if (a != b)
-      fail(fields.pointer(), std::string(what) + " differ (" + a.str() + " vs " +
-                                 b.str() + "): q " + type(op.q).str() + ", k " +
-                                 type(op.k).str() + ", v " + type(op.v).str());
+      fail(fields.pointer(), std::string(what) + " differ (" + a.str() +
+                                 " vs " + b.str() + "): q " + type(op.q).str() +
+                                 ", k " + type(op.k).str() + ", v " +
+                                 type(op.v).str());
   };
-  requireSame(type(op.q).shape[0], type(op.k).shape[0], "batch sizes of q and k");
-  requireSame(type(op.k).shape[0], type(op.v).shape[0], "batch sizes of k and v");
+  requireSame(type(op.q).shape[0], type(op.k).shape[0],
+              "batch sizes of q and k");
+  requireSame(type(op.k).shape[0], type(op.v).shape[0],
+              "batch sizes of k and v");
   requireSame(heads(op.k), heads(op.v), "head counts of k and v");
   requireSame(seq(op.k), seq(op.v), "key lengths of k and v");
   requireSame(type(op.q).shape[3], type(op.k).shape[3], "head dims of q and k");
@@ -961,7 +1086,10 @@ GraphParser::parseAttention(const ObjectReader &fields) {
   if (const json *score = fields.find("score"))
     op.score = parseScore(*score, fields.pointerOf("score"), sizes);
   if (const json *scale = fields.find("scale")) {
-    if (!(scale->is_string() && *scale == "default"))
+    if (scale->is_string() && *scale != "default")
+      fail(fields.pointerOf("scale"),
+           "expected a number or \"default\", got " + scale->dump());
+    if (!scale->is_string())
       op.scale = toNumber(*scale, fields.pointerOf("scale"));
   }
   if (fields.has("softcap")) {
@@ -969,12 +1097,14 @@ GraphParser::parseAttention(const ObjectReader &fields) {
     if (*op.softcap <= 0)
       fail(fields.pointerOf("softcap"), "softcap must be > 0");
   }
-  for (auto [key, isBias] : {std::pair{"bias", true}, std::pair{"mask", false}}) {
+  for (auto [key, isBias] :
+       {std::pair{"bias", true}, std::pair{"mask", false}}) {
     const json *list = fields.find(key);
     if (!list)
       continue;
     if (!list->is_array())
-      fail(fields.pointerOf(key), "expected a list, got " + describeJsonType(*list));
+      fail(fields.pointerOf(key),
+           "expected a list, got " + describeJsonType(*list));
     for (size_t i = 0; i < list->size(); ++i) {
       std::string pointer = fields.pointerOf(key) + "/" + std::to_string(i);
       if (isBias)
@@ -985,16 +1115,19 @@ GraphParser::parseAttention(const ObjectReader &fields) {
   }
   op.returnLse = fields.boolean("return_lse", false);
 
-  Shape shape = op.layout == Layout::BHSD
-                    ? Shape{sizes.batch, sizes.queryHeads, sizes.queryLen, sizes.valueDim}
-                    : Shape{sizes.batch, sizes.queryLen, sizes.queryHeads, sizes.valueDim};
+  Shape shape =
+      op.layout == Layout::BHSD
+          ? Shape{sizes.batch, sizes.queryHeads, sizes.queryLen, sizes.valueDim}
+          : Shape{sizes.batch, sizes.queryLen, sizes.queryHeads,
+                  sizes.valueDim};
   return {op, TensorType{type(op.v).dtype, shape}};
 }
 
 AttentionScore GraphParser::parseScore(const json &score,
                                        const std::string &pointer,
                                        const AttentionSizes &sizes) const {
-  if (!score.is_object() || !score.contains("kind") || !score["kind"].is_string())
+  if (!score.is_object() || !score.contains("kind") ||
+      !score["kind"].is_string())
     fail(pointer, "expected {\"kind\": \"dot\" | \"general\" | \"additive\" | "
                   "\"cosine\", ...}");
   std::string kind = score["kind"].get<std::string>();
@@ -1005,8 +1138,8 @@ AttentionScore GraphParser::parseScore(const json &score,
     ValueId id = operand(fields, key);
     requireFloat(id, fields.pointerOf(key));
     if (type(id).shape != expected)
-      fail(fields.pointerOf(key), "expected shape " + formatShape(expected) +
-                                      ", got " + describe(id));
+      fail(fields.pointerOf(key),
+           "expected shape " + formatShape(expected) + ", got " + describe(id));
     return id;
   };
   if (kind == "dot") {
@@ -1057,20 +1190,22 @@ AttentionBias GraphParser::parseBias(const json &bias,
     fail(pointer, "expected {\"kind\": \"tensor\" | \"alibi\", ...}");
   std::string kind = bias["kind"].get<std::string>();
   if (kind == "tensor") {
-    ObjectReader fields(self, bias, pointer, "a tensor bias", {"kind", "input"});
+    ObjectReader fields(self, bias, pointer, "a tensor bias",
+                        {"kind", "input"});
     ValueId input = operand(fields, "input");
     requireFloat(input, fields.pointerOf("input"));
     requireBroadcastableToScores(input, fields.pointerOf("input"), sizes);
     return {BiasKind::Tensor, input};
   }
   if (kind == "alibi") {
-    ObjectReader fields(self, bias, pointer, "an alibi bias", {"kind", "slopes"});
+    ObjectReader fields(self, bias, pointer, "an alibi bias",
+                        {"kind", "slopes"});
     std::optional<ValueId> slopes = optionalOperand(fields, "slopes");
     if (slopes && (type(*slopes).dtype != DType::F32 ||
                    type(*slopes).shape != Shape{sizes.queryHeads}))
-      fail(fields.pointerOf("slopes"), "expected f32[" + sizes.queryHeads.str() +
-                                           "] (one slope per query head), got " +
-                                           describe(*slopes));
+      fail(fields.pointerOf("slopes"),
+           "expected f32[" + sizes.queryHeads.str() +
+               "] (one slope per query head), got " + describe(*slopes));
     return {BiasKind::Alibi, slopes};
   }
   fail(pointer + "/kind", "unknown bias kind " + inQuotes(kind) +
@@ -1083,8 +1218,9 @@ AttentionMask GraphParser::parseMask(const json &mask,
                                      const AttentionSizes &sizes) const {
   auto &self = const_cast<GraphParser &>(*this);
   if (!mask.is_object() || !mask.contains("kind") || !mask["kind"].is_string())
-    fail(pointer, "expected {\"kind\": \"causal\" | \"window\" | \"key_length\" "
-                  "| \"tensor\", ...}");
+    fail(pointer,
+         "expected {\"kind\": \"causal\" | \"window\" | \"key_length\" "
+         "| \"tensor\", ...}");
   std::string kind = mask["kind"].get<std::string>();
   AttentionMask result;
   if (kind == "causal") {
@@ -1096,11 +1232,11 @@ AttentionMask GraphParser::parseMask(const json &mask,
     result.kind = MaskKind::Window;
     result.left = fields.integer("left");
     result.right = fields.integer("right");
-    for (auto [value, key] : {std::pair{result.left, "left"},
-                              std::pair{result.right, "right"}})
+    for (auto [value, key] :
+         {std::pair{result.left, "left"}, std::pair{result.right, "right"}})
       if (value < 0)
-        fail(fields.pointerOf(key), std::string(key) + " must be >= 0, got " +
-                                        std::to_string(value));
+        fail(fields.pointerOf(key),
+             std::string(key) + " must be >= 0, got " + std::to_string(value));
   } else if (kind == "key_length") {
     ObjectReader fields(self, mask, pointer, "a key_length mask",
                         {"kind", "input"});
@@ -1112,13 +1248,16 @@ AttentionMask GraphParser::parseMask(const json &mask,
                                           "] (one key length per batch), got " +
                                           describe(*result.input));
   } else if (kind == "tensor") {
-    ObjectReader fields(self, mask, pointer, "a tensor mask", {"kind", "input"});
+    ObjectReader fields(self, mask, pointer, "a tensor mask",
+                        {"kind", "input"});
     result.kind = MaskKind::Tensor;
     result.input = operand(fields, "input");
     if (type(*result.input).dtype != DType::Bool)
-      fail(fields.pointerOf("input"), "expected a bool mask (true = attend), got " +
-                                          describe(*result.input));
-    requireBroadcastableToScores(*result.input, fields.pointerOf("input"), sizes);
+      fail(fields.pointerOf("input"),
+           "expected a bool mask (true = attend), got " +
+               describe(*result.input));
+    requireBroadcastableToScores(*result.input, fields.pointerOf("input"),
+                                 sizes);
   } else {
     fail(pointer + "/kind",
          "unknown mask kind " + inQuotes(kind) +
@@ -1135,6 +1274,9 @@ Graph parseGraph(std::string_view text, const std::string &file) {
 }
 
 Graph loadGraph(const std::string &path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw UserError(path + ": is a directory, not a graph file");
   std::ifstream stream(path, std::ios::binary);
   if (!stream)
     throw UserError(path + ": cannot open the graph file");

@@ -49,7 +49,8 @@ std::optional<Shape> inferMatmulShape(const Shape &a, const Shape &b,
     problem = "inner dims " + k1.str() + " and " + k2.str() + " differ";
     return std::nullopt;
   }
-  Shape lhsBatch(lhs.begin(), lhs.end() - 2), rhsBatch(rhs.begin(), rhs.end() - 2);
+  Shape lhsBatch(lhs.begin(), lhs.end() - 2),
+      rhsBatch(rhs.begin(), rhs.end() - 2);
   std::optional<Shape> result = broadcastShapes(lhsBatch, rhsBatch, problem);
   if (!result) {
     problem = "batch dims: " + problem;
@@ -71,8 +72,9 @@ struct SymbolicCount {
 
   void multiply(const Dim &dim) {
     if (!dim.isFixed()) {
-      symbols.insert(std::upper_bound(symbols.begin(), symbols.end(), dim.symbol),
-                     dim.symbol);
+      symbols.insert(
+          std::upper_bound(symbols.begin(), symbols.end(), dim.symbol),
+          dim.symbol);
     } else if (__builtin_mul_overflow(factor, dim.size, &factor)) {
       overflow = true;
     }

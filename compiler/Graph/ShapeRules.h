@@ -1,4 +1,5 @@
-//===- ShapeRules.h - Shape inference shared by several ops -------*- C++ -*-===//
+//===- ShapeRules.h - Shape inference shared by several ops -------*- C++
+//-*-===//
 //
 // Rules on symbolic shapes. A named run-time size equals only itself; it
 // broadcasts against a fixed 1. On failure each rule returns nullopt and

@@ -112,11 +112,12 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
   double scale = 1.0;
   if (op.scale)
     scale = *op.scale;
-  else if (op.score.kind == ScoreKind::Dot || op.score.kind == ScoreKind::General)
+  else if (op.score.kind == ScoreKind::Dot ||
+           op.score.kind == ScoreKind::General)
     scale = 1.0 / std::sqrt(double(Dk));
 
   // Per-key precomputation that does not depend on the query.
-  int64_t units = 0; // A, for additive scores.
+  int64_t units = 0;                 // A, for additive scores.
   std::vector<double> keyProjection; // additive: Wk k_j, [B, Hkv, T, A].
   std::vector<double> keyNorm;       // cosine: |k_j|, [B, Hkv, T].
   if (op.score.kind == ScoreKind::Additive) {
@@ -146,7 +147,8 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
     if (bias.kind == BiasKind::Tensor)
       tensorBiases.emplace_back(operand(*bias.input));
     else
-      alibis.push_back(bias.input ? operand(*bias.input).data : alibiSlopes(Hq));
+      alibis.push_back(bias.input ? operand(*bias.input).data
+                                  : alibiSlopes(Hq));
   }
 
   std::vector<Broadcast4D> tensorMasks;
@@ -154,9 +156,9 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
     if (mask.kind == MaskKind::Tensor)
       tensorMasks.emplace_back(operand(*mask.input));
 
-  std::vector<int64_t> outputShape =
-      op.layout == Layout::BHSD ? std::vector<int64_t>{B, Hq, S, Dv}
-                                : std::vector<int64_t>{B, S, Hq, Dv};
+  std::vector<int64_t> outputShape = op.layout == Layout::BHSD
+                                         ? std::vector<int64_t>{B, Hq, S, Dv}
+                                         : std::vector<int64_t>{B, S, Hq, Dv};
   F64Tensor output{outputShape, std::vector<double>(B * Hq * S * Dv, 0.0)};
   F64Tensor lse{{B, Hq, S}, std::vector<double>(B * Hq * S)};
   const double negInf = -std::numeric_limits<double>::infinity();
@@ -193,7 +195,8 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
               keep &= j <= aligned;
               break;
             case MaskKind::Window:
-              keep &= aligned - mask.left <= j && j <= aligned + mask.right;
+              // Differences of positions cannot overflow; L and R may be huge.
+              keep &= aligned - j <= mask.left && j - aligned <= mask.right;
               break;
             case MaskKind::KeyLength:
               keep &= double(j) < operand(*mask.input).data[b];
@@ -218,7 +221,8 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
             break;
           case ScoreKind::Additive: {
             const std::vector<double> &va = operand(*op.score.va).data;
-            const double *keyTerm = &keyProjection[((b * Hkv + kvHead) * T + j) * units];
+            const double *keyTerm =
+                &keyProjection[((b * Hkv + kvHead) * T + j) * units];
             for (int64_t a = 0; a < units; ++a)
               score += va[a] * std::tanh(queryTerm[a] + keyTerm[a]);
             break;
@@ -243,9 +247,9 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
           rowMax = std::max(rowMax, score);
         }
 
-        double *out = output.data.data() +
-                      (op.layout == Layout::BHSD ? ((b * Hq + h) * S + i) * Dv
-                                                 : ((b * S + i) * Hq + h) * Dv);
+        double *out = output.data.data() + (op.layout == Layout::BHSD
+                                                ? ((b * Hq + h) * S + i) * Dv
+                                                : ((b * S + i) * Hq + h) * Dv);
         double &rowLse = lse.data[(b * Hq + h) * S + i];
         if (rowMax == negInf) {
           // No kept key (or every kept score is -inf): defined as 0.

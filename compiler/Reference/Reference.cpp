@@ -80,7 +80,8 @@ F64Tensor matmul(const F64Tensor &a, const F64Tensor &b, bool transposeB,
     rhsShape.push_back(1);
   const size_t rank = std::max(lhsShape.size(), rhsShape.size());
   const int64_t M = lhsShape[lhsShape.size() - 2], K = lhsShape.back();
-  const int64_t N = transposeB ? rhsShape[rhsShape.size() - 2] : rhsShape.back();
+  const int64_t N =
+      transposeB ? rhsShape[rhsShape.size() - 2] : rhsShape.back();
   // Broadcast both to [batch..., rows, cols] by padding batch dims with 1s.
   std::vector<int64_t> batch(rank - 2, 1);
   for (const std::vector<int64_t> *shape : {&lhsShape, &rhsShape})
@@ -98,7 +99,8 @@ F64Tensor matmul(const F64Tensor &a, const F64Tensor &b, bool transposeB,
   const int64_t rhsRows = transposeB ? N : K, rhsCols = transposeB ? K : N;
   F64Tensor result{resultShape, std::vector<double>(batches * M * N, 0.0)};
   for (int64_t n = 0; n < batches; ++n) {
-    const double *x = &lhs.data[n * M * K], *y = &rhs.data[n * rhsRows * rhsCols];
+    const double *x = &lhs.data[n * M * K],
+                 *y = &rhs.data[n * rhsRows * rhsCols];
     double *z = &result.data[n * M * N];
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
@@ -153,7 +155,8 @@ F64Tensor transpose(const F64Tensor &x, const std::vector<int64_t> &perm,
     for (size_t d = 0; d < rank; ++d)
       source += index[d] * sourceStrides[perm[d]];
     element = x.data[source];
-    for (int64_t d = int64_t(rank) - 1; d >= 0 && ++index[d] == resultShape[d]; --d)
+    for (int64_t d = int64_t(rank) - 1; d >= 0 && ++index[d] == resultShape[d];
+         --d)
       index[d] = 0;
   }
   return result;
@@ -167,7 +170,8 @@ public:
   std::vector<F64Tensor> run(const std::vector<Tensor> &inputs) {
     assert(inputs.size() == graph.inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i)
-      values[graph.inputs[i]] = F64Tensor{inputs[i].shape, toDoubles(inputs[i])};
+      values[graph.inputs[i]] =
+          F64Tensor{inputs[i].shape, toDoubles(inputs[i])};
     for (const Node &node : graph.nodes) {
       std::vector<F64Tensor> results = evaluate(node);
       for (size_t r = 0; r < results.size(); ++r)
@@ -193,9 +197,10 @@ private:
         [&](const auto &op) -> std::vector<F64Tensor> {
           using T = std::decay_t<decltype(op)>;
           if constexpr (std::is_same_v<T, AttentionOp>)
-            return evaluateAttention(graph, op, dims, [this](ValueId id) -> const F64Tensor & {
-              return operand(id);
-            });
+            return evaluateAttention(graph, op, dims,
+                                     [this](ValueId id) -> const F64Tensor & {
+                                       return operand(id);
+                                     });
           else
             return {evaluatePrimitive(op, shape)};
         },
@@ -221,13 +226,17 @@ private:
     const F64Tensor &a = operand(op.a), &b = operand(op.b);
     switch (op.kind) {
     case BinaryKind::Add:
-      return zipBroadcast(a, b, shape, [](double x, double y) { return x + y; });
+      return zipBroadcast(a, b, shape,
+                          [](double x, double y) { return x + y; });
     case BinaryKind::Sub:
-      return zipBroadcast(a, b, shape, [](double x, double y) { return x - y; });
+      return zipBroadcast(a, b, shape,
+                          [](double x, double y) { return x - y; });
     case BinaryKind::Mul:
-      return zipBroadcast(a, b, shape, [](double x, double y) { return x * y; });
+      return zipBroadcast(a, b, shape,
+                          [](double x, double y) { return x * y; });
     case BinaryKind::Div:
-      return zipBroadcast(a, b, shape, [](double x, double y) { return x / y; });
+      return zipBroadcast(a, b, shape,
+                          [](double x, double y) { return x / y; });
     }
     return {};
   }
@@ -248,16 +257,16 @@ private:
     return {};
   }
 
-  F64Tensor evaluatePrimitive(const SoftmaxOp &op, const std::vector<int64_t> &) {
+  F64Tensor evaluatePrimitive(const SoftmaxOp &op,
+                              const std::vector<int64_t> &) {
     return softmax(operand(op.x), op.axis);
   }
 
   F64Tensor evaluatePrimitive(const MaskedFillOp &op,
                               const std::vector<int64_t> &shape) {
-    return zipBroadcast(operand(op.x), operand(op.mask), shape,
-                        [&](double x, double mask) {
-                          return mask != 0 ? op.value : x;
-                        });
+    return zipBroadcast(
+        operand(op.x), operand(op.mask), shape,
+        [&](double x, double mask) { return mask != 0 ? op.value : x; });
   }
 
   F64Tensor evaluatePrimitive(const CausalMaskOp &op,
@@ -296,7 +305,8 @@ private:
     for (int64_t o = 0; o < split.outer; ++o)
       for (int64_t a = 0; a < split.extent; ++a)
         for (int64_t t = 0; t < op.times; ++t)
-          std::copy_n(&x.data[(o * split.extent + a) * split.inner], split.inner,
+          std::copy_n(&x.data[(o * split.extent + a) * split.inner],
+                      split.inner,
                       &result.data[((o * split.extent + a) * op.times + t) *
                                    split.inner]);
     return result;
@@ -306,7 +316,8 @@ private:
                               const std::vector<int64_t> &shape) {
     const F64Tensor &x = operand(op.x);
     AxisSplit split(x.shape, op.axis);
-    F64Tensor result{shape, std::vector<double>(split.outer * split.inner, 0.0)};
+    F64Tensor result{shape,
+                     std::vector<double>(split.outer * split.inner, 0.0)};
     for (int64_t o = 0; o < split.outer; ++o)
       for (int64_t a = 0; a < split.extent; ++a)
         for (int64_t in = 0; in < split.inner; ++in)
@@ -324,10 +335,9 @@ private:
       const F64Tensor &x = operand(id);
       AxisSplit split(x.shape, op.axis);
       for (int64_t o = 0; o < split.outer; ++o)
-        std::copy_n(&x.data[o * split.extent * split.inner],
-                    split.extent * split.inner,
-                    &result.data[(o * resultSplit.extent + start) *
-                                 resultSplit.inner]);
+        std::copy_n(
+            &x.data[o * split.extent * split.inner], split.extent * split.inner,
+            &result.data[(o * resultSplit.extent + start) * resultSplit.inner]);
       start += split.extent;
     }
     return result;

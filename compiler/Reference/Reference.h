@@ -1,4 +1,5 @@
-//===- Reference.h - The float64 reference evaluator --------------*- C++ -*-===//
+//===- Reference.h - The float64 reference evaluator --------------*- C++
+//-*-===//
 //
 // Computes a graph exactly as docs/graph-format.md defines it, in float64,
 // straight from the definitions (no tiling, no online softmax). It is the

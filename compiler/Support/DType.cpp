@@ -12,7 +12,7 @@ struct DTypeInfo {
   std::string_view npyDescr;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "f32", 4, "<f4"},  {DType::F16, "f16", 2, "<f2"},
+    {DType::F32, "f32", 4, "<f4"},   {DType::F16, "f16", 2, "<f2"},
     {DType::BF16, "bf16", 2, "<u2"}, {DType::I32, "i32", 4, "<i4"},
     {DType::Bool, "bool", 1, "|b1"},
 };

@@ -1,4 +1,5 @@
-//===- DType.h - Element types of the graph format ---------------*- C++ -*-===//
+//===- DType.h - Element types of the graph format ---------------*- C++
+//-*-===//
 //
 // The five element types a graph may declare, with their names in the graph
 // format and their `.npy` descriptors.
@@ -21,7 +22,8 @@ std::string_view dtypeName(DType type);
 std::optional<DType> parseDType(std::string_view name);
 /// Bytes per element.
 size_t dtypeSize(DType type);
-/// The `.npy` descriptor: "<f4", "<f2", "<u2" (bf16 bit patterns), "<i4", "|b1".
+/// The `.npy` descriptor: "<f4", "<f2", "<u2" (bf16 bit patterns), "<i4",
+/// "|b1".
 std::string_view npyDescr(DType type);
 
 inline bool isFloat(DType type) {

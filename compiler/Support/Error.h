@@ -1,4 +1,5 @@
-//===- Error.h - User-facing errors ------------------------------*- C++ -*-===//
+//===- Error.h - User-facing errors ------------------------------*- C++
+//-*-===//
 //
 // Every error caused by the user's input (a graph, a flag, a `.npy` file, a
 // run-time size) is reported as one `UserError` whose message is a single line

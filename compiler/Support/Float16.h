@@ -43,8 +43,8 @@ inline int bitWidth(uint64_t x) {
 ///
 /// One routine serves every narrowing so that subnormals, the carry from the
 /// largest subnormal into the smallest normal, and overflow are handled in one
-/// place: the encoding is monotonic, so bits = (biased - 1) << MantBits plus the
-/// rounded significand is right in all three cases.
+/// place: the encoding is monotonic, so bits = (biased - 1) << MantBits plus
+/// the rounded significand is right in all three cases.
 template <int ExpBits, int MantBits>
 inline uint16_t roundFinite(bool negative, uint64_t mant, int exp) {
   constexpr int bias = (1 << (ExpBits - 1)) - 1;

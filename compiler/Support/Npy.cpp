@@ -92,9 +92,9 @@ private:
   }
 
   void skipSpace() {
-    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
-                                 text[pos] == '\n' || text[pos] == '\r' ||
-                                 text[pos] == '\f' || text[pos] == '\v'))
+    while (pos < text.size() &&
+           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' ||
+            text[pos] == '\r' || text[pos] == '\f' || text[pos] == '\v'))
       ++pos;
   }
 
@@ -344,8 +344,9 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
                 " bytes)");
 
   std::string_view headerText = bytes.substr(prefix, headerLength);
-  PyValue header = HeaderParser(headerText, source, /*allowLongSuffix=*/major < 3)
-                       .parseDocument();
+  PyValue header =
+      HeaderParser(headerText, source, /*allowLongSuffix=*/major < 3)
+          .parseDocument();
   if (header.kind != PyValue::Kind::Dict)
     throw error("malformed .npy header: not a dictionary");
 
@@ -369,9 +370,9 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
                   quoteForMessage(key.text));
     *slot = &header.items[i + 1];
   }
-  for (auto [value, name] : {std::pair{descr, "descr"},
-                             std::pair{fortranOrder, "fortran_order"},
-                             std::pair{shape, "shape"}})
+  for (auto [value, name] :
+       {std::pair{descr, "descr"}, std::pair{fortranOrder, "fortran_order"},
+        std::pair{shape, "shape"}})
     if (!value)
       throw error(std::string("malformed .npy header: missing key '") + name +
                   "'");
@@ -422,8 +423,7 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
     constexpr uint64_t kLimit = uint64_t(INT64_MAX);
     for (int64_t dim : t.shape) {
       if (elements > kLimit / uint64_t(dim))
-        throw error("shape " + formatShape(t.shape) +
-                    " has too many elements");
+        throw error("shape " + formatShape(t.shape) + " has too many elements");
       elements *= uint64_t(dim);
     }
     if (elements > kLimit / elementSize)
@@ -433,8 +433,9 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
 
   uint64_t available = bytes.size() - prefix - headerLength;
   if (available != byteCount)
-    throw error(std::string(available < byteCount ? "truncated data"
-                                                  : "unexpected trailing data") +
+    throw error(std::string(available < byteCount
+                                ? "truncated data"
+                                : "unexpected trailing data") +
                 ": shape " + formatShape(t.shape) + " of " +
                 std::string(dtypeName(t.dtype)) + " needs " +
                 std::to_string(byteCount) + " bytes of data, but " +
@@ -493,8 +494,8 @@ Tensor readNpy(const std::string &path) {
 }
 
 std::string serializeNpy(const Tensor &t) {
-  assert(t.data.size() == static_cast<size_t>(t.numElements()) *
-                              dtypeSize(t.dtype) &&
+  assert(t.data.size() ==
+             static_cast<size_t>(t.numElements()) * dtypeSize(t.dtype) &&
          "tensor data does not match shape");
   // Exactly numpy 1.24's _write_array_header: sorted keys, repr() values, a
   // trailing ", ", spare room to grow the first axis, then padding.
@@ -549,15 +550,19 @@ void writeNpy(const std::string &path, const Tensor &t) {
     throw UserError(path + ": out of memory writing the file");
   }
 
-  // The temporary sits in the same directory (it is `path` plus a suffix) so
-  // that rename() is atomic. O_EXCL with mode 0666 gives the same permissions
-  // (after umask) that a plain create would.
+  // The temporary sits in the same directory as `path`, so that rename() is
+  // atomic; a short hidden name cannot exceed NAME_MAX when `path`'s does
+  // not. O_EXCL with mode 0666 gives the permissions (after umask) that a
+  // plain create would.
   static std::atomic<unsigned> counter{0};
+  size_t slash = path.rfind('/');
+  std::string directory =
+      slash == std::string::npos ? "" : path.substr(0, slash + 1);
   std::string temp;
   int fd = -1;
   for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    temp = path + ".tmp." + std::to_string(::getpid()) + "." +
-           std::to_string(counter++);
+    temp = directory + ".attnc-" + std::to_string(::getpid()) + "-" +
+           std::to_string(counter++) + ".npy.tmp";
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && errno != EEXIST)
       break;

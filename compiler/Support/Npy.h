@@ -1,4 +1,4 @@
-//===- Npy.h - numpy .npy reading and writing --------------------*- C++ -*-===//
+//===- Npy.h - numpy .npy reading and writing -------------------*- C++ -*-===//
 //
 // Every tensor that enters or leaves attnc (`--input NAME=F.npy`, the output
 // directory of `run`/`reference`) is a `.npy` file. The descriptors attnc

@@ -1,4 +1,4 @@
-//===- Tensor.h - Host tensors -----------------------------------*- C++ -*-===//
+//===- Tensor.h - Host tensors ----------------------------------*- C++ -*-===//
 //
 // A dense host tensor: an element type, a shape and the raw little-endian,
 // C-order bytes, exactly as a `.npy` file stores them. Keeping raw bytes (and

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""Check `attnc reference` against the independent float64 oracle.
+
+    check_reference.py --attnc PATH [--family NAME] [--count N] [--seed S] [--keep DIR] [-j N]
+    check_reference.py --self-test
+
+For each generated case: write graph.json and one .npy per input, run
+`attnc reference graph.json --input n=f.npy ... [--dim N=V ...] --output-dir OUT`,
+load OUT/<output>.npy for every graph output and compare with oracle.py:
+normwise relative error <= 1e-4 for f32 outputs, <= 2e-2 for f16/bf16 outputs
+(an all-zero reference compares by absolute norm), NaN never passes, non-finite
+reference entries (-inf of lse) must match exactly in position; bool and i32
+outputs must match exactly; file dtypes and shapes must be the declared ones.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import cases    # noqa: E402
+import oracle   # noqa: E402
+
+TOL = {"f32": 1e-4, "f16": 2e-2, "bf16": 2e-2}
+
+
+def compare(arr, ref, dtype):
+    """Returns (ok, error or None, message)."""
+    want = np.dtype(oracle.NPY_DTYPE[dtype])
+    if arr.dtype != want:
+        return False, None, "file dtype %s, expected %s (%s)" % (arr.dtype.str, want.str, dtype)
+    if tuple(arr.shape) != tuple(ref.shape):
+        return False, None, "shape %s, expected %s" % (tuple(arr.shape), tuple(ref.shape))
+    out = oracle.decode_from_file(arr, dtype)
+    if dtype in ("bool", "i32"):
+        bad = int(np.sum(out != ref))
+        return bad == 0, float(bad), ("%d entries differ" % bad if bad else "exact")
+    if np.isnan(ref).any():
+        return False, None, "oracle produced NaN (generator bug)"
+    if np.isnan(out).any():
+        return False, None, "NaN in output (%d entries)" % int(np.isnan(out).sum())
+    ref_fin = np.isfinite(ref)
+    out_fin = np.isfinite(out)
+    if not np.array_equal(ref_fin, out_fin) or not np.array_equal(out[~out_fin], ref[~ref_fin]):
+        return False, None, "non-finite entries differ: %d in output, %d in reference" % (
+            int((~out_fin).sum()), int((~ref_fin).sum()))
+    r = ref[ref_fin]
+    o = out[ref_fin]
+    nref = float(np.linalg.norm(r))
+    diff = float(np.linalg.norm(o - r))
+    err = diff / nref if nref > 0 else diff
+    tol = TOL[dtype]
+    return err <= tol, err, ("rel" if nref > 0 else "abs") + " err %.3g (tol %g)" % (err, tol)
+
+
+def write_case(case, d):
+    os.makedirs(d, exist_ok=True)
+    gpath = os.path.join(d, "graph.json")
+    with open(gpath, "w") as f:
+        json.dump(case.graph, f, indent=1)
+    args = ["reference", gpath]
+    for name, arr in case.arrays.items():
+        p = os.path.join(d, "in_%s.npy" % name)
+        np.save(p, arr)
+        args += ["--input", "%s=%s" % (name, p)]
+    for n, v in case.dim_args.items():
+        args += ["--dim", "%s=%d" % (n, v)]
+    out = os.path.join(d, "out")
+    args += ["--output-dir", out]
+    return args, out
+
+
+def run_case(case, attnc, workdir):
+    """Returns (ok, summary, detail)."""
+    d = os.path.join(workdir, "%s_%d" % (case.family, case.index))
+    try:
+        ref = oracle.evaluate_typed(case.graph, case.oracle_inputs(), case.dims)
+    except Exception as e:  # an oracle or generator bug, not an attnc one
+        return False, "oracle error: %s" % e, ""
+    args, outdir = write_case(case, d)
+    cmd = [attnc] + args
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return False, "attnc timed out", " ".join(shlex.quote(c) for c in cmd)
+    except OSError as e:
+        return False, "cannot run attnc: %s" % e, " ".join(shlex.quote(c) for c in cmd)
+    if p.returncode != 0:
+        msg = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        return False, "attnc exit %d: %s" % (p.returncode, msg[0] if msg else ""), " ".join(shlex.quote(c) for c in cmd)
+    ok = True
+    parts = []
+    worst = 0.0
+    for oname, (rval, dt) in ref.items():
+        path = os.path.join(outdir, oname + ".npy")
+        if not os.path.exists(path):
+            ok = False
+            parts.append("%s: missing %s" % (oname, os.path.basename(path)))
+            continue
+        try:
+            arr = np.load(path, allow_pickle=False)
+        except Exception as e:
+            ok = False
+            parts.append("%s: unreadable (%s)" % (oname, e))
+            continue
+        good, err, msg = compare(arr, rval, dt)
+        if not good:
+            ok = False
+            parts.append("%s: %s" % (oname, msg))
+        elif err is not None and dt in TOL:
+            worst = max(worst, err)
+    summary = "max err %.2g" % worst if ok else "; ".join(parts)
+    return ok, summary, " ".join(shlex.quote(c) for c in cmd)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--attnc", help="path of the attnc binary")
+    ap.add_argument("--family", action="append", choices=cases.FAMILIES,
+                    help="family to run (repeatable; default: all)")
+    ap.add_argument("--count", type=int, help="cases per family (default: %d)" % cases.DEFAULT_COUNT["dot"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", metavar="DIR", help="keep every case's files under DIR")
+    ap.add_argument("-j", "--jobs", type=int, default=min(8, os.cpu_count() or 1))
+    ap.add_argument("--self-test", action="store_true", help="check the oracle itself")
+    ap.add_argument("-v", "--verbose", action="store_true", help="also print the graph of passing cases")
+    a = ap.parse_args()
+
+    if a.self_test:
+        import selftest
+        return selftest.main()
+    if not a.attnc:
+        ap.error("--attnc is required (or --self-test)")
+    attnc = os.path.abspath(a.attnc)
+    if not os.access(attnc, os.X_OK):
+        print("attnc not found or not executable: %s" % attnc)
+        return 1
+    families = a.family or cases.FAMILIES
+    all_cases = []
+    for fam in families:
+        all_cases += cases.generate(fam, a.count, a.seed)
+
+    if a.keep:
+        workdir = os.path.abspath(a.keep)
+        os.makedirs(workdir, exist_ok=True)
+    else:
+        workdir = tempfile.mkdtemp(prefix="attnc_oracle_")
+    failures = []
+    passed = 0
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+            futs = [ex.submit(run_case, c, attnc, workdir) for c in all_cases]
+            for c, fut in zip(all_cases, futs):
+                ok, summary, cmd = fut.result()
+                print("%-4s %s #%d  %s  | %s" % ("ok" if ok else "FAIL", c.family, c.index, c.desc, summary),
+                      flush=True)
+                if ok:
+                    passed += 1
+                    if a.verbose:
+                        print(json.dumps(c.graph))
+                else:
+                    failures.append((c, summary, cmd))
+        for c, summary, cmd in failures:
+            print("\n==== FAILED %s #%d (seed %d): %s" % (c.family, c.index, a.seed, summary))
+            print("graph: " + json.dumps(c.graph))
+            if cmd:
+                print("command: " + cmd)
+            if not a.keep:
+                print("(rerun with --keep DIR --family %s --seed %d to keep the files)" % (c.family, a.seed))
+    finally:
+        if not a.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print("%d passed, %d failed" % (passed, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
