@@ -11,6 +11,10 @@ if(NOT LLVM_VERSION_MAJOR EQUAL 19)
                       "in ${MLIR_DIR}; run scripts/setup.sh")
 endif()
 message(STATUS "attnc: MLIR ${LLVM_PACKAGE_VERSION} from ${MLIR_DIR}")
+list(APPEND CMAKE_MODULE_PATH ${MLIR_CMAKE_DIR} ${LLVM_CMAKE_DIR})
+include(TableGen)
+include(AddLLVM)
+include(AddMLIR)
 set(ATTNC_LLVM_TOOLS_DIR "${LLVM_TOOLS_BINARY_DIR}" CACHE PATH
     "Directory holding FileCheck, not, mlir-opt")
 

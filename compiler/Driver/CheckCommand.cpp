@@ -1,10 +1,8 @@
-//===- CheckCommand.cpp - attnc check and attnc explain -------------------===//
+//===- CheckCommand.cpp - attnc check -------------------------------------===//
 
 #include "Driver/Commands.h"
 #include "Driver/Options.h"
 #include "Graph/Graph.h"
-
-#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <sstream>
@@ -113,20 +111,6 @@ std::string describeNode(const Graph &graph, const Node &node) {
   return line;
 }
 
-/// One kernel of the compiled graph and the nodes it computes. Until
-/// attention fusion exists every node is its own kernel.
-struct KernelPlan {
-  std::string name, op;
-  std::vector<std::string> nodes;
-};
-
-std::vector<KernelPlan> planKernels(const Graph &graph) {
-  std::vector<KernelPlan> kernels;
-  for (const Node &node : graph.nodes)
-    kernels.push_back({node.name, node.opName, {node.name}});
-  return kernels;
-}
-
 } // namespace
 
 int checkCommand() {
@@ -142,29 +126,6 @@ int checkCommand() {
             << "\n";
   for (const Node &node : graph.nodes)
     std::cout << "  " << describeNode(graph, node) << "\n";
-  return 0;
-}
-
-int explainCommand() {
-  Graph graph = loadGraph(options::graph);
-  std::vector<KernelPlan> kernels = planKernels(graph);
-  if (options::json) {
-    nlohmann::ordered_json list = nlohmann::ordered_json::array();
-    for (size_t i = 0; i < kernels.size(); ++i)
-      list.push_back({{"kernel", i},
-                      {"name", kernels[i].name},
-                      {"op", kernels[i].op},
-                      {"nodes", kernels[i].nodes}});
-    std::cout << list.dump(2) << "\n";
-    return 0;
-  }
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    std::string nodes;
-    for (const std::string &node : kernels[i].nodes)
-      nodes += (nodes.empty() ? "" : ", ") + node;
-    std::cout << "kernel " << i << ": " << kernels[i].name << " ("
-              << kernels[i].op << ") covers " << nodes << "\n";
-  }
   return 0;
 }
 

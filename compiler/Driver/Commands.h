@@ -13,6 +13,7 @@ namespace attnc {
 
 int checkCommand();
 int explainCommand();
+int importCommand();
 int referenceCommand();
 int runCommand();
 

@@ -15,18 +15,30 @@ cl::SubCommand check("check",
                      "Validate a graph; print a one-line summary per node");
 cl::SubCommand explain("explain", "Print the kernels a graph becomes, naming "
                                   "the nodes each covers");
+cl::SubCommand import("import", "Print the graph as attn IR (MLIR), before any "
+                                "pass");
 cl::SubCommand reference("reference",
                          "Compute the outputs with the float64 reference "
                          "evaluator; one .npy per output");
 cl::SubCommand run("run", "Compile and run a graph on given or random inputs");
 
+llvm::ArrayRef<cl::SubCommand *> subcommands() {
+  static cl::SubCommand *all[] = {&check, &explain, &import, &reference, &run};
+  return all;
+}
+
 cl::opt<std::string> graph(cl::Positional, cl::Required,
                            cl::desc("<graph.json>"), cl::sub(check),
-                           cl::sub(explain), cl::sub(reference), cl::sub(run),
-                           cl::cat(category));
+                           cl::sub(explain), cl::sub(import),
+                           cl::sub(reference), cl::sub(run), cl::cat(category));
 
 cl::opt<bool> json("json", cl::desc("Print the kernels as a JSON array"),
                    cl::sub(explain), cl::cat(category));
+
+cl::opt<bool> fused("fused",
+                    cl::desc("Print the IR after the attn pipeline "
+                             "(canonicalize, fuse attention) instead"),
+                    cl::sub(import), cl::cat(category));
 
 cl::list<std::string> dims("dim",
                            cl::desc("Value of a run-time size (repeatable)"),
@@ -121,7 +133,7 @@ uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum) {
 }
 
 std::optional<std::string> parse(int argc, const char **argv) {
-  for (cl::SubCommand *sub : {&check, &explain, &reference, &run})
+  for (cl::SubCommand *sub : subcommands())
     cl::HideUnrelatedOptions(category, *sub);
   std::string report;
   llvm::raw_string_ostream stream(report);

@@ -16,12 +16,17 @@
 
 namespace attnc::options {
 
-extern llvm::cl::SubCommand check, explain, reference, run;
+extern llvm::cl::SubCommand check, explain, import, reference, run;
+
+/// Every subcommand, in the order `attnc --help` lists them.
+llvm::ArrayRef<llvm::cl::SubCommand *> subcommands();
 
 /// The graph file: the positional argument of every subcommand.
 extern llvm::cl::opt<std::string> graph;
 /// explain
 extern llvm::cl::opt<bool> json;
+/// import
+extern llvm::cl::opt<bool> fused;
 /// reference and run
 extern llvm::cl::list<std::string> dims;
 extern llvm::cl::list<std::string> inputs;

@@ -2,6 +2,7 @@
 //
 //   attnc check G.json                  validate, one line per node
 //   attnc explain G.json [--json]       the kernels after fusion
+//   attnc import G.json [--fused]       the graph as attn IR
 //   attnc reference G.json [flags]      the float64 reference evaluator
 //   attnc run G.json [flags]            compile and run, --check, --repeat
 //
@@ -29,9 +30,7 @@ void printUsage(std::FILE *stream) {
   std::fprintf(stream, "attnc: an ahead-of-time compiler for attention\n\n"
                        "USAGE: attnc <command> <graph.json> [options]\n\n"
                        "Commands:\n");
-  for (const llvm::cl::SubCommand *sub :
-       {&attnc::options::check, &attnc::options::explain,
-        &attnc::options::reference, &attnc::options::run})
+  for (const llvm::cl::SubCommand *sub : attnc::options::subcommands())
     std::fprintf(stream, "  %-10s %s\n", sub->getName().str().c_str(),
                  sub->getDescription().str().c_str());
   std::fprintf(stream, "\n'attnc <command> --help' lists a command's options. "
@@ -48,15 +47,18 @@ int main(int argc, char **argv) {
     printUsage(stdout);
     return 0;
   }
-  if (command != "check" && command != "explain" && command != "reference" &&
-      command != "run") {
+  std::string names;
+  bool known = false;
+  for (const llvm::cl::SubCommand *sub : options::subcommands()) {
+    names += (names.empty() ? "" : ", ") + sub->getName().str();
+    known |= sub->getName() == command;
+  }
+  if (!known) {
     if (command.empty())
       printUsage(stderr);
     else
-      std::fprintf(stderr,
-                   "attnc: unknown command \"%s\"; commands: check, explain, "
-                   "reference, run\n",
-                   command.c_str());
+      std::fprintf(stderr, "attnc: unknown command \"%s\"; commands: %s\n",
+                   command.c_str(), names.c_str());
     return 1;
   }
   // InitLLVM installs an out-of-memory handler that aborts; attnc reports
@@ -75,6 +77,8 @@ int main(int argc, char **argv) {
       return attnc::checkCommand();
     if (options::explain)
       return attnc::explainCommand();
+    if (options::import)
+      return attnc::importCommand();
     if (options::reference)
       return attnc::referenceCommand();
     return attnc::runCommand();

@@ -79,7 +79,7 @@ struct ScaleOp {
   ValueId x;
   double value;
 };
-enum class UnaryKind { Tanh, Exp, Neg };
+enum class UnaryKind { Tanh, Exp, Neg, Sqrt };
 struct UnaryOp {
   UnaryKind kind;
   ValueId x;

@@ -648,6 +648,7 @@ void GraphParser::parseNode(const json &node, size_t index) {
       {"tanh", {{"x"}, unary(UnaryKind::Tanh)}},
       {"exp", {{"x"}, unary(UnaryKind::Exp)}},
       {"neg", {{"x"}, unary(UnaryKind::Neg)}},
+      {"sqrt", {{"x"}, unary(UnaryKind::Sqrt)}},
       {"softmax", {{"x", "axis"}, member(&GraphParser::parseSoftmax)}},
       {"masked_fill",
        {{"x", "mask", "value"}, member(&GraphParser::parseMaskedFill)}},

@@ -253,6 +253,8 @@ private:
       return map(operand(op.x), [](double x) { return std::exp(x); });
     case UnaryKind::Neg:
       return map(operand(op.x), [](double x) { return -x; });
+    case UnaryKind::Sqrt:
+      return map(operand(op.x), [](double x) { return std::sqrt(x); });
     }
     return {};
   }

@@ -718,6 +718,27 @@ def exporter_general(rng, b, dt):
     return "general-chain B%d H%d S%d T%d D%d" % (B, H, S, T, D)
 
 
+def exporter_cosine(rng, b, dt):
+    """cosine scores through the sqrt extension: q/|q| · (k/|k|)ᵀ, scaled."""
+    B, H = choice(rng, [1, 2]), choice(rng, [1, 2, 3])
+    S, T, D = choice(rng, SEQ), choice(rng, SEQ), choice(rng, DSIZES)
+    q = b.add_input("q", [B, H, S, D], dt)
+    k = b.add_input("k", [B, H, T, D], dt)
+    v = b.add_input("v", [B, H, T, D], dt)
+
+    def normalized(x, name):
+        sq = b.node(name + "_sq", "mul", a=x, b=x)
+        n2 = b.node(name + "_n2", "reduce_sum", x=sq, axis=-1, keepdims=True)
+        return b.node(name + "_hat", "div", a=x, b=b.node(name + "_n", "sqrt", x=n2))
+
+    s = b.node("s", "matmul", a=normalized(q, "q"), b=normalized(k, "k"),
+               transpose_b=True)
+    s = b.node("ss", "scale", x=s, value=choice(rng, [1.0, 10.0]))
+    p = b.node("p", "softmax", x=s)
+    b.outputs.append(b.node("o", "matmul", a=p, b=v))
+    return "cosine-chain B%d H%d S%d T%d D%d" % (B, H, S, T, D)
+
+
 def exporter_manual_softmax(rng, b, dt):
     """exp / reduce_sum(keepdims) / div, with sub, neg and mul around it."""
     B, H = choice(rng, [1, 2]), choice(rng, [1, 2, 3])
@@ -828,6 +849,7 @@ EXPORTERS = [
     ("gqa", exporter_gqa_repeat),
     ("additive", exporter_additive),
     ("general", exporter_general),
+    ("cosine", exporter_cosine),
     ("manual", exporter_manual_softmax),
     ("softcap", exporter_softcap),
     ("kvcache", exporter_kv_cache),
@@ -1025,6 +1047,7 @@ _NODE_KEYS = {
     "mul": ({"a", "b"}, set()), "div": ({"a", "b"}, set()),
     "scale": ({"x", "value"}, set()),
     "tanh": ({"x"}, set()), "exp": ({"x"}, set()), "neg": ({"x"}, set()),
+    "sqrt": ({"x"}, set()),  # attnc extension
     "softmax": ({"x"}, {"axis"}),
     "masked_fill": ({"x", "mask", "value"}, set()),
     "causal_mask": ({"x"}, set()),

@@ -470,6 +470,7 @@ _OPS = {
     "tanh": _unary(np.tanh),
     "exp": _unary(np.exp),
     "neg": _unary(lambda x: -x),
+    "sqrt": _unary(np.sqrt),   # attnc extension (docs/graph-format.md)
     "softmax": _softmax,
     "masked_fill": _masked_fill,
     "causal_mask": _causal_mask,

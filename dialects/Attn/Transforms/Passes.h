@@ -1,0 +1,29 @@
+//===- Passes.h - Passes of the attn dialect ---------------------*- C++
+//-*-===//
+#ifndef ATTN_TRANSFORMS_PASSES_H
+#define ATTN_TRANSFORMS_PASSES_H
+
+#include "Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::attn {
+
+#define GEN_PASS_DECL
+#include "Attn/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Attn/Transforms/Passes.h.inc"
+
+/// The graph-level pipeline every tool runs on imported attn IR: fuse
+/// attention chains, then canonicalize (folds, drops dead ops).
+void buildAttnPipeline(OpPassManager &pm);
+
+/// Registers buildAttnPipeline as the pass pipeline "attn-pipeline".
+void registerAttnPipeline();
+
+} // namespace mlir::attn
+
+#endif // ATTN_TRANSFORMS_PASSES_H
