@@ -25,6 +25,21 @@ namespace attnc {
 
 namespace {
 
+/// Runs `step`, gathering the diagnostics it emits into one line of
+/// `diagnostics` (they only ever describe internal errors).
+mlir::LogicalResult
+collectingDiagnostics(mlir::MLIRContext &context, std::string &diagnostics,
+                      llvm::function_ref<mlir::LogicalResult()> step) {
+  mlir::ScopedDiagnosticHandler handler(
+      &context, [&](mlir::Diagnostic &diagnostic) {
+        llvm::raw_string_ostream stream(diagnostics);
+        stream << (diagnostics.empty() ? "" : "; ") << diagnostic.getLocation()
+               << ": " << diagnostic;
+        return mlir::success();
+      });
+  return step();
+}
+
 namespace attn = mlir::attn;
 
 class Importer {
@@ -297,17 +312,9 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   // A verifier failure means the importer or the front end let something
   // through that the ops reject: an internal error, never the user's.
   std::string diagnostics;
-  {
-    mlir::ScopedDiagnosticHandler handler(
-        &context, [&](mlir::Diagnostic &diagnostic) {
-          llvm::raw_string_ostream stream(diagnostics);
-          stream << (diagnostics.empty() ? "" : "; ")
-                 << diagnostic.getLocation() << ": " << diagnostic;
-          return mlir::success();
-        });
-    if (succeeded(mlir::verify(*module)))
-      return module;
-  }
+  if (succeeded(collectingDiagnostics(context, diagnostics,
+                                      [&] { return mlir::verify(*module); })))
+    return module;
   throw std::logic_error("the imported IR of " + graph.file +
                          " does not verify: " + diagnostics);
 }
@@ -344,17 +351,9 @@ void runAttnPipeline(mlir::ModuleOp module) {
   mlir::PassManager pm = mlir::PassManager::on<mlir::ModuleOp>(&context);
   mlir::attn::buildAttnPipeline(pm);
   std::string diagnostics;
-  {
-    mlir::ScopedDiagnosticHandler handler(
-        &context, [&](mlir::Diagnostic &diagnostic) {
-          llvm::raw_string_ostream stream(diagnostics);
-          stream << (diagnostics.empty() ? "" : "; ")
-                 << diagnostic.getLocation() << ": " << diagnostic;
-          return mlir::success();
-        });
-    if (succeeded(pm.run(module)))
-      return;
-  }
+  if (succeeded(collectingDiagnostics(context, diagnostics,
+                                      [&] { return pm.run(module); })))
+    return;
   throw std::logic_error(
       "the attn pipeline failed" +
       (diagnostics.empty() ? std::string() : ": " + diagnostics));

@@ -81,6 +81,28 @@ inline uint16_t roundFinite(bool negative, uint64_t mant, int exp) {
   return static_cast<uint16_t>(sign | bits);
 }
 
+/// double -> a 16-bit float with ExpBits exponent and MantBits mantissa
+/// bits, rounded once to nearest even; NaN stays NaN (quiet), infinities and
+/// overflow give infinity.
+template <int ExpBits, int MantBits> inline uint16_t roundDouble(double value) {
+  uint64_t bits = bitCast<uint64_t>(value);
+  uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
+  uint32_t exp = static_cast<uint32_t>((bits >> 52) & 0x7ff);
+  uint64_t frac = bits & 0xfffffffffffffull;
+  if (exp == 0x7ff) {
+    constexpr uint32_t allOnes = ((1u << ExpBits) - 1) << MantBits;
+    constexpr uint32_t quiet = 1u << (MantBits - 1);
+    return static_cast<uint16_t>(
+        sign | allOnes |
+        (frac ? quiet | static_cast<uint32_t>(frac >> (52 - MantBits)) : 0));
+  }
+  if (exp == 0 && frac == 0)
+    return sign;
+  uint64_t mant = exp ? (frac | (uint64_t(1) << 52)) : frac;
+  int e = exp ? static_cast<int>(exp) - 1075 : -1074;
+  return roundFinite<ExpBits, MantBits>(sign != 0, mant, e);
+}
+
 } // namespace detail
 
 /// float -> IEEE binary16, round to nearest even.
@@ -101,18 +123,7 @@ inline uint16_t floatToHalf(float value) {
 
 /// double -> IEEE binary16, rounded once (not through float).
 inline uint16_t doubleToHalf(double value) {
-  uint64_t bits = detail::bitCast<uint64_t>(value);
-  uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
-  uint32_t exp = static_cast<uint32_t>((bits >> 52) & 0x7ff);
-  uint64_t frac = bits & 0xfffffffffffffull;
-  if (exp == 0x7ff)
-    return static_cast<uint16_t>(
-        sign | 0x7c00 | (frac ? 0x200 | static_cast<uint32_t>(frac >> 42) : 0));
-  if (exp == 0 && frac == 0)
-    return sign;
-  uint64_t mant = exp ? (frac | (uint64_t(1) << 52)) : frac;
-  int e = exp ? static_cast<int>(exp) - 1075 : -1074;
-  return detail::roundFinite<5, 10>(sign != 0, mant, e);
+  return detail::roundDouble<5, 10>(value);
 }
 
 /// IEEE binary16 -> float; exact (every half is a float). NaN comes back quiet.
@@ -143,18 +154,7 @@ inline uint16_t floatToBFloat16(float value) {
 
 /// double -> bfloat16, rounded once (not through float).
 inline uint16_t doubleToBFloat16(double value) {
-  uint64_t bits = detail::bitCast<uint64_t>(value);
-  uint16_t sign = static_cast<uint16_t>((bits >> 48) & 0x8000);
-  uint32_t exp = static_cast<uint32_t>((bits >> 52) & 0x7ff);
-  uint64_t frac = bits & 0xfffffffffffffull;
-  if (exp == 0x7ff)
-    return static_cast<uint16_t>(
-        sign | 0x7f80 | (frac ? 0x40 | static_cast<uint32_t>(frac >> 45) : 0));
-  if (exp == 0 && frac == 0)
-    return sign;
-  uint64_t mant = exp ? (frac | (uint64_t(1) << 52)) : frac;
-  int e = exp ? static_cast<int>(exp) - 1075 : -1074;
-  return detail::roundFinite<8, 7>(sign != 0, mant, e);
+  return detail::roundDouble<8, 7>(value);
 }
 
 /// bfloat16 -> float; exact. NaN comes back quiet.

@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "GraphDocuments.h"
 #include <algorithm>
+
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -22,33 +24,11 @@
 #include <vector>
 
 using namespace attnc;
+using namespace attnc::testing;
 
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTolerance = 1e-12;
-
-std::string in(const std::string &name, const std::string &shape,
-               const std::string &dtype = "f32") {
-  return "\"" + name + R"(": {"shape": )" + shape + R"(, "dtype": ")" + dtype +
-         "\"}";
-}
-
-std::string doc(const std::string &inputs, const std::string &nodes,
-                const std::string &outputs = R"(["o"])",
-                const std::string &dims = "{}") {
-  return R"({"attnc": 1, "name": "g", "dims": )" + dims + R"(, "inputs": {)" +
-         inputs + R"(}, "nodes": [)" + nodes + R"(], "outputs": )" + outputs +
-         "}";
-}
-
-std::string attn(const std::string &extra = "", const std::string &name = "o",
-                 const std::string &q = "q", const std::string &k = "k",
-                 const std::string &v = "v") {
-  return R"({"name": ")" + name + R"(", "op": "attention", "q": ")" + q +
-         R"(", "k": ")" + k + R"(", "v": ")" + v + "\"" +
-         (extra.empty() ? std::string() : ", " + extra) + "}";
-}
 
 std::string shape4(int a, int b, int c, int d) {
   return "[" + std::to_string(a) + ", " + std::to_string(b) + ", " +
@@ -62,10 +42,6 @@ std::vector<Tensor> randomInputs(const Graph &graph, const DimBindings &dims,
   for (size_t i = 0; i < graph.inputs.size(); ++i)
     inputs.push_back(randomInput(graph, dims, int(i), seed));
   return inputs;
-}
-
-Tensor f32(std::vector<int64_t> shape, const std::vector<double> &values) {
-  return fromDoubles(DType::F32, std::move(shape), values);
 }
 
 /// Expects two tensors to agree elementwise within `tolerance`, with

@@ -13,41 +13,20 @@
 
 #include <gtest/gtest.h>
 
+#include "GraphDocuments.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 using namespace attnc;
+using namespace attnc::testing;
 
 namespace {
 
-const double kInf = std::numeric_limits<double>::infinity();
 constexpr double kTolerance = 1e-12;
 
-/// One input entry of a graph document.
-std::string in(const std::string &name, const std::string &shape,
-               const std::string &dtype = "f32") {
-  return "\"" + name + R"(": {"shape": )" + shape + R"(, "dtype": ")" + dtype +
-         "\"}";
-}
-
-std::string doc(const std::string &inputs, const std::string &nodes,
-                const std::string &outputs = R"(["o"])",
-                const std::string &dims = "{}") {
-  return R"({"attnc": 1, "name": "g", "dims": )" + dims + R"(, "inputs": {)" +
-         inputs + R"(}, "nodes": [)" + nodes + R"(], "outputs": )" + outputs +
-         "}";
-}
-
-std::string attn(const std::string &extra = "") {
-  return R"({"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v")" +
-         (extra.empty() ? std::string() : ", " + extra) + "}";
-}
-
-Tensor f32(std::vector<int64_t> shape, std::vector<double> values) {
-  return fromDoubles(DType::F32, std::move(shape), values);
-}
 Tensor i32(std::vector<int64_t> shape, std::vector<double> values) {
   return fromDoubles(DType::I32, std::move(shape), values);
 }
