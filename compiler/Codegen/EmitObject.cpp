@@ -1,0 +1,155 @@
+//===- EmitObject.cpp - From MLIR to an object file -----------------------===//
+
+#include "Codegen/EmitObject.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/X86Vector/X86VectorToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+
+#include <mutex>
+#include <stdexcept>
+
+namespace attnc {
+namespace {
+
+/// The lowering measured in ../shared/notes/cpu-codegen.md (point 6): vector
+/// code reaches hand-written kernel speed through exactly these passes. Not
+/// wrapped in builtin.module(...): the pass manager is already anchored on
+/// the module, and an anchor here would nest the passes one module deeper.
+constexpr const char *kLowerToLLVM =
+    "convert-vector-to-scf, convert-scf-to-cf, "
+    "expand-strided-metadata, lower-affine, "
+    "convert-vector-to-llvm{enable-x86vector}, convert-math-to-llvm, "
+    "convert-arith-to-llvm, finalize-memref-to-llvm, "
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
+    "convert-cf-to-llvm, convert-index-to-llvm, reconcile-unrealized-casts";
+
+void registerOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mlir::registerConversionPasses();
+    mlir::memref::registerMemRefPasses();
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+  });
+}
+
+/// Runs `step` with the context's diagnostics gathered into one string.
+template <typename Step>
+mlir::LogicalResult withDiagnostics(mlir::MLIRContext *context,
+                                    std::string &diagnostics, Step step) {
+  mlir::ScopedDiagnosticHandler handler(
+      context, [&](mlir::Diagnostic &diagnostic) {
+        llvm::raw_string_ostream stream(diagnostics);
+        stream << (diagnostics.empty() ? "" : "; ") << diagnostic.getLocation()
+               << ": " << diagnostic;
+        return mlir::success();
+      });
+  return step();
+}
+
+} // namespace
+
+void lowerToLLVMDialect(mlir::ModuleOp module) {
+  registerOnce();
+  mlir::PassManager pm(module.getContext());
+  std::string diagnostics;
+  llvm::raw_string_ostream parseErrors(diagnostics);
+  if (failed(mlir::parsePassPipeline(kLowerToLLVM, pm, parseErrors)))
+    throw std::logic_error("bad lowering pipeline: " + diagnostics);
+  if (failed(withDiagnostics(module.getContext(), diagnostics,
+                             [&] { return pm.run(module); })))
+    throw std::logic_error("lowering to the LLVM dialect failed: " +
+                           diagnostics);
+  // A pass pipeline can succeed and convert nothing; make that loud. (No
+  // throwing inside walk: libMLIR's frames are built without exceptions.)
+  std::string leftover;
+  module.walk([&](mlir::Operation *op) {
+    llvm::StringRef dialect = op->getName().getDialectNamespace();
+    if (leftover.empty() && !llvm::isa<mlir::ModuleOp>(op) &&
+        dialect != "llvm" && dialect != "x86vector")
+      leftover = op->getName().getStringRef().str();
+  });
+  if (!leftover.empty())
+    throw std::logic_error("lowering left " + leftover +
+                           " outside the LLVM dialect");
+}
+
+std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
+                       std::string *llvmIR) {
+  registerOnce();
+  mlir::MLIRContext *context = module.getContext();
+  mlir::registerBuiltinDialectTranslation(*context);
+  mlir::registerLLVMDialectTranslation(*context);
+  mlir::registerX86VectorDialectTranslation(*context);
+
+  llvm::LLVMContext llvmContext;
+  std::string diagnostics;
+  std::unique_ptr<llvm::Module> llvmModule;
+  (void)withDiagnostics(context, diagnostics, [&] {
+    llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
+    return mlir::success(llvmModule != nullptr);
+  });
+  if (!llvmModule)
+    throw std::logic_error("translation to LLVM IR failed: " + diagnostics);
+
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (!llvmTarget)
+    throw std::logic_error("no LLVM target for " + target.triple + ": " +
+                           error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  llvmModule->setTargetTriple(target.triple);
+  llvmModule->setDataLayout(machine->createDataLayout());
+  // Every function carries the CPU, so nothing is compiled for a lesser one.
+  for (llvm::Function &function : *llvmModule) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", target.cpu);
+    if (!target.features.empty())
+      function.addFnAttr("target-features", target.features);
+  }
+
+  auto optimize =
+      mlir::makeOptimizingTransformer(/*optLevel=*/3,
+                                      /*sizeLevel=*/0, machine.get());
+  if (llvm::Error failure = optimize(llvmModule.get()))
+    throw std::logic_error("LLVM optimisation failed: " +
+                           llvm::toString(std::move(failure)));
+  if (llvmIR) {
+    llvm::raw_string_ostream stream(*llvmIR);
+    llvmModule->print(stream, nullptr);
+  }
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream stream(object);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, stream, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    throw std::logic_error("the target cannot emit object files");
+  codegen.run(*llvmModule);
+  return std::string(object.begin(), object.end());
+}
+
+} // namespace attnc

@@ -1,0 +1,34 @@
+//===- EmitObject.h - From MLIR to an object file ----------------*- C++
+//-*-===//
+//
+// The last steps of every CPU kernel: lower func/scf/vector/arith/math/memref
+// to the LLVM dialect, translate to LLVM IR, optimise for the target CPU and
+// emit an ELF object.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_EMITOBJECT_H
+#define ATTNC_CODEGEN_EMITOBJECT_H
+
+#include "Codegen/Target.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace attnc {
+
+/// Lowers `module` in place to the LLVM dialect (memrefs as bare pointers at
+/// function boundaries, so static-shape kernels take plain pointers).
+/// Throws std::logic_error with the diagnostics on failure: the input is
+/// generated code, so a failure is a compiler bug.
+void lowerToLLVMDialect(mlir::ModuleOp module);
+
+/// Translates an LLVM-dialect module and compiles it at -O3 for `target`;
+/// returns the object file's bytes. When `llvmIR` is non-null it receives
+/// the optimised LLVM IR as text (for `--emit llvm`).
+std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
+                       std::string *llvmIR = nullptr);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_EMITOBJECT_H

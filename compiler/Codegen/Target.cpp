@@ -1,0 +1,44 @@
+//===- Target.cpp - CPU targets of the code generator ---------------------===//
+
+#include "Codegen/Target.h"
+#include "Support/Error.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
+namespace attnc {
+
+CpuTarget cpuTarget(const std::string &name) {
+  const std::string triple = "x86_64-unknown-linux-gnu";
+  // The x86-64 micro-architecture levels: v3 has AVX2 and FMA, v4 AVX-512.
+  if (name == "x86-64")
+    return {name, triple, "x86-64", "", 128};
+  if (name == "x86-64-avx2")
+    return {name, triple, "x86-64-v3", "", 256};
+  if (name == "x86-64-avx512")
+    return {name, triple, "x86-64-v4", "+prefer-no-gather", 512};
+  if (name == "host") {
+    std::string features;
+    const llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+    for (const auto &feature : hostFeatures)
+      features += (features.empty() ? "" : ",") +
+                  std::string(feature.second ? "+" : "-") +
+                  feature.first().str();
+    bool avx512 = hostFeatures.lookup("avx512f");
+    bool avx2 = hostFeatures.lookup("avx2");
+    return {name, llvm::sys::getProcessTriple(),
+            llvm::sys::getHostCPUName().str(), features,
+            avx512 ? 512
+            : avx2 ? 256
+                   : 128};
+  }
+  if (name == "cuda-sm80" || name == "cuda-sm90")
+    throw UserError("--target " + name +
+                    ": the CUDA backend is not built yet; CPU targets: host, "
+                    "x86-64, x86-64-avx2, x86-64-avx512");
+  throw UserError("--target " + name +
+                  ": unknown target; allowed: host, x86-64, x86-64-avx2, "
+                  "x86-64-avx512, cuda-sm80, cuda-sm90");
+}
+
+} // namespace attnc

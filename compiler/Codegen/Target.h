@@ -1,0 +1,30 @@
+//===- Target.h - CPU targets of the code generator ---------------*- C++
+//-*-===//
+//
+// The `--target` names of the graph format's command line, and what each
+// means to LLVM: a triple, a CPU and its features. Always naming the CPU is
+// what keeps math.fma and roundeven inline (cpu-codegen.md, point 5).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_TARGET_H
+#define ATTNC_CODEGEN_TARGET_H
+
+#include <string>
+
+namespace attnc {
+
+struct CpuTarget {
+  std::string name;     ///< "host", "x86-64", "x86-64-avx2", "x86-64-avx512".
+  std::string triple;   ///< "x86_64-unknown-linux-gnu".
+  std::string cpu;      ///< LLVM CPU name, e.g. "x86-64-v4".
+  std::string features; ///< LLVM feature string, e.g. "+avx512f,+fma".
+  int vectorBits;       ///< Widest vector register: 128, 256 or 512.
+};
+
+/// The target called `name`; throws UserError("--target NAME: ...") for an
+/// unknown or non-CPU target.
+CpuTarget cpuTarget(const std::string &name);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_TARGET_H

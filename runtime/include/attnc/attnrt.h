@@ -1,0 +1,175 @@
+/*===- attnrt.h - The attnc runtime: C API for compiled kernels ---*- C -*-===*
+ *
+ * Applications link the objects `attnc compile` writes (NAME.o + NAME.h)
+ * against this small library, libattnrt, and nothing else: no compiler, no
+ * MLIR, no LLVM at run time.
+ *
+ *   attnrt_context *ctx;
+ *   attnrt_context_options options;
+ *   attnrt_context_options_initialize(&options);
+ *   options.threads = 4;
+ *   if (attnrt_context_create(&options, &ctx) != ATTNRT_OK) ...
+ *   attnrt_tensor inputs[3] = {...}, outputs[1] = {...};
+ *   if (attnrt_invoke(ctx, &gpt2_attn_kernel, inputs, 3, outputs, 1))
+ *     fprintf(stderr, "%s\n", attnrt_context_last_error(ctx));
+ *   attnrt_context_release(ctx);
+ *
+ * Every function returns ATTNRT_OK (0) on success and never crashes on a
+ * wrong call it can detect: null pointers, wrong counts, shapes, dtypes,
+ * strides or alignment give a status code and a message naming the argument
+ * (attnrt_context_last_error).
+ *
+ * Thread safety: a context may be used from one thread at a time; distinct
+ * contexts are independent. Kernel descriptors are immutable.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ATTNC_ATTNRT_H
+#define ATTNC_ATTNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===-- Status codes ------------------------------------------------------===*/
+
+typedef enum attnrt_status {
+  ATTNRT_OK = 0,
+  ATTNRT_INVALID_ARGUMENT = 1, /* null pointer, wrong count, bad option */
+  ATTNRT_SHAPE_MISMATCH = 2,   /* rank, size or run-time size disagreement */
+  ATTNRT_DTYPE_MISMATCH = 3,
+  ATTNRT_LAYOUT_MISMATCH = 4,  /* strides or alignment the kernel cannot use */
+  ATTNRT_OUT_OF_MEMORY = 5,
+  ATTNRT_NOT_FOUND = 6,        /* no kernel of that name */
+  ATTNRT_UNAVAILABLE = 7,      /* e.g. a CUDA kernel and no CUDA driver */
+  ATTNRT_INTERNAL = 8
+} attnrt_status;
+
+/* "ATTNRT_SHAPE_MISMATCH" and so on; never null. */
+const char *attnrt_status_name(attnrt_status status);
+
+/*===-- Tensors -----------------------------------------------------------===*/
+
+typedef enum attnrt_dtype {
+  ATTNRT_F32 = 0,
+  ATTNRT_F16 = 1,
+  ATTNRT_BF16 = 2, /* stored as its uint16 bit pattern */
+  ATTNRT_I32 = 3,
+  ATTNRT_BOOL = 4  /* one byte, 0 or 1 */
+} attnrt_dtype;
+
+/* Bytes per element; 0 for an unknown dtype. */
+size_t attnrt_dtype_size(attnrt_dtype dtype);
+
+/* A non-owning view of caller memory (like halide_buffer_t). `strides` are
+ * in elements; null means dense C order. The kernels of this version accept
+ * dense C order only and report anything else as ATTNRT_LAYOUT_MISMATCH. */
+typedef struct attnrt_tensor {
+  void *data;
+  attnrt_dtype dtype;
+  int32_t rank;
+  const int64_t *shape;   /* rank entries, each >= 1 */
+  const int64_t *strides; /* rank entries, or null */
+} attnrt_tensor;
+
+/*===-- Kernel descriptors (written by attnc into NAME.o) -----------------===*/
+
+/* One argument of a kernel. dims[d] > 0 is a fixed size; dims[d] < 0 names
+ * run-time size number -(dims[d] + 1) of the kernel (see dim_names). */
+typedef struct attnrt_arg_info {
+  const char *name;
+  attnrt_dtype dtype;
+  int32_t rank;
+  const int64_t *dims;
+} attnrt_arg_info;
+
+/* Handed by the runtime to the generated code for one invocation. */
+typedef struct attnrt_invocation attnrt_invocation;
+
+/* The generated entry point: dims holds the run-time sizes (in dim_names
+ * order), buffers the data pointers of the inputs then the outputs, all
+ * already validated. Returns 0, or a nonzero attnrt_status. */
+typedef int32_t (*attnrt_entry_fn)(attnrt_invocation *invocation,
+                                   const int64_t *dims, void *const *buffers);
+
+typedef struct attnrt_kernel {
+  uint32_t abi_version; /* ATTNRT_ABI_VERSION of the attnc that wrote it */
+  const char *name;
+  int32_t num_dims;
+  const char *const *dim_names;
+  int32_t num_inputs;
+  const attnrt_arg_info *inputs;
+  int32_t num_outputs;
+  const attnrt_arg_info *outputs;
+  uint32_t alignment;  /* required byte alignment of every buffer (>= 1) */
+  const char *target;  /* "x86-64-avx512", "cuda-sm90", ... */
+  const char *manifest; /* the NAME.json manifest text, schedule included */
+  attnrt_entry_fn entry;
+} attnrt_kernel;
+
+#define ATTNRT_ABI_VERSION 1u
+
+/*===-- Contexts ----------------------------------------------------------===*/
+
+typedef struct attnrt_context attnrt_context;
+
+typedef struct attnrt_context_options {
+  size_t threads; /* worker threads; 0 = one per core */
+} attnrt_context_options;
+
+/* Sets the defaults (threads = 0). */
+void attnrt_context_options_initialize(attnrt_context_options *options);
+
+/* Creates a context with its thread pool. The context must be released by
+ * the caller with attnrt_context_release. */
+attnrt_status attnrt_context_create(const attnrt_context_options *options,
+                                    attnrt_context **out_context);
+void attnrt_context_release(attnrt_context *context);
+
+/* The threads the context runs kernels on (>= 1). */
+size_t attnrt_context_threads(const attnrt_context *context);
+
+/* The message of the last call on this context that failed, naming the
+ * argument at fault ("input q: shape [2, 5] does not match [2, 4]"); "" if
+ * none failed. Valid until the next call on the context. */
+const char *attnrt_context_last_error(const attnrt_context *context);
+
+/*===-- Registry and invocation -------------------------------------------===*/
+
+/* Makes `kernel` findable by name in this context. Fails with
+ * ATTNRT_INVALID_ARGUMENT for a descriptor of another ABI version or a name
+ * already registered. */
+attnrt_status attnrt_register_kernel(attnrt_context *context,
+                                     const attnrt_kernel *kernel);
+attnrt_status attnrt_find_kernel(const attnrt_context *context,
+                                 const char *name,
+                                 const attnrt_kernel **out_kernel);
+
+/* Validates every tensor against the descriptor (count, rank, dtype, fixed
+ * sizes, run-time sizes consistent across arguments and >= 1, dense strides,
+ * alignment, non-null data), binds the run-time sizes, and runs the kernel on
+ * the context's threads. Outputs must not alias inputs. */
+attnrt_status attnrt_invoke(attnrt_context *context,
+                            const attnrt_kernel *kernel,
+                            const attnrt_tensor *inputs, size_t num_inputs,
+                            attnrt_tensor *outputs, size_t num_outputs);
+
+/*===-- Services for generated code ---------------------------------------===*/
+
+/* Calls task(closure, i) for every i in [0, count), spread over the
+ * invocation's threads; returns when all are done. */
+void attnrt_parallel_for(attnrt_invocation *invocation, int64_t count,
+                         void (*task)(void *closure, int64_t index),
+                         void *closure);
+
+/* Scratch memory for intermediates of one invocation, aligned to 64 bytes;
+ * freed when the invocation ends. Null when out of memory. */
+void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ATTNC_ATTNRT_H */

@@ -1,0 +1,118 @@
+//===- CodegenTest.cpp - MLIR to a running object file --------------------===//
+//
+// Tests the path every CPU kernel takes: MLIR vector code is lowered to the
+// LLVM dialect, compiled for a named target, linked, loaded and run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Codegen/EmitObject.h"
+#include "Codegen/LoadObject.h"
+#include "Codegen/Target.h"
+#include "Support/Error.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace attnc;
+
+namespace {
+
+/// y = x · a + a on 16 floats, one vector FMA.
+constexpr const char *kFmaKernel = R"mlir(
+func.func @fma16(%x: memref<16xf32>, %y: memref<16xf32>, %a: f32) {
+  %c0 = arith.constant 0 : index
+  %v = vector.load %x[%c0] : memref<16xf32>, vector<16xf32>
+  %s = vector.broadcast %a : f32 to vector<16xf32>
+  %r = math.fma %v, %s, %s : vector<16xf32>
+  vector.store %r, %y[%c0] : memref<16xf32>, vector<16xf32>
+  return
+}
+)mlir";
+
+bool hostRuns(const std::string &target) {
+  __builtin_cpu_init();
+  if (target == "x86-64-avx512")
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  if (target == "x86-64-avx2")
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return true;
+}
+
+class CodegenTarget : public ::testing::TestWithParam<const char *> {};
+
+// Tests that the kernel compiles for the target with the FMA inline (no libm
+// call), links, loads and computes the right values when the CPU can run it.
+TEST_P(CodegenTarget, CompilesLinksAndRuns) {
+  const std::string name = GetParam();
+  mlir::MLIRContext context;
+  context.loadDialect<mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                      mlir::math::MathDialect, mlir::memref::MemRefDialect,
+                      mlir::vector::VectorDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceString<mlir::ModuleOp>(kFmaKernel, &context);
+  ASSERT_TRUE(module);
+  lowerToLLVMDialect(*module);
+  std::string llvmIR;
+  std::string object = emitObject(*module, cpuTarget(name), &llvmIR);
+  ASSERT_GT(object.size(), 4u);
+  EXPECT_EQ(object.substr(0, 4), "\x7f"
+                                 "ELF");
+  EXPECT_EQ(llvmIR.find("@fmaf"), std::string::npos) << llvmIR;
+  EXPECT_NE(llvmIR.find("\"target-cpu\"=\"" + cpuTarget(name).cpu + "\""),
+            std::string::npos);
+
+  std::unique_ptr<LoadedObject> loaded = LoadedObject::load(object);
+  auto *kernel = reinterpret_cast<void (*)(float *, float *, float)>(
+      loaded->symbol("fma16"));
+  ASSERT_NE(kernel, nullptr);
+  if (!hostRuns(name))
+    GTEST_SKIP() << "this CPU cannot run " << name << " code";
+  float x[16], y[16];
+  for (int i = 0; i < 16; ++i)
+    x[i] = 0.5f * float(i) - 3.0f;
+  kernel(x, y, 1.5f);
+  for (int i = 0; i < 16; ++i)
+    EXPECT_FLOAT_EQ(y[i], x[i] * 1.5f + 1.5f) << "element " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, CodegenTarget,
+                         ::testing::Values("host", "x86-64", "x86-64-avx2",
+                                           "x86-64-avx512"),
+                         [](const auto &info) {
+                           std::string name = info.param;
+                           for (char &c : name)
+                             if (c == '-')
+                               c = '_';
+                           return name;
+                         });
+
+// Tests that unknown and not-yet-built targets are user errors naming the flag.
+TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
+  try {
+    cpuTarget("arm64");
+    FAIL() << "no error";
+  } catch (const UserError &error) {
+    EXPECT_EQ(std::string(error.what()),
+              "--target arm64: unknown target; allowed: host, x86-64, "
+              "x86-64-avx2, x86-64-avx512, cuda-sm80, cuda-sm90");
+  }
+  EXPECT_THROW(cpuTarget("cuda-sm90"), UserError);
+}
+
+// Tests that the vector width follows the target.
+TEST(CodegenTargets, VectorWidths) {
+  EXPECT_EQ(cpuTarget("x86-64").vectorBits, 128);
+  EXPECT_EQ(cpuTarget("x86-64-avx2").vectorBits, 256);
+  EXPECT_EQ(cpuTarget("x86-64-avx512").vectorBits, 512);
+}
+
+} // namespace
