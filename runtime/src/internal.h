@@ -1,0 +1,72 @@
+/*===- internal.h - Private state shared by the libattnrt sources -*- C -*-===*
+ *
+ * Nothing here is part of the C API (attnc/attnrt.h). Functions shared
+ * between the sources carry the attnrt_impl_ prefix and hidden visibility;
+ * the shared library exports only the functions of the header.
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ATTNRT_INTERNAL_H
+#define ATTNRT_INTERNAL_H
+
+#include "attnc/attnrt.h"
+
+#include <pthreadpool.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#if defined(__GNUC__)
+#define ATTNRT_HIDDEN __attribute__((visibility("hidden")))
+#define ATTNRT_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define ATTNRT_HIDDEN
+#define ATTNRT_PRINTF(fmt, args)
+#endif
+
+/* Bytes of attnrt_context_last_error; longer messages are cut short. */
+#define ATTNRT_MESSAGE_CAPACITY 1024
+
+/* The most worker threads a context accepts. pthreadpool does not report a
+ * failed pthread_create (it waits for the thread forever), so absurd counts
+ * are refused up front. */
+#define ATTNRT_MAX_THREADS 1024
+
+/* Alignment of attnrt_allocate blocks. */
+#define ATTNRT_ALLOCATION_ALIGNMENT 64
+
+struct attnrt_context {
+  pthreadpool_t pool; /* null when threads == 1: everything runs inline */
+  size_t threads;
+  const attnrt_kernel **kernels; /* registry, in registration order */
+  size_t num_kernels;
+  size_t kernel_capacity;
+  char last_error[ATTNRT_MESSAGE_CAPACITY];
+};
+
+/* One scratch block of attnrt_allocate; the caller's bytes start
+ * ATTNRT_ALLOCATION_ALIGNMENT bytes after it. */
+typedef struct attnrt_block {
+  struct attnrt_block *next;
+} attnrt_block;
+
+struct attnrt_invocation {
+  pthreadpool_t pool;             /* null: run parallel_for inline */
+  _Atomic(attnrt_block *) blocks; /* pushed lock-free, freed at the end */
+  atomic_int in_parallel_for;     /* nested parallel_for runs inline */
+};
+
+/* Replaces the context's last error with the formatted message. */
+ATTNRT_HIDDEN void attnrt_impl_set_error(attnrt_context *context,
+                                         const char *format, ...)
+    ATTNRT_PRINTF(2, 3);
+
+/* Sets up and tears down an invocation (frees its scratch blocks). */
+ATTNRT_HIDDEN void attnrt_impl_invocation_begin(attnrt_invocation *invocation,
+                                                pthreadpool_t pool);
+ATTNRT_HIDDEN void attnrt_impl_invocation_end(attnrt_invocation *invocation);
+
+/* Checks a descriptor's own consistency; on a problem sets the context's
+ * error and returns ATTNRT_INVALID_ARGUMENT. */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_check_descriptor(
+    attnrt_context *context, const attnrt_kernel *kernel);
+
+#endif /* ATTNRT_INTERNAL_H */
