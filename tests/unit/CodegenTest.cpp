@@ -7,6 +7,7 @@
 
 #include "Codegen/EmitObject.h"
 #include "Codegen/LoadObject.h"
+#include "Codegen/Schedule.h"
 #include "Codegen/Target.h"
 #include "Support/Error.h"
 
@@ -114,5 +115,93 @@ TEST(CodegenTargets, VectorWidths) {
   EXPECT_EQ(cpuTarget("x86-64-avx2").vectorBits, 256);
   EXPECT_EQ(cpuTarget("x86-64-avx512").vectorBits, 512);
 }
+
+} // namespace
+
+namespace {
+
+// Tests that every target class has a default schedule that validates, and
+// that host resolves to its vector width's class.
+TEST(Schedules, DefaultsValidate) {
+  for (const char *name : {"x86-64", "x86-64-avx2", "x86-64-avx512"}) {
+    AttentionSchedule schedule = defaultSchedule(cpuTarget(name));
+    EXPECT_EQ(schedule.targetClass, name);
+    EXPECT_EQ(schedule.source, "default");
+    EXPECT_EQ(schedule.queryTile % schedule.vectorWidth, 0);
+  }
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).vectorWidth, 16);
+  CpuTarget host = cpuTarget("host");
+  EXPECT_EQ(defaultSchedule(host).vectorWidth * 32,
+            std::min(host.vectorBits, 512));
+}
+
+// Tests that a schedule round-trips through its JSON form.
+TEST(Schedules, RoundTrip) {
+  CpuTarget target = cpuTarget("x86-64-avx2");
+  AttentionSchedule schedule = defaultSchedule(target);
+  AttentionSchedule again = parseSchedule(schedule.toJson(), "s.json", target);
+  EXPECT_EQ(again.toJson(), schedule.toJson());
+  EXPECT_EQ(again.source, "s.json");
+}
+
+struct BadSchedule {
+  const char *name, *edit, *message;
+};
+
+class ScheduleErrors : public ::testing::TestWithParam<BadSchedule> {};
+
+// Tests that each bad schedule is one user error naming the file and the
+// JSON pointer.
+TEST_P(ScheduleErrors, NameFileAndPointer) {
+  CpuTarget target = cpuTarget("x86-64-avx512");
+  std::string text = GetParam().edit;
+  try {
+    parseSchedule(text, "s.json", target);
+    FAIL() << "accepted " << text;
+  } catch (const UserError &error) {
+    EXPECT_EQ(std::string(error.what()), GetParam().message);
+  }
+}
+
+#define SCHEDULE(fields)                                                       \
+  "{\"attnc_schedule\": 1, \"target_class\": \"x86-64-avx512\", " fields "}"
+#define GOOD_BLOCKS                                                            \
+  "\"score_block\": [2, 8], \"pv_block\": [4, 4], \"threads\": 0"
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, ScheduleErrors,
+    ::testing::Values(
+        BadSchedule{"Malformed", "{",
+                    "s.json: malformed JSON: parse error at line 1, column 2: "
+                    "syntax error while parsing object key - unexpected end of "
+                    "input; expected string literal"},
+        BadSchedule{"UnknownKey", SCHEDULE("\"query_tiel\": 64"),
+                    "s.json: /query_tiel: unknown key \"query_tiel\""},
+        BadSchedule{"WrongClass",
+                    "{\"attnc_schedule\": 1, \"target_class\": \"x86-64\"}",
+                    "s.json: /target_class: schedule is for x86-64 but the "
+                    "target x86-64-avx512 is x86-64-avx512"},
+        BadSchedule{"WideVector",
+                    "{\"attnc_schedule\": 1, \"target_class\": "
+                    "\"x86-64-avx512\", \"vector_width\": 32}",
+                    "s.json: /vector_width: must be 4, 8 or 16"},
+        BadSchedule{
+            "QueryTile", SCHEDULE("\"vector_width\": 16, \"query_tile\": 40"),
+            "s.json: /query_tile: must be a multiple of vector_width (16)"},
+        BadSchedule{
+            "KeyTile",
+            SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, \"key_tile\": "
+                     "60, " GOOD_BLOCKS),
+            "s.json: /key_tile: must be a multiple of score_block[1] (8)"},
+        BadSchedule{
+            "Block",
+            SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, "
+                     "\"score_block\": [2, 99]"),
+            "s.json: /score_block/1: expected an integer in [1, 32], got 99"},
+        BadSchedule{"Missing", SCHEDULE("\"vector_width\": 16"),
+                    "s.json: needs \"query_tile\""},
+        BadSchedule{"NotInteger", SCHEDULE("\"vector_width\": 16.5"),
+                    "s.json: /vector_width: expected an integer, got 16.5"}),
+    [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace

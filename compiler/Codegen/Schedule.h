@@ -1,0 +1,48 @@
+//===- Schedule.h - Kernel schedules as data ----------------------*- C++
+//-*-===//
+//
+// How an attention kernel is tiled, kept apart from what it computes: read
+// from schedules/cpu/<target class>.json (compiled in) or from a user's
+// --schedule file, validated, and recorded in every kernel's manifest.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_SCHEDULE_H
+#define ATTNC_CODEGEN_SCHEDULE_H
+
+#include "Codegen/Target.h"
+
+#include <cstdint>
+#include <string>
+
+namespace attnc {
+
+struct AttentionSchedule {
+  std::string targetClass; ///< "x86-64", "x86-64-avx2", "x86-64-avx512".
+  int64_t queryTile = 0;   ///< Queries per task.
+  int64_t keyTile = 0;     ///< Keys per online-softmax step.
+  int64_t vectorWidth = 0; ///< f32 lanes per vector.
+  int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
+  int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.
+  int64_t threads = 0;  ///< Default threads; 0 = one per core.
+  std::string measured; ///< What the schedule measured, free text.
+  std::string source;   ///< The file it came from, or "default".
+
+  /// The schedule as JSON text, in the file format.
+  std::string toJson() const;
+};
+
+/// The default schedule of `target`'s class (host: the class its vector
+/// width gives).
+AttentionSchedule defaultSchedule(const CpuTarget &target);
+
+/// Parses and validates a schedule file for `target`. Throws
+/// UserError("FILE: /json/pointer: message").
+AttentionSchedule parseSchedule(const std::string &text,
+                                const std::string &file,
+                                const CpuTarget &target);
+AttentionSchedule loadSchedule(const std::string &path,
+                               const CpuTarget &target);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_SCHEDULE_H
