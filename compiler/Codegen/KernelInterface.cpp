@@ -1,0 +1,109 @@
+//===- KernelInterface.cpp - NAME.h and NAME.json of a compiled graph -----===//
+
+#include "Codegen/KernelInterface.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <sstream>
+
+namespace attnc {
+
+std::vector<int64_t> abiDims(const Graph &graph, const Shape &shape) {
+  std::vector<std::string> runtime = graph.runtimeDims();
+  std::vector<int64_t> dims;
+  for (const Dim &dim : shape) {
+    if (dim.isFixed()) {
+      dims.push_back(dim.size);
+      continue;
+    }
+    auto it = std::find(runtime.begin(), runtime.end(), dim.symbol);
+    dims.push_back(-(int64_t(it - runtime.begin()) + 1));
+  }
+  return dims;
+}
+
+namespace {
+
+/// "f32[B, 12, S, 64]" for the comments beside each argument.
+std::string describe(const Graph &graph, ValueId id) {
+  return graph.value(id).name + ": " + graph.type(id).str();
+}
+
+} // namespace
+
+std::string kernelHeader(const Graph &graph) {
+  const std::string &name = graph.name;
+  std::string guard = "ATTNC_KERNEL_" + name + "_H";
+  for (char &c : guard)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::ostringstream out;
+  out << "/* " << name << ".h: written by attnc compile from " << graph.file
+      << ". Link " << name << ".o and libattnrt. */\n"
+      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+      << "#include <attnc/attnrt.h>\n\n"
+      << "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  std::vector<std::string> runtime = graph.runtimeDims();
+  out << "/* Run-time sizes, bound from the tensors' shapes:";
+  if (runtime.empty())
+    out << " none";
+  for (size_t i = 0; i < runtime.size(); ++i)
+    out << (i ? ", " : " ") << runtime[i];
+  out << ".\n * Inputs, in this order:\n";
+  for (ValueId id : graph.inputs)
+    out << " *   " << describe(graph, id) << "\n";
+  out << " * Outputs, in this order:\n";
+  for (ValueId id : graph.outputs)
+    out << " *   " << describe(graph, id) << "\n";
+  out << " */\n"
+      << "extern const attnrt_kernel " << name << "_kernel;\n\n"
+      << "/* The generated entry point; call it through attnrt_invoke, which\n"
+      << " * validates the tensors first. */\n"
+      << "int32_t " << name
+      << "_entry(attnrt_invocation *invocation, const int64_t *dims,\n"
+      << "        void *const *buffers);\n\n"
+      << "/* Runs the kernel on `context`: inputs[" << graph.inputs.size()
+      << "], outputs[" << graph.outputs.size() << "]. */\n"
+      << "static inline attnrt_status " << name
+      << "(attnrt_context *context, const attnrt_tensor *inputs,\n"
+      << "    attnrt_tensor *outputs) {\n"
+      << "  return attnrt_invoke(context, &" << name << "_kernel, inputs, "
+      << graph.inputs.size() << ", outputs, " << graph.outputs.size()
+      << ");\n}\n\n"
+      << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
+      << "#endif /* " << guard << " */\n";
+  return out.str();
+}
+
+std::string kernelManifest(const Graph &graph, const std::string &backend,
+                           const CpuTarget &target,
+                           const AttentionSchedule &schedule) {
+  using json = nlohmann::ordered_json;
+  auto arguments = [&](const std::vector<ValueId> &ids) {
+    json list = json::array();
+    for (ValueId id : ids) {
+      json dims = json::array();
+      for (const Dim &dim : graph.type(id).shape)
+        dims.push_back(dim.isFixed() ? json(dim.size) : json(dim.symbol));
+      list.push_back({{"name", graph.value(id).name},
+                      {"dtype", dtypeName(graph.type(id).dtype)},
+                      {"dims", dims}});
+    }
+    return list;
+  };
+  json manifest = {{"attnc_manifest", 1},
+                   {"name", graph.name},
+                   {"graph", graph.file},
+                   {"backend", backend},
+                   {"target", {{"name", target.name}, {"cpu", target.cpu}}},
+                   {"abi_version", 1},
+                   {"runtime_dims", graph.runtimeDims()},
+                   {"inputs", arguments(graph.inputs)},
+                   {"outputs", arguments(graph.outputs)},
+                   {"schedule", json::parse(schedule.toJson())},
+                   {"schedule_source", schedule.source}};
+  return manifest.dump(2) + "\n";
+}
+
+} // namespace attnc
