@@ -199,8 +199,9 @@ class GraphParser;
 /// allows and hands out typed fields with their pointers.
 class ObjectReader {
 public:
-  ObjectReader(GraphParser &parser, const json &object, std::string pointer,
-               std::string what, std::vector<std::string> allowedKeys);
+  ObjectReader(const GraphParser &parser, const json &object,
+               std::string pointer, std::string what,
+               std::vector<std::string> allowedKeys);
 
   const std::string &pointer() const { return objectPointer; }
   std::string pointerOf(std::string_view key) const {
@@ -220,7 +221,7 @@ public:
   bool boolean(const std::string &key, bool defaultValue) const;
 
 private:
-  GraphParser &parser;
+  const GraphParser &parser;
   const json &object;
   std::string objectPointer;
   std::string what;
@@ -313,7 +314,7 @@ private:
 // ObjectReader
 //===----------------------------------------------------------------------===//
 
-ObjectReader::ObjectReader(GraphParser &parser, const json &object,
+ObjectReader::ObjectReader(const GraphParser &parser, const json &object,
                            std::string pointer, std::string what,
                            std::vector<std::string> allowedKeys)
     : parser(parser), object(object), objectPointer(std::move(pointer)),
@@ -1132,7 +1133,6 @@ AttentionScore GraphParser::parseScore(const json &score,
     fail(pointer, "expected {\"kind\": \"dot\" | \"general\" | \"additive\" | "
                   "\"cosine\", ...}");
   std::string kind = score["kind"].get<std::string>();
-  auto &self = const_cast<GraphParser &>(*this);
   AttentionScore result;
   auto weight = [&](const ObjectReader &fields, const std::string &key,
                     const Shape &expected) {
@@ -1144,17 +1144,18 @@ AttentionScore GraphParser::parseScore(const json &score,
     return id;
   };
   if (kind == "dot") {
-    ObjectReader(self, score, pointer, "a dot score", {"kind"});
+    ObjectReader(*this, score, pointer, "a dot score", {"kind"});
     result.kind = ScoreKind::Dot;
   } else if (kind == "cosine") {
-    ObjectReader(self, score, pointer, "a cosine score", {"kind"});
+    ObjectReader(*this, score, pointer, "a cosine score", {"kind"});
     result.kind = ScoreKind::Cosine;
   } else if (kind == "general") {
-    ObjectReader fields(self, score, pointer, "a general score", {"kind", "w"});
+    ObjectReader fields(*this, score, pointer, "a general score",
+                        {"kind", "w"});
     result.kind = ScoreKind::General;
     result.w = weight(fields, "w", {sizes.keyDim, sizes.keyDim});
   } else if (kind == "additive") {
-    ObjectReader fields(self, score, pointer, "an additive score",
+    ObjectReader fields(*this, score, pointer, "an additive score",
                         {"kind", "wq", "wk", "v"});
     result.kind = ScoreKind::Additive;
     ValueId wq = operand(fields, "wq");
@@ -1186,12 +1187,11 @@ void GraphParser::requireBroadcastableToScores(
 AttentionBias GraphParser::parseBias(const json &bias,
                                      const std::string &pointer,
                                      const AttentionSizes &sizes) const {
-  auto &self = const_cast<GraphParser &>(*this);
   if (!bias.is_object() || !bias.contains("kind") || !bias["kind"].is_string())
     fail(pointer, "expected {\"kind\": \"tensor\" | \"alibi\", ...}");
   std::string kind = bias["kind"].get<std::string>();
   if (kind == "tensor") {
-    ObjectReader fields(self, bias, pointer, "a tensor bias",
+    ObjectReader fields(*this, bias, pointer, "a tensor bias",
                         {"kind", "input"});
     ValueId input = operand(fields, "input");
     requireFloat(input, fields.pointerOf("input"));
@@ -1199,7 +1199,7 @@ AttentionBias GraphParser::parseBias(const json &bias,
     return {BiasKind::Tensor, input};
   }
   if (kind == "alibi") {
-    ObjectReader fields(self, bias, pointer, "an alibi bias",
+    ObjectReader fields(*this, bias, pointer, "an alibi bias",
                         {"kind", "slopes"});
     std::optional<ValueId> slopes = optionalOperand(fields, "slopes");
     if (slopes && (type(*slopes).dtype != DType::F32 ||
@@ -1217,7 +1217,6 @@ AttentionBias GraphParser::parseBias(const json &bias,
 AttentionMask GraphParser::parseMask(const json &mask,
                                      const std::string &pointer,
                                      const AttentionSizes &sizes) const {
-  auto &self = const_cast<GraphParser &>(*this);
   if (!mask.is_object() || !mask.contains("kind") || !mask["kind"].is_string())
     fail(pointer,
          "expected {\"kind\": \"causal\" | \"window\" | \"key_length\" "
@@ -1225,10 +1224,10 @@ AttentionMask GraphParser::parseMask(const json &mask,
   std::string kind = mask["kind"].get<std::string>();
   AttentionMask result;
   if (kind == "causal") {
-    ObjectReader(self, mask, pointer, "a causal mask", {"kind"});
+    ObjectReader(*this, mask, pointer, "a causal mask", {"kind"});
     result.kind = MaskKind::Causal;
   } else if (kind == "window") {
-    ObjectReader fields(self, mask, pointer, "a window mask",
+    ObjectReader fields(*this, mask, pointer, "a window mask",
                         {"kind", "left", "right"});
     result.kind = MaskKind::Window;
     result.left = fields.integer("left");
@@ -1239,7 +1238,7 @@ AttentionMask GraphParser::parseMask(const json &mask,
         fail(fields.pointerOf(key),
              std::string(key) + " must be >= 0, got " + std::to_string(value));
   } else if (kind == "key_length") {
-    ObjectReader fields(self, mask, pointer, "a key_length mask",
+    ObjectReader fields(*this, mask, pointer, "a key_length mask",
                         {"kind", "input"});
     result.kind = MaskKind::KeyLength;
     result.input = operand(fields, "input");
@@ -1249,7 +1248,7 @@ AttentionMask GraphParser::parseMask(const json &mask,
                                           "] (one key length per batch), got " +
                                           describe(*result.input));
   } else if (kind == "tensor") {
-    ObjectReader fields(self, mask, pointer, "a tensor mask",
+    ObjectReader fields(*this, mask, pointer, "a tensor mask",
                         {"kind", "input"});
     result.kind = MaskKind::Tensor;
     result.input = operand(fields, "input");
