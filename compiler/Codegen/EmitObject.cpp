@@ -1,6 +1,7 @@
 //===- EmitObject.cpp - From MLIR to an object file -----------------------===//
 
 #include "Codegen/EmitObject.h"
+#include "Support/MLIRDiagnostics.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -51,20 +52,6 @@ void registerOnce() {
   });
 }
 
-/// Runs `step` with the context's diagnostics gathered into one string.
-template <typename Step>
-mlir::LogicalResult withDiagnostics(mlir::MLIRContext *context,
-                                    std::string &diagnostics, Step step) {
-  mlir::ScopedDiagnosticHandler handler(
-      context, [&](mlir::Diagnostic &diagnostic) {
-        llvm::raw_string_ostream stream(diagnostics);
-        stream << (diagnostics.empty() ? "" : "; ") << diagnostic.getLocation()
-               << ": " << diagnostic;
-        return mlir::success();
-      });
-  return step();
-}
-
 } // namespace
 
 void lowerToLLVMDialect(mlir::ModuleOp module) {
@@ -74,8 +61,8 @@ void lowerToLLVMDialect(mlir::ModuleOp module) {
   llvm::raw_string_ostream parseErrors(diagnostics);
   if (failed(mlir::parsePassPipeline(kLowerToLLVM, pm, parseErrors)))
     throw std::logic_error("bad lowering pipeline: " + diagnostics);
-  if (failed(withDiagnostics(module.getContext(), diagnostics,
-                             [&] { return pm.run(module); })))
+  if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
+                                   [&] { return pm.run(module); })))
     throw std::logic_error("lowering to the LLVM dialect failed: " +
                            diagnostics);
   // A pass pipeline can succeed and convert nothing; make that loud. (No
@@ -103,7 +90,7 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
   llvm::LLVMContext llvmContext;
   std::string diagnostics;
   std::unique_ptr<llvm::Module> llvmModule;
-  (void)withDiagnostics(context, diagnostics, [&] {
+  (void)collectingDiagnostics(*context, diagnostics, [&] {
     llvmModule = mlir::translateModuleToLLVMIR(module, llvmContext);
     return mlir::success(llvmModule != nullptr);
   });

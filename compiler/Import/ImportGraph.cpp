@@ -2,6 +2,7 @@
 
 #include "Import/ImportGraph.h"
 #include "Support/Error.h"
+#include "Support/MLIRDiagnostics.h"
 
 #include "Attn/IR/AttnDialect.h"
 #include "Attn/IR/AttnOps.h"
@@ -24,21 +25,6 @@
 namespace attnc {
 
 namespace {
-
-/// Runs `step`, gathering the diagnostics it emits into one line of
-/// `diagnostics` (they only ever describe internal errors).
-mlir::LogicalResult
-collectingDiagnostics(mlir::MLIRContext &context, std::string &diagnostics,
-                      llvm::function_ref<mlir::LogicalResult()> step) {
-  mlir::ScopedDiagnosticHandler handler(
-      &context, [&](mlir::Diagnostic &diagnostic) {
-        llvm::raw_string_ostream stream(diagnostics);
-        stream << (diagnostics.empty() ? "" : "; ") << diagnostic.getLocation()
-               << ": " << diagnostic;
-        return mlir::success();
-      });
-  return step();
-}
 
 namespace attn = mlir::attn;
 
