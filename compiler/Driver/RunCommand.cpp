@@ -133,18 +133,30 @@ void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
   }
 }
 
+/// The graph, its run-time sizes and every input, from the shared flags.
+struct PreparedRun {
+  Graph graph;
+  DimBindings dims;
+  std::vector<Tensor> inputs;
+};
+
+PreparedRun prepareRun(uint64_t seed) {
+  PreparedRun run{loadGraph(options::graph), {}, {}};
+  RunInputs bound = bindInputs(run.graph, options::dims, options::inputs);
+  checkReferenceFits(run.graph, bound.dims);
+  run.dims = bound.dims;
+  run.inputs = completeInputs(run.graph, std::move(bound), seed);
+  return run;
+}
+
 } // namespace
 
 int referenceCommand() {
-  Graph graph = loadGraph(options::graph);
-  RunInputs bound = bindInputs(graph, options::dims, options::inputs);
-  checkReferenceFits(graph, bound.dims);
-  DimBindings dims = bound.dims;
-  std::vector<Tensor> inputs = completeInputs(
-      graph, std::move(bound), options::integer(options::seed, 0));
-  std::vector<Tensor> outputs =
-      roundOutputs(graph, evaluateReference(graph, dims, inputs));
   std::string directory = outputDirectory();
+  PreparedRun run = prepareRun(options::integer(options::seed, 0));
+  const Graph &graph = run.graph;
+  std::vector<Tensor> outputs =
+      roundOutputs(graph, evaluateReference(graph, run.dims, run.inputs));
   if (directory.empty())
     printSummary(graph, outputs);
   else
@@ -167,19 +179,16 @@ int runCommand() {
   std::string directory = outputDirectory();
   (void)threads; // The reference evaluator is single-threaded.
 
-  Graph graph = loadGraph(options::graph);
-  RunInputs bound = bindInputs(graph, options::dims, options::inputs);
-  checkReferenceFits(graph, bound.dims);
-  DimBindings dims = bound.dims;
-  std::vector<Tensor> inputs = completeInputs(graph, std::move(bound), seed);
-  auto compute = [&] {
-    return roundOutputs(graph, evaluateReference(graph, dims, inputs));
-  };
-  std::vector<Tensor> outputs = compute();
+  PreparedRun run = prepareRun(seed);
+  const Graph &graph = run.graph;
+  auto compute = [&] { return evaluateReference(graph, run.dims, run.inputs); };
+  // The reference backend's outputs are the reference rounded to each
+  // output's dtype; --check compares them with the unrounded values.
+  std::vector<F64Tensor> reference = compute();
+  std::vector<Tensor> outputs = roundOutputs(graph, reference);
 
   int status = 0;
   if (options::compare) {
-    std::vector<F64Tensor> reference = evaluateReference(graph, dims, inputs);
     for (size_t i = 0; i < outputs.size(); ++i) {
       double error = relativeError(outputs[i], reference[i]);
       double tolerance = toleranceFor(outputs[i].dtype);
@@ -195,7 +204,7 @@ int runCommand() {
     std::vector<double> times;
     for (uint64_t i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
-      compute();
+      roundOutputs(graph, compute()); // What the backend produces.
       times.push_back(std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count());
