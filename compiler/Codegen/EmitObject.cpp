@@ -4,11 +4,15 @@
 #include "Support/MLIRDiagnostics.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/X86Vector/X86VectorToLLVMIRTranslation.h"
@@ -32,7 +36,11 @@ namespace {
 /// code reaches hand-written kernel speed through exactly these passes. Not
 /// wrapped in builtin.module(...): the pass manager is already anchored on
 /// the module, and an anchor here would nest the passes one module deeper.
+/// Ahead of it: linalg (the leftover primitives) becomes loops, and
+/// `arith-expand{include-bf16}` turns bf16 conversions into integer code, so
+/// no object needs a compiler runtime's __truncsfbf2.
 constexpr const char *kLowerToLLVM =
+    "convert-linalg-to-loops, arith-expand{include-bf16=true}, "
     "convert-vector-to-scf, convert-scf-to-cf, "
     "expand-strided-metadata, lower-affine, "
     "convert-vector-to-llvm{enable-x86vector}, convert-math-to-llvm, "
@@ -45,6 +53,8 @@ void registerOnce() {
   std::call_once(once, [] {
     mlir::registerConversionPasses();
     mlir::memref::registerMemRefPasses();
+    mlir::arith::registerArithExpandOpsPass();
+    mlir::registerConvertLinalgToLoopsPass();
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
@@ -56,6 +66,15 @@ void registerOnce() {
 
 void lowerToLLVMDialect(mlir::ModuleOp module) {
   registerOnce();
+  // tanh, exp, log... become inline polynomials: convert-math-to-llvm would
+  // make the backend scalarise each vector into libm calls
+  // (../shared/notes/cpu-codegen.md, point 1).
+  {
+    mlir::RewritePatternSet patterns(module.getContext());
+    mlir::populateMathPolynomialApproximationPatterns(patterns);
+    if (failed(mlir::applyPatternsAndFoldGreedily(module, std::move(patterns))))
+      throw std::logic_error("math approximation did not converge");
+  }
   mlir::PassManager pm(module.getContext());
   std::string diagnostics;
   llvm::raw_string_ostream parseErrors(diagnostics);

@@ -1,0 +1,46 @@
+//===- PrimitiveKernels.h - attn primitives on buffers ----------*- C++ -*-===//
+//
+// Every attn op but attn.attention (the leftovers of fusion: projections,
+// reshapes, transposes, elementwise ops, softmax...) computed on buffers, so
+// that a whole graph compiles into one object beside the fused attention
+// kernels (BuildKernels.h).
+//
+// Buffers are memrefs with the identity layout (dense, C order) and dynamic
+// sizes where the op's tensor type has `?`; element types are the tensor's,
+// except bool (i1 tensors), which is stored one byte per element (0 or 1) in
+// an i8 memref.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_PRIMITIVEKERNELS_H
+#define ATTNC_CODEGEN_PRIMITIVEKERNELS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Operation.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+namespace attnc {
+
+/// The element type of a buffer holding `tensorType`'s elements: i8 for i1.
+mlir::Type bufferElementType(mlir::Type tensorType);
+
+/// The sizes of every result of `op`. `operands` holds, per operand of
+/// `op`: the operand's sizes (one index value per dim) for a tensor operand,
+/// or the operand itself mapped to the builder's function (one index value)
+/// for an index operand (reshape's run-time sizes).
+llvm::SmallVector<llvm::SmallVector<mlir::Value>>
+resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
+            llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands);
+
+/// Emits, at the builder's insertion point, the computation of `op` (an attn
+/// primitive, not attn.attention) from `operands` into `results`.
+/// `operands` holds, per operand of `op`, its buffer (tensor operands) or the
+/// mapped index value (index operands); `results` one buffer per result,
+/// already allocated with resultSizes().
+void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::Operation *op, mlir::ValueRange operands,
+                   mlir::ValueRange results);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_PRIMITIVEKERNELS_H
