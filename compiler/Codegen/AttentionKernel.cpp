@@ -1,2 +1,988 @@
 //===- AttentionKernel.cpp - attn.attention as a tiled CPU task -----------===//
+//
+// One task = (b, h, query tile). Per task:
+//   1. pack Q transposed into QT[d][i] (queries in lanes), prescaled so the
+//      scores come out in log2 units (general: qW; cosine: q/|q|;
+//      additive: Wq q instead);
+//   2. for each key tile in [first, last) (tiles removed whole by causal,
+//      window and key_length masks are never visited): scores SC[j][i] by a
+//      register-blocked product, then biases and masks, the running max m
+//      and sum l as vectors, p = exp2(s - m) in place;
+//   3. O[i][:] = alpha_i O[i][:] + sum_j p[j][i] V[j][:] in row layout;
+//   4. out = O / l (0 when l == 0), lse = (m + log2 l) ln 2.
+//
+//===----------------------------------------------------------------------===//
+
 #include "Codegen/AttentionKernel.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+#include <numeric>
+#include <functional>
+#include <limits>
+
+namespace attnc {
+
+using namespace mlir;
+using attn::AttentionOp;
+
+namespace {
+
+int64_t roundUp(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
+
+} // namespace
+
+AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
+  AttentionTiling tiling;
+  tiling.vectorWidth = schedule.vectorWidth;
+  tiling.scoreVectors = schedule.scoreVectors;
+  tiling.scoreKeys = schedule.scoreKeys;
+  tiling.pvRows = schedule.pvRows;
+  tiling.pvVectors = schedule.pvVectors;
+  int64_t queryBlock = std::lcm(schedule.vectorWidth * schedule.scoreVectors,
+                                schedule.pvRows);
+  tiling.queryTile = roundUp(schedule.queryTile, queryBlock);
+  tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
+  return tiling;
+}
+
+namespace {
+
+/// Index arithmetic and loops, kept short so the kernel reads as the
+/// algorithm.
+class Emitter {
+public:
+  Emitter(OpBuilder &builder, Location loc)
+      : b(loc, builder), f32(b.getF32Type()) {}
+
+  ImplicitLocOpBuilder b;
+  Type f32;
+
+  Value index(int64_t value) {
+    return b.create<arith::ConstantIndexOp>(value);
+  }
+  Value add(Value x, Value y) { return b.create<arith::AddIOp>(x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubIOp>(x, y); }
+  Value mul(Value x, Value y) { return b.create<arith::MulIOp>(x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, index(y)) : x; }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, index(y)); }
+  Value div(Value x, Value y) { return b.create<arith::DivUIOp>(x, y); }
+  Value rem(Value x, Value y) { return b.create<arith::RemUIOp>(x, y); }
+  Value min(Value x, Value y) { return b.create<arith::MinSIOp>(x, y); }
+  Value max(Value x, Value y) { return b.create<arith::MaxSIOp>(x, y); }
+  Value ceilDiv(Value x, int64_t y) {
+    return b.create<arith::CeilDivUIOp>(x, index(y));
+  }
+  Value lt(Value x, Value y) {
+    return b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, x, y);
+  }
+
+  Value constant(double value, Type type) {
+    if (auto vector = dyn_cast<VectorType>(type))
+      return b.create<arith::ConstantOp>(
+          vector, DenseElementsAttr::get(vector, b.getF32FloatAttr(value)));
+    return b.create<arith::ConstantOp>(b.getF32FloatAttr(value));
+  }
+  Value f32Constant(double value) { return constant(value, f32); }
+
+  /// for (i = lb; i < ub; i += step) with loop-carried `init`.
+  ValueRange loop(Value lb, Value ub, int64_t step, ValueRange init,
+                  function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto op = b.create<scf::ForOp>(
+        lb, ub, index(step), init,
+        [&](OpBuilder &nested, Location loc, Value iv, ValueRange args) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nested.getInsertionBlock(),
+                              nested.getInsertionPoint());
+          b.create<scf::YieldOp>(body(iv, args));
+        });
+    return op.getResults();
+  }
+  void loop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
+    loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
+      body(iv);
+      return SmallVector<Value>();
+    });
+  }
+  void ifThen(Value condition, function_ref<void()> thenBody,
+              function_ref<void()> elseBody = nullptr) {
+    auto op = b.create<scf::IfOp>(condition, /*withElseRegion=*/bool(elseBody));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&op.getThenRegion().front());
+    thenBody();
+    if (elseBody) {
+      b.setInsertionPointToStart(&op.getElseRegion().front());
+      elseBody();
+    }
+  }
+
+  Value toF32(Value value) {
+    Type element = mlir::getElementTypeOrSelf(value.getType());
+    if (element.isF32())
+      return value;
+    Type type = f32;
+    if (auto vector = dyn_cast<VectorType>(value.getType()))
+      type = VectorType::get(vector.getShape(), f32);
+    return b.create<arith::ExtFOp>(type, value);
+  }
+  Value fromF32(Value value, Type element) {
+    if (element.isF32())
+      return value;
+    Type type = element;
+    if (auto vector = dyn_cast<VectorType>(value.getType()))
+      type = VectorType::get(vector.getShape(), element);
+    return b.create<arith::TruncFOp>(type, value);
+  }
+
+  /// A scalar of a buffer, as f32.
+  Value loadF32(Value buffer, Value offset) {
+    return toF32(b.create<memref::LoadOp>(buffer, offset));
+  }
+  /// `width` consecutive elements as f32; lanes past `count` (when given) are
+  /// not read and come out 0.
+  Value loadVector(Value buffer, Value offset, int64_t width,
+                   Value count = nullptr) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    auto type = VectorType::get({width}, element);
+    if (!count)
+      return toF32(b.create<vector::LoadOp>(type, buffer, offset));
+    Value mask = b.create<vector::CreateMaskOp>(
+        VectorType::get({width}, b.getI1Type()), count);
+    Value zero = b.create<arith::ConstantOp>(
+        type, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+    return toF32(
+        b.create<vector::MaskedLoadOp>(type, buffer, offset, mask, zero));
+  }
+  void storeVector(Value vector, Value buffer, Value offset,
+                   Value count = nullptr) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    vector = fromF32(vector, element);
+    if (!count) {
+      b.create<vector::StoreOp>(vector, buffer, offset);
+      return;
+    }
+    int64_t width = cast<VectorType>(vector.getType()).getNumElements();
+    Value mask = b.create<vector::CreateMaskOp>(
+        VectorType::get({width}, b.getI1Type()), count);
+    b.create<vector::MaskedStoreOp>(buffer, offset, mask, vector);
+  }
+
+  Value broadcast(Value scalar, int64_t width) {
+    return b.create<vector::BroadcastOp>(VectorType::get({width}, f32),
+                                         scalar);
+  }
+  Value fma(Value x, Value y, Value acc) {
+    return b.create<vector::FMAOp>(x, y, acc);
+  }
+  Value fmax(Value x, Value y) {
+    // cmpf + select: a strict maximumf adds NaN blends (cpu-codegen.md, 4).
+    Value greater = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y);
+    return b.create<arith::SelectOp>(greater, x, y);
+  }
+
+  /// 2^x for x <= 0, exactly 0 for x = -inf: 2^round(x) by exponent
+  /// insertion times a degree-6 polynomial of the fraction (relative error
+  /// about 1.2e-7), so no libm call and no scalarised llvm.exp.
+  Value exp2(Value x) {
+    auto type = cast<VectorType>(x.getType());
+    auto intType = VectorType::get(type.getShape(), b.getI32Type());
+    x = fmax(x, constant(-127.0, type));
+    Value whole = b.create<math::RoundEvenOp>(x);
+    Value fraction = b.create<arith::SubFOp>(x, whole);
+    static constexpr double kCoefficients[] = {
+        1.5403530393381608e-4, 1.3333558146428443e-3, 9.6181291076284772e-3,
+        5.5504108664821580e-2, 2.4022650695910071e-1, 6.9314718055994531e-1,
+        1.0};
+    Value poly = constant(kCoefficients[0], type);
+    for (double coefficient : ArrayRef(kCoefficients).drop_front())
+      poly = fma(poly, fraction, constant(coefficient, type));
+    Value exponent = b.create<arith::FPToSIOp>(intType, whole);
+    Value biased = b.create<arith::AddIOp>(
+        exponent, b.create<arith::ConstantOp>(
+                      intType, DenseElementsAttr::get(
+                                   intType, b.getI32IntegerAttr(127))));
+    Value bits = b.create<arith::ShLIOp>(
+        biased,
+        b.create<arith::ConstantOp>(
+            intType, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23))));
+    Value scale = b.create<arith::BitcastOp>(type, bits);
+    return b.create<arith::MulFOp>(poly, scale);
+  }
+};
+
+/// Offsets of rows of a [B, H, L, D] (bhsd) or [B, L, H, D] (bshd) tensor.
+struct RowLayout {
+  Value base;   ///< The offset of row 0 of (b, h).
+  Value stride; ///< Between consecutive rows.
+};
+
+class AttentionTaskBuilder {
+public:
+  AttentionTaskBuilder(OpBuilder &builder, Location loc, AttentionOp op,
+                       const AttentionBuffers &buffers,
+                       const AttentionTiling &tiling)
+      : e(builder, loc), op(op), buf(buffers), t(tiling),
+        bhsd(op.getLayout() == attn::Layout::bhsd),
+        score(op.getScore()) {}
+
+  void emit(Value taskIndex);
+
+private:
+  Emitter e;
+  AttentionOp op;
+  const AttentionBuffers &buf;
+  AttentionTiling t;
+  bool bhsd;
+  attn::ScoreKind score;
+  VectorType vec;
+
+  // Sizes.
+  Value B, Hq, Hkv, S, T, Dk, Dv, A;
+  std::optional<int64_t> staticDk, staticDv;
+  // Task coordinates.
+  Value batch, head, kvHead, q0, nq, offset; // offset = T - S.
+  RowLayout qRows, kRows, vRows, oRows;
+  // Scratch.
+  Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
+  Value va; // Scaled score vector (additive).
+  Value scoreFactor;  // Multiplies raw dot products (folded into QT).
+  Value softcapScale; // c·log2(e) when softcap, else null.
+  Value slope;        // ALiBi slope · log2(e), or null.
+  int64_t dvPadded = 0;
+  Value dvPaddedValue;
+
+  RowLayout rows(Value heads, Value length, Value dim, Value h) {
+    ImplicitLocOpBuilder &b = e.b;
+    (void)b;
+    if (bhsd)
+      return {e.mul(e.mul(e.add(e.mul(batch, heads), h), length), dim), dim};
+    return {e.mul(e.add(e.mul(e.mul(batch, length), heads), h), dim),
+            e.mul(heads, dim)};
+  }
+  Value rowOffset(const RowLayout &layout, Value row) {
+    return e.add(layout.base, e.mul(row, layout.stride));
+  }
+  Value alloca(Value elements) {
+    auto type = MemRefType::get({ShapedType::kDynamic}, e.f32);
+    return e.b.create<memref::AllocaOp>(type, ValueRange{elements},
+                                        e.b.getI64IntegerAttr(64));
+  }
+  Value alloca(int64_t elements) {
+    auto type = MemRefType::get({elements}, e.f32);
+    Value fixed = e.b.create<memref::AllocaOp>(type, e.b.getI64IntegerAttr(64));
+    return e.b.create<memref::CastOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.f32), fixed);
+  }
+  Value scaled(Value size, int64_t factor, std::optional<int64_t> known) {
+    return known ? alloca(*known * factor) : alloca(e.mul(size, factor));
+  }
+
+  void computeScales();
+  void packQueries();
+  void packRaw(Value into, double factor);
+  void keyTile(Value j0, Value nk, Value lastKey);
+  void dotScores(Value j0, Value nk);
+  void additiveScores(Value j0, Value nk);
+  void softmaxStep(Value j0, Value nk, Value needPositionMask);
+  Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
+  void accumulateValues(Value j0, Value nk);
+  void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
+                  Value j0, Value nk);
+  void finish();
+};
+
+void AttentionTaskBuilder::emit(Value taskIndex) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  vec = VectorType::get({W}, e.f32);
+  const auto &q = buf.query.sizes, &k = buf.key.sizes, &v = buf.value.sizes;
+  B = q[0];
+  Hq = bhsd ? q[1] : q[2];
+  S = bhsd ? q[2] : q[1];
+  Dk = q[3];
+  Hkv = bhsd ? k[1] : k[2];
+  T = bhsd ? k[2] : k[1];
+  Dv = v[3];
+  staticDk = getConstantIntValue(Dk);
+  staticDv = getConstantIntValue(Dv);
+
+  // task = ((b · Hq) + h) · tiles + tile.
+  Value tiles = e.ceilDiv(S, t.queryTile);
+  Value tile = e.rem(taskIndex, tiles);
+  Value bh = e.div(taskIndex, tiles);
+  head = e.rem(bh, Hq);
+  batch = e.div(bh, Hq);
+  kvHead = e.div(head, e.div(Hq, Hkv));
+  q0 = e.mul(tile, t.queryTile);
+  nq = e.min(e.index(t.queryTile), e.sub(S, q0));
+  offset = e.sub(T, S);
+  qRows = rows(Hq, S, Dk, head);
+  kRows = rows(Hkv, T, Dk, kvHead);
+  vRows = rows(Hkv, T, Dv, kvHead);
+  oRows = rows(Hq, S, Dv, head);
+
+  // Scratch tiles.
+  int64_t BQ = t.queryTile, BK = t.keyTile;
+  if (staticDv) {
+    dvPadded = roundUp(*staticDv, W);
+    dvPaddedValue = e.index(dvPadded);
+  } else {
+    dvPaddedValue = e.mul(e.ceilDiv(Dv, W), W);
+  }
+  scores = alloca(BK * BQ);
+  acc = staticDv ? alloca(BQ * dvPadded) : alloca(e.mul(dvPaddedValue, BQ));
+  rowMax = alloca(BQ);
+  rowSum = alloca(BQ);
+  alpha = alloca(BQ);
+  if (score == attn::ScoreKind::additive) {
+    A = buf.queryWeight.sizes[0];
+    std::optional<int64_t> staticA = getConstantIntValue(A);
+    raw = scaled(Dk, BQ, staticDk);
+    wqq = staticA ? alloca(*staticA * BQ) : alloca(e.mul(A, BQ));
+    wkk = staticA ? alloca(*staticA * BK) : alloca(e.mul(A, BK));
+    va = staticA ? alloca(*staticA) : alloca(A);
+  } else {
+    qt = scaled(Dk, BQ, staticDk);
+    if (score == attn::ScoreKind::general)
+      raw = scaled(Dk, BQ, staticDk);
+    if (score == attn::ScoreKind::cosine)
+      keyScale = alloca(BK);
+  }
+
+  computeScales();
+  packQueries();
+
+  // Running state: m = -inf, l = 0, O = 0.
+  Value minusInf =
+      e.constant(-std::numeric_limits<double>::infinity(), vec);
+  Value zero = e.constant(0.0, vec);
+  e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    b.create<vector::StoreOp>(minusInf, rowMax, i);
+    b.create<vector::StoreOp>(zero, rowSum, i);
+  });
+  e.loop(e.index(0), e.mul(dvPaddedValue, BQ), W,
+         [&](Value i) { b.create<vector::StoreOp>(zero, acc, i); });
+
+  // Keys [first, last): the tiles that causal, window and key_length masks
+  // remove whole are never visited.
+  Value firstQuery = e.add(q0, offset);            // i' of the tile's first row
+  Value lastQuery = e.add(firstQuery, e.sub(nq, e.index(1)));
+  Value first = e.index(0), last = T;
+  if (op.getCausal())
+    last = e.min(last, e.add(lastQuery, 1));
+  if (auto window = op.getWindow()) {
+    first = e.max(first, e.sub(firstQuery, e.index((*window)[0])));
+    last = e.min(last, e.add(lastQuery, (*window)[1] + 1));
+  }
+  if (Value lengths = buf.keyLengths.data) {
+    Value length = b.create<arith::IndexCastOp>(
+        b.getIndexType(), b.create<memref::LoadOp>(lengths, batch));
+    last = e.min(last, e.max(length, e.index(0)));
+  }
+  e.loop(first, last, BK, [&](Value j0) {
+    Value nk = e.min(e.index(BK), e.sub(last, j0));
+    keyTile(j0, nk, e.add(j0, e.sub(nk, e.index(1))));
+  });
+  finish();
+}
+
+void AttentionTaskBuilder::computeScales() {
+  ImplicitLocOpBuilder &b = e.b;
+  double log2e = 1.4426950408889634;
+  double scale;
+  if (auto attr = op.getScale())
+    scale = attr->convertToDouble();
+  else if (score == attn::ScoreKind::dot || score == attn::ScoreKind::general)
+    scale = 1.0 / std::sqrt(double(cast<ShapedType>(op.getQuery().getType())
+                                       .getDimSize(3)));
+  else
+    scale = 1.0;
+  // With a softcap c: s = c·tanh(scale·raw / c), in log2 units c·log2e·tanh.
+  double factor = scale * log2e;
+  if (auto softcap = op.getSoftcap()) {
+    double c = softcap->convertToDouble();
+    factor = scale / c;
+    softcapScale = e.f32Constant(c * log2e);
+  }
+  scoreFactor = e.f32Constant(factor);
+  if (op.getAlibi()) {
+    Value slopeValue;
+    if (Value slopes = buf.alibiSlopes.data) {
+      slopeValue = e.loadF32(slopes, head);
+    } else {
+      // Standard slopes: n = 2^floor(log2 Hq); head h < n gets
+      // 2^(-8(h+1)/n), the others every other slope of the 2n list.
+      Value hq = b.create<arith::IndexCastOp>(b.getI64Type(), Hq);
+      Value leading = b.create<math::CountLeadingZerosOp>(hq);
+      Value n = b.create<arith::ShLIOp>(
+          b.create<arith::ConstantIntOp>(1, 64),
+          b.create<arith::SubIOp>(b.create<arith::ConstantIntOp>(63, 64),
+                                  leading));
+      Value h = b.create<arith::IndexCastOp>(b.getI64Type(), head);
+      Value inFirst =
+          b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, h, n);
+      // h < n: (h+1)/n; else (2(h-n)+1)/(2n).
+      Value one = b.create<arith::ConstantIntOp>(1, 64);
+      Value two = b.create<arith::ConstantIntOp>(2, 64);
+      Value numerator = b.create<arith::SelectOp>(
+          inFirst, b.create<arith::AddIOp>(h, one),
+          b.create<arith::AddIOp>(
+              b.create<arith::MulIOp>(two, b.create<arith::SubIOp>(h, n)),
+              one));
+      Value denominator = b.create<arith::SelectOp>(
+          inFirst, n, b.create<arith::MulIOp>(two, n));
+      Value ratio = b.create<arith::DivFOp>(
+          b.create<arith::SIToFPOp>(b.getF64Type(), numerator),
+          b.create<arith::SIToFPOp>(b.getF64Type(), denominator));
+      Value power = b.create<arith::MulFOp>(
+          b.create<arith::ConstantOp>(b.getF64FloatAttr(-8.0)), ratio);
+      slopeValue = b.create<arith::TruncFOp>(
+          e.f32, b.create<math::Exp2Op>(power));
+    }
+    slope = b.create<arith::MulFOp>(slopeValue, e.f32Constant(log2e));
+  }
+  if (score == attn::ScoreKind::additive) {
+    // va · factor once, so the per-key sum comes out in log2 units.
+    Value weights = buf.scoreVector.data;
+    e.loop(e.index(0), A, 1, [&](Value a) {
+      Value scaledWeight =
+          b.create<arith::MulFOp>(e.loadF32(weights, a), scoreFactor);
+      b.create<memref::StoreOp>(scaledWeight, va, a);
+    });
+  }
+}
+
+/// raw[d][i] = factor · q[i][d] for the tile's queries, 0 for the padding
+/// rows past nq.
+void AttentionTaskBuilder::packRaw(Value into, double factor) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile;
+  Value scale = e.f32Constant(factor);
+  e.loop(e.index(0), e.index(BQ), 1, [&](Value i) {
+    Value inside = e.lt(i, nq);
+    Value row = rowOffset(qRows, e.min(e.add(q0, i), e.sub(S, e.index(1))));
+    e.loop(e.index(0), Dk, 1, [&](Value d) {
+      Value x = b.create<arith::MulFOp>(e.loadF32(buf.query.data, e.add(row, d)),
+                                        scale);
+      x = b.create<arith::SelectOp>(inside, x, e.f32Constant(0.0));
+      b.create<memref::StoreOp>(x, into, e.add(e.mul(d, BQ), i));
+    });
+  });
+}
+
+void AttentionTaskBuilder::packQueries() {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  if (score == attn::ScoreKind::dot) {
+    packRaw(qt, 1.0);
+  } else if (score == attn::ScoreKind::cosine) {
+    packRaw(qt, 1.0);
+    // Column i of QT divided by max(|q_i|, 1e-12), as vectors of queries.
+    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+      Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
+                         [&](Value d, ValueRange args) {
+                           Value x = b.create<vector::LoadOp>(
+                               vec, qt, e.add(e.mul(d, BQ), i));
+                           return SmallVector<Value>{e.fma(x, x, args[0])};
+                         })[0];
+      Value norm = e.fmax(b.create<math::SqrtOp>(sum), e.constant(1e-12, vec));
+      Value inverse =
+          b.create<arith::DivFOp>(e.constant(1.0, vec), norm);
+      e.loop(e.index(0), Dk, 1, [&](Value d) {
+        Value offset = e.add(e.mul(d, BQ), i);
+        Value x = b.create<vector::LoadOp>(vec, qt, offset);
+        b.create<vector::StoreOp>(b.create<arith::MulFOp>(x, inverse), qt,
+                                  offset);
+      });
+    });
+  } else if (score == attn::ScoreKind::general) {
+    // QT[d][:] = sum_e W[e][d] · raw[e][:]: score = (q W) · k.
+    packRaw(raw, 1.0);
+    Value weights = buf.generalWeight.data;
+    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+      e.loop(e.index(0), Dk, 1, [&](Value d) {
+        Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
+                           [&](Value k, ValueRange args) {
+                             Value w = e.broadcast(
+                                 e.loadF32(weights, e.add(e.mul(k, Dk), d)),
+                                 W);
+                             Value x = b.create<vector::LoadOp>(
+                                 vec, raw, e.add(e.mul(k, BQ), i));
+                             return SmallVector<Value>{e.fma(w, x, args[0])};
+                           })[0];
+        b.create<vector::StoreOp>(sum, qt, e.add(e.mul(d, BQ), i));
+      });
+    });
+  } else {
+    // Additive: wqq[a][:] = sum_d Wq[a][d] · raw[d][:].
+    packRaw(raw, 1.0);
+    Value weights = buf.queryWeight.data;
+    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+      e.loop(e.index(0), A, 1, [&](Value a) {
+        Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
+                           [&](Value d, ValueRange args) {
+                             Value w = e.broadcast(
+                                 e.loadF32(weights, e.add(e.mul(a, Dk), d)),
+                                 W);
+                             Value x = b.create<vector::LoadOp>(
+                                 vec, raw, e.add(e.mul(d, BQ), i));
+                             return SmallVector<Value>{e.fma(w, x, args[0])};
+                           })[0];
+        b.create<vector::StoreOp>(sum, wqq, e.add(e.mul(a, BQ), i));
+      });
+    });
+    return;
+  }
+  // Fold scale·log2(e) (or scale/c) into QT.
+  Value factor = e.broadcast(scoreFactor, W);
+  e.loop(e.index(0), e.mul(Dk, BQ), W, [&](Value i) {
+    Value x = b.create<vector::LoadOp>(vec, qt, i);
+    b.create<vector::StoreOp>(b.create<arith::MulFOp>(x, factor), qt, i);
+  });
+}
+
+void AttentionTaskBuilder::keyTile(Value j0, Value nk, Value lastKey) {
+  if (score == attn::ScoreKind::additive)
+    additiveScores(j0, nk);
+  else
+    dotScores(j0, nk);
+  // Causal and window masks cut only the tiles that straddle a diagonal.
+  Value needMask = e.b.create<arith::ConstantIntOp>(0, 1);
+  Value firstQuery = e.add(q0, offset);
+  Value lastQuery = e.add(firstQuery, e.sub(nq, e.index(1)));
+  auto orWith = [&](Value condition) {
+    needMask = e.b.create<arith::OrIOp>(needMask, condition);
+  };
+  if (op.getCausal())
+    orWith(e.lt(firstQuery, lastKey));
+  if (auto window = op.getWindow()) {
+    orWith(e.lt(j0, e.sub(lastQuery, e.index((*window)[0]))));
+    orWith(e.lt(e.add(firstQuery, (*window)[1]), lastKey));
+  }
+  softmaxStep(j0, nk, needMask);
+  accumulateValues(j0, nk);
+}
+
+/// SC[j][i] = sum_d K[j0+j][d] · QT[d][i]: score blocks of `scoreKeys` keys
+/// × `scoreVectors` query vectors, accumulated in registers over d. Keys
+/// past the tile read the last key instead (their scores are never used).
+void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t SK = t.scoreKeys, SV = t.scoreVectors;
+  Value lastKey = e.sub(T, e.index(1));
+  if (keyScale) {
+    // Cosine: 1 / max(|k_j|, 1e-12) per key of the tile.
+    e.loop(e.index(0), nk, 1, [&](Value j) {
+      Value row = rowOffset(kRows, e.add(j0, j));
+      Value sum = e.loop(e.index(0), Dk, 1, e.f32Constant(0.0),
+                         [&](Value d, ValueRange args) {
+                           Value x = e.loadF32(buf.key.data, e.add(row, d));
+                           return SmallVector<Value>{b.create<math::FmaOp>(
+                               x, x, args[0])};
+                         })[0];
+      Value norm = b.create<arith::MaximumFOp>(b.create<math::SqrtOp>(sum),
+                                               e.f32Constant(1e-12));
+      b.create<memref::StoreOp>(
+          b.create<arith::DivFOp>(e.f32Constant(1.0), norm), keyScale, j);
+    });
+  }
+  e.loop(e.index(0), nk, SK, [&](Value jb) {
+    SmallVector<Value> keyRows;
+    for (int64_t k = 0; k < SK; ++k)
+      keyRows.push_back(
+          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+    e.loop(e.index(0), e.index(BQ), SV * W, [&](Value ib) {
+      SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
+      ValueRange sums = e.loop(
+          e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
+            SmallVector<Value> queries;
+            Value base = e.add(e.mul(d, BQ), ib);
+            for (int64_t s = 0; s < SV; ++s)
+              queries.push_back(
+                  b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
+            SmallVector<Value> next;
+            for (int64_t k = 0; k < SK; ++k) {
+              Value key = e.broadcast(
+                  e.loadF32(buf.key.data, e.add(keyRows[k], d)), W);
+              for (int64_t s = 0; s < SV; ++s)
+                next.push_back(e.fma(key, queries[s], accs[k * SV + s]));
+            }
+            return next;
+          });
+      for (int64_t k = 0; k < SK; ++k)
+        for (int64_t s = 0; s < SV; ++s)
+          b.create<vector::StoreOp>(
+              sums[k * SV + s], scores,
+              e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W)));
+    });
+  });
+}
+
+/// SC[j][i] = sum_a va[a] · tanh(wqq[a][i] + (Wk k_j)[a]).
+void AttentionTaskBuilder::additiveScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  Value keyWeights = buf.keyWeight.data;
+  e.loop(e.index(0), nk, 1, [&](Value j) {
+    Value row = rowOffset(kRows, e.add(j0, j));
+    e.loop(e.index(0), A, 1, [&](Value a) {
+      Value sum = e.loop(e.index(0), Dk, 1, e.f32Constant(0.0),
+                         [&](Value d, ValueRange args) {
+                           Value w = e.loadF32(keyWeights, e.add(e.mul(a, Dk), d));
+                           Value x = e.loadF32(buf.key.data, e.add(row, d));
+                           return SmallVector<Value>{
+                               b.create<math::FmaOp>(w, x, args[0])};
+                         })[0];
+      b.create<memref::StoreOp>(sum, wkk, e.add(e.mul(j, A), a));
+    });
+    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+      Value total = e.loop(
+          e.index(0), A, 1, e.constant(0.0, vec),
+          [&](Value a, ValueRange args) {
+            Value key = e.broadcast(
+                b.create<memref::LoadOp>(wkk, e.add(e.mul(j, A), a)), W);
+            Value query =
+                b.create<vector::LoadOp>(vec, wqq, e.add(e.mul(a, BQ), i));
+            Value hidden =
+                b.create<math::TanhOp>(b.create<arith::AddFOp>(query, key));
+            Value weight = e.broadcast(b.create<memref::LoadOp>(va, a), W);
+            return SmallVector<Value>{e.fma(weight, hidden, args[0])};
+          })[0];
+      b.create<vector::StoreOp>(total, scores, e.add(e.mul(j, BQ), i));
+    });
+  });
+}
+
+/// Softcap, biases and masks on the scores of key `key` for the query
+/// vector starting at lane0 (a tile row offset).
+Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
+                                            bool positionMasks) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  auto i32Vec = VectorType::get({W}, b.getI32Type());
+  auto i1Vec = VectorType::get({W}, b.getI1Type());
+  if (softcapScale)
+    s = b.create<arith::MulFOp>(b.create<math::TanhOp>(s),
+                                e.broadcast(softcapScale, W));
+  // Lanes of real queries (the padding lanes past nq must not be read).
+  Value laneCount = e.sub(nq, lane0);
+  Value lanes = b.create<vector::CreateMaskOp>(i1Vec, laneCount);
+  Value query0 = e.add(q0, lane0);
+  SmallVector<int32_t> laneNumbers(W);
+  std::iota(laneNumbers.begin(), laneNumbers.end(), 0);
+  Value iota = b.create<arith::ConstantOp>(
+      i32Vec, DenseElementsAttr::get(i32Vec, ArrayRef<int32_t>(laneNumbers)));
+  auto toI32 = [&](Value index) {
+    return b.create<arith::IndexCastOp>(b.getI32Type(), index);
+  };
+  auto splatI32 = [&](Value scalar) {
+    return b.create<vector::BroadcastOp>(i32Vec, toI32(scalar));
+  };
+  // Offsets of (b, h, query0 + lane, key) in a tensor broadcast to
+  // [B, Hq, S, T]: a scalar base plus lane · (stride of S).
+  auto broadcastOffsets = [&](const AttentionBuffers::Buffer &buffer)
+      -> std::pair<Value, Value> {
+    SmallVector<Value> full = {B, Hq, S, T};
+    SmallVector<Value> strides(4, e.index(0));
+    Value stride = e.index(1);
+    int64_t rank = buffer.sizes.size();
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      int64_t target = 4 - rank + d;
+      Value size = buffer.sizes[d];
+      Value isOne = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, size,
+                                            e.index(1));
+      strides[target] = b.create<arith::SelectOp>(isOne, e.index(0), stride);
+      stride = e.mul(stride, size);
+    }
+    Value base = e.add(e.add(e.mul(batch, strides[0]), e.mul(head, strides[1])),
+                       e.add(e.mul(query0, strides[2]), e.mul(key, strides[3])));
+    Value laneOffsets =
+        b.create<arith::MulIOp>(iota, splatI32(strides[2]));
+    return {base, laneOffsets};
+  };
+  auto gather = [&](const AttentionBuffers::Buffer &buffer) {
+    auto [base, laneOffsets] = broadcastOffsets(buffer);
+    Type element = cast<MemRefType>(buffer.data.getType()).getElementType();
+    auto type = VectorType::get({W}, element);
+    Value zero = b.create<arith::ConstantOp>(
+        type, DenseElementsAttr::get(type, b.getZeroAttr(element)));
+    return b.create<vector::GatherOp>(type, buffer.data, ValueRange{base},
+                                      laneOffsets, lanes, zero)
+        .getResult();
+  };
+  double log2e = 1.4426950408889634;
+  for (const auto &bias : buf.biases) {
+    Value values = e.toF32(gather(bias));
+    s = e.fma(values, e.constant(log2e, vec), s);
+  }
+  Value position; // i' - j per lane.
+  if (slope || positionMasks)
+    position = b.create<arith::SubIOp>(
+        b.create<arith::AddIOp>(iota, splatI32(e.add(query0, offset))),
+        splatI32(key));
+  if (slope) {
+    Value distance = b.create<math::AbsIOp>(position);
+    Value penalty = b.create<arith::SIToFPOp>(vec, distance);
+    Value negSlope = e.broadcast(b.create<arith::NegFOp>(slope), W);
+    s = e.fma(penalty, negSlope, s);
+  }
+  Value keep;
+  auto keepAlso = [&](Value condition) {
+    keep = keep ? b.create<arith::AndIOp>(keep, condition).getResult()
+                : condition;
+  };
+  auto zeroI32 = b.create<arith::ConstantOp>(
+      i32Vec, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(0)));
+  if (positionMasks) {
+    // Causal: j <= i'; window: i' - L <= j <= i' + R.
+    if (op.getCausal())
+      keepAlso(b.create<arith::CmpIOp>(arith::CmpIPredicate::sge, position,
+                                       zeroI32));
+    if (auto window = op.getWindow()) {
+      auto bound = [&](int64_t value) {
+        return b.create<arith::ConstantOp>(
+            i32Vec, DenseElementsAttr::get(
+                        i32Vec, b.getI32IntegerAttr(int32_t(std::min<int64_t>(
+                                    value, std::numeric_limits<int32_t>::max())))));
+      };
+      keepAlso(b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, position,
+                                       bound((*window)[0])));
+      keepAlso(b.create<arith::CmpIOp>(
+          arith::CmpIPredicate::sge, position,
+          b.create<arith::SubIOp>(zeroI32, bound((*window)[1]))));
+    }
+  }
+  std::optional<ArrayRef<bool>> drops;
+  if (auto attr = op.getMaskDrops())
+    drops = *attr;
+  for (auto [n, mask] : llvm::enumerate(buf.masks)) {
+    auto i8Vec = VectorType::get({W}, b.getI8Type());
+    Value bytes = gather(mask);
+    Value zeros = b.create<arith::ConstantOp>(
+        i8Vec, DenseElementsAttr::get(i8Vec, b.getI8IntegerAttr(0)));
+    bool drop = drops && (*drops)[n];
+    keepAlso(b.create<arith::CmpIOp>(drop ? arith::CmpIPredicate::eq
+                                          : arith::CmpIPredicate::ne,
+                                     bytes, zeros));
+  }
+  if (keep)
+    s = b.create<arith::SelectOp>(
+        keep, s, e.constant(-std::numeric_limits<double>::infinity(), vec));
+  return s;
+}
+
+/// The online-softmax update of the tile: new running max, p = exp2(s - m)
+/// in place of the scores, alpha = exp2(m_old - m_new), l = alpha·l + sum p.
+void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
+                                       Value needPositionMask) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  bool transforms = softcapScale || slope || keyScale || !buf.biases.empty() ||
+                    !buf.masks.empty();
+  bool positionMasks = op.getCausal() || op.getWindow();
+  e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    Value oldMax = b.create<vector::LoadOp>(vec, rowMax, i);
+    auto maxPass = [&](bool masked) {
+      return e.loop(e.index(0), nk, 1, ValueRange{oldMax},
+                    [&](Value j, ValueRange args) {
+                      Value offset = e.add(e.mul(j, BQ), i);
+                      Value s = b.create<vector::LoadOp>(vec, scores, offset);
+                      if (keyScale)
+                        s = b.create<arith::MulFOp>(
+                            s, e.broadcast(
+                                   b.create<memref::LoadOp>(keyScale, j), W));
+                      if (transforms || masked) {
+                        s = transformScores(s, e.add(j0, j), i, masked);
+                        b.create<vector::StoreOp>(s, scores, offset);
+                      }
+                      return SmallVector<Value>{e.fmax(args[0], s)};
+                    })[0];
+    };
+    Value newMax;
+    if (positionMasks) {
+      auto ifOp = b.create<scf::IfOp>(
+          needPositionMask,
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nested.getInsertionBlock(),
+                                nested.getInsertionPoint());
+            b.create<scf::YieldOp>(maxPass(true));
+          },
+          [&](OpBuilder &nested, Location) {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPoint(nested.getInsertionBlock(),
+                                nested.getInsertionPoint());
+            b.create<scf::YieldOp>(maxPass(false));
+          });
+      newMax = ifOp.getResult(0);
+    } else {
+      newMax = maxPass(false);
+    }
+    // A row with no key so far keeps m = -inf; subtract 0 instead, so that
+    // exp2(-inf - m) is 0 and never NaN.
+    Value minusInf = e.constant(-std::numeric_limits<double>::infinity(), vec);
+    Value empty =
+        b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax, minusInf);
+    Value safeMax =
+        b.create<arith::SelectOp>(empty, e.constant(0.0, vec), newMax);
+    Value rescale = e.exp2(b.create<arith::SubFOp>(oldMax, safeMax));
+    Value oldSum = b.create<vector::LoadOp>(vec, rowSum, i);
+    Value sum = e.loop(e.index(0), nk, 1,
+                       ValueRange{b.create<arith::MulFOp>(oldSum, rescale)},
+                       [&](Value j, ValueRange args) {
+                         Value offset = e.add(e.mul(j, BQ), i);
+                         Value s =
+                             b.create<vector::LoadOp>(vec, scores, offset);
+                         Value p =
+                             e.exp2(b.create<arith::SubFOp>(s, safeMax));
+                         b.create<vector::StoreOp>(p, scores, offset);
+                         return SmallVector<Value>{
+                             b.create<arith::AddFOp>(args[0], p)};
+                       })[0];
+    b.create<vector::StoreOp>(newMax, rowMax, i);
+    b.create<vector::StoreOp>(sum, rowSum, i);
+    b.create<vector::StoreOp>(rescale, alpha, i);
+  });
+}
+
+/// acc[r][d0 + v·W ...] = alpha_r · acc + sum_j p[j][r] · V[j][...] for
+/// `vectors` vectors of `pvRows` rows; the last vector holds `lastCount`
+/// lanes when given.
+void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
+                                      Value lastCount, Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
+  SmallVector<Value> init, scalesPerRow;
+  for (int64_t r = 0; r < R; ++r) {
+    Value rescale =
+        e.broadcast(b.create<memref::LoadOp>(alpha, e.add(row0, r)), W);
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value offset =
+          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+      init.push_back(b.create<arith::MulFOp>(
+          b.create<vector::LoadOp>(vec, acc, offset), rescale));
+    }
+  }
+  ValueRange sums = e.loop(
+      e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
+        Value row = rowOffset(vRows, e.add(j0, j));
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < vectors; ++v)
+          values.push_back(e.loadVector(
+              buf.value.data, e.add(row, e.add(d0, v * W)), W,
+              v == vectors - 1 ? lastCount : nullptr));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < R; ++r) {
+          Value p = e.broadcast(
+              b.create<memref::LoadOp>(scores,
+                                       e.add(e.mul(j, BQ), e.add(row0, r))),
+              W);
+          for (int64_t v = 0; v < vectors; ++v)
+            next.push_back(e.fma(p, values[v], accs[r * vectors + v]));
+        }
+        return next;
+      });
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t v = 0; v < vectors; ++v)
+      b.create<vector::StoreOp>(
+          sums[r * vectors + v], acc,
+          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W)));
+}
+
+void AttentionTaskBuilder::accumulateValues(Value j0, Value nk) {
+  int64_t W = t.vectorWidth, R = t.pvRows, V = t.pvVectors;
+  // Rows past nq (rounded to the block) carry nothing.
+  Value rows = e.min(e.index(t.queryTile), e.mul(e.ceilDiv(nq, R), R));
+  e.loop(e.index(0), rows, R, [&](Value row0) {
+    if (staticDv) {
+      int64_t vectors = roundUp(*staticDv, W) / W;
+      int64_t full = *staticDv / W; // Vectors without a tail.
+      int64_t blocks = full / V;
+      if (blocks > 0)
+        e.loop(e.index(0), e.index(blocks * V * W), V * W, [&](Value d0) {
+          valueBlock(row0, d0, V, nullptr, j0, nk);
+        });
+      int64_t rest = vectors - blocks * V;
+      if (rest > 0) {
+        Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
+        valueBlock(row0, e.index(blocks * V * W), rest, tail, j0, nk);
+      }
+      return;
+    }
+    // Dv known at run time only: one vector at a time, the last masked.
+    e.loop(e.index(0), Dv, W, [&](Value d0) {
+      valueBlock(row0, d0, 1, e.min(e.index(W), e.sub(Dv, d0)), j0, nk);
+    });
+  });
+}
+
+/// out = acc / l (0 for a row without keys), lse = (m + log2 l) · ln 2.
+void AttentionTaskBuilder::finish() {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  e.loop(e.index(0), nq, 1, [&](Value i) {
+    Value sum = b.create<memref::LoadOp>(rowSum, i);
+    Value hasKeys = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, sum,
+                                            e.f32Constant(0.0));
+    Value inverse = b.create<arith::SelectOp>(
+        hasKeys, b.create<arith::DivFOp>(e.f32Constant(1.0), sum),
+        e.f32Constant(0.0));
+    Value scale = e.broadcast(inverse, W);
+    Value query = e.add(q0, i);
+    Value outRow = rowOffset(oRows, query);
+    e.loop(e.index(0), Dv, W, [&](Value d) {
+      Value remaining = e.sub(Dv, d);
+      Value count = nullptr;
+      bool exact = staticDv && *staticDv % W == 0;
+      if (!exact)
+        count = e.min(e.index(W), remaining);
+      Value o = b.create<vector::LoadOp>(
+          vec, acc, e.add(e.mul(i, dvPaddedValue), d));
+      e.storeVector(b.create<arith::MulFOp>(o, scale), buf.output.data,
+                    e.add(outRow, d), count);
+    });
+    if (Value lse = buf.lse.data) {
+      Value max = b.create<memref::LoadOp>(rowMax, i);
+      Value logSum = b.create<arith::MulFOp>(
+          b.create<arith::AddFOp>(max, b.create<math::Log2Op>(sum)),
+          e.f32Constant(0.6931471805599453));
+      Value value = b.create<arith::SelectOp>(
+          hasKeys, logSum,
+          e.f32Constant(-std::numeric_limits<double>::infinity()));
+      Value at = e.add(e.mul(e.add(e.mul(batch, Hq), head), S), query);
+      b.create<memref::StoreOp>(value, lse, at);
+    }
+  });
+}
+
+} // namespace
+
+Value attentionTaskCount(OpBuilder &builder, Location loc, AttentionOp op,
+                         const AttentionBuffers &buffers,
+                         const AttentionTiling &tiling) {
+  Emitter e(builder, loc);
+  bool bhsd = op.getLayout() == attn::Layout::bhsd;
+  const auto &q = buffers.query.sizes;
+  Value heads = bhsd ? q[1] : q[2];
+  Value length = bhsd ? q[2] : q[1];
+  return e.mul(e.mul(q[0], heads), e.ceilDiv(length, tiling.queryTile));
+}
+
+void emitAttentionTask(OpBuilder &builder, Location loc, AttentionOp op,
+                       const AttentionBuffers &buffers,
+                       const AttentionTiling &tiling, Value taskIndex) {
+  AttentionTaskBuilder(builder, loc, op, buffers, tiling).emit(taskIndex);
+}
+
+} // namespace attnc

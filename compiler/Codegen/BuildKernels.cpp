@@ -1,11 +1,499 @@
 //===- BuildKernels.cpp - A fused attn module as CPU kernels --------------===//
-#include "Codegen/BuildKernels.h"
+//
+// The entry walks the graph function's ops in order. Every tensor gets a
+// buffer: an input's is buffers[i], a returned value's is its output buffer,
+// any other comes from attnrt_allocate. Each op becomes a task function
+// `void NAME_kK(void *closure, int64_t index)`; the entry writes the
+// op's buffer pointers and sizes into a closure (an array of 64-bit words on
+// its stack) and hands the task to attnrt_parallel_for. The task reads the
+// words back and rebuilds memrefs from them.
+//
+//===----------------------------------------------------------------------===//
 
+#include "Codegen/BuildKernels.h"
+#include "Codegen/AttentionKernel.h"
+#include "Codegen/PrimitiveKernels.h"
+
+#include "Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <algorithm>
 #include <stdexcept>
 
 namespace attnc {
-void buildKernels(mlir::ModuleOp, const Graph &, const AttentionSchedule &,
-                  const CpuTarget &, const std::string &) {
-  throw std::logic_error("buildKernels: not implemented yet");
+
+using namespace mlir;
+
+namespace {
+
+using mlir::Value; // Not the graph's attnc::Value.
+
+/// A tensor's buffer in the entry: its data pointer and sizes (index).
+struct BufferRef {
+  Value pointer;
+  SmallVector<Value> sizes;
+};
+
+/// The words a task's closure holds, in order: the data pointer of every
+/// tensor operand then result, the sizes of each, then the index operands.
+struct ClosureLayout {
+  SmallVector<RankedTensorType> tensors; ///< Operands then results.
+  int64_t indexOperands = 0;
+
+  int64_t words() const {
+    int64_t count = tensors.size() + indexOperands;
+    for (RankedTensorType type : tensors)
+      count += type.getRank();
+    return count;
+  }
+};
+
+int64_t elementBytes(Type element) {
+  if (element.isInteger(1))
+    return 1;
+  return (element.getIntOrFloatBitWidth() + 7) / 8;
 }
+
+class KernelModuleBuilder {
+public:
+  KernelModuleBuilder(ModuleOp module, const Graph &graph,
+                      const AttentionSchedule &schedule)
+      : module(module), graph(graph),
+        tiling(AttentionTiling::from(schedule)), builder(module.getContext()),
+        loc(module.getLoc()), ptrType(LLVM::LLVMPointerType::get(
+                                   module.getContext())) {}
+
+  void build();
+
+private:
+  ModuleOp module;
+  const Graph &graph;
+  AttentionTiling tiling;
+  OpBuilder builder;
+  Location loc;
+  Type ptrType;
+  func::FuncOp entry;
+  LLVM::LLVMFuncOp parallelFor, allocate;
+  Block *outOfMemory = nullptr;
+  Value invocation;
+  DenseMap<Value, BufferRef> buffers;
+  DenseMap<Value, Value> indexValues;
+  int kernelCount = 0;
+
+  Value i64(Value index) {
+    return builder.create<arith::IndexCastOp>(loc, builder.getI64Type(),
+                                              index);
+  }
+  Value constantI64(int64_t value) {
+    return builder.create<LLVM::ConstantOp>(loc, builder.getI64Type(),
+                                            builder.getI64IntegerAttr(value));
+  }
+  Value indexConstant(int64_t value) {
+    return builder.create<arith::ConstantIndexOp>(loc, value);
+  }
+  Value word(Value base, int64_t slot) {
+    return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI64Type(),
+                                       base, ArrayRef<LLVM::GEPArg>{slot});
+  }
+  Value byteSize(RankedTensorType type, ArrayRef<Value> sizes) {
+    Value bytes = constantI64(elementBytes(type.getElementType()));
+    for (Value size : sizes)
+      bytes = builder.create<LLVM::MulOp>(loc, bytes, i64(size));
+    return bytes;
+  }
+
+  void declareRuntime();
+  BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
+  void buildKernel(Operation *op);
+  func::FuncOp buildTask(Operation *op, const ClosureLayout &layout);
+};
+
+void KernelModuleBuilder::declareRuntime() {
+  MLIRContext *context = module.getContext();
+  Type voidType = LLVM::LLVMVoidType::get(context);
+  Type i64Type = builder.getI64Type();
+  builder.setInsertionPointToEnd(module.getBody());
+  parallelFor = builder.create<LLVM::LLVMFuncOp>(
+      loc, "attnrt_parallel_for",
+      LLVM::LLVMFunctionType::get(voidType,
+                                  {ptrType, i64Type, ptrType, ptrType}));
+  allocate = builder.create<LLVM::LLVMFuncOp>(
+      loc, "attnrt_allocate",
+      LLVM::LLVMFunctionType::get(ptrType, {ptrType, i64Type}));
+}
+
+/// Scratch for an intermediate; an invocation without memory returns
+/// ATTNRT_OUT_OF_MEMORY from the entry.
+BufferRef KernelModuleBuilder::allocateBuffer(RankedTensorType type,
+                                              SmallVector<Value> sizes) {
+  Value bytes = byteSize(type, sizes);
+  Value pointer =
+      builder.create<LLVM::CallOp>(loc, allocate, ValueRange{invocation, bytes})
+          .getResult();
+  Value null = builder.create<LLVM::ZeroOp>(loc, ptrType);
+  Value failed = builder.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::eq,
+                                              pointer, null);
+  Block *current = builder.getInsertionBlock();
+  Block *next = builder.createBlock(current->getParent());
+  builder.setInsertionPointToEnd(current);
+  builder.create<cf::CondBranchOp>(loc, failed, outOfMemory, next);
+  builder.setInsertionPointToStart(next);
+  return {pointer, std::move(sizes)};
+}
+
+/// Rebuilds a memref from a data pointer and sizes: an LLVM memref
+/// descriptor cast to the memref type, which the memref-to-LLVM conversion
+/// then cancels out.
+Value memrefFromPointer(OpBuilder &builder, Location loc, Value pointer,
+                        MemRefType type, ArrayRef<Value> sizes) {
+  MLIRContext *context = builder.getContext();
+  Type i64Type = builder.getI64Type();
+  Type ptrType = LLVM::LLVMPointerType::get(context);
+  int64_t rank = type.getRank();
+  SmallVector<Type> fields = {ptrType, ptrType, i64Type};
+  if (rank > 0) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64Type, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64Type, rank));
+  }
+  auto structType = LLVM::LLVMStructType::getLiteral(context, fields);
+  auto constant = [&](int64_t value) -> Value {
+    return builder.create<LLVM::ConstantOp>(loc, i64Type,
+                                            builder.getI64IntegerAttr(value));
+  };
+  Value descriptor = builder.create<LLVM::UndefOp>(loc, structType);
+  descriptor = builder.create<LLVM::InsertValueOp>(loc, descriptor, pointer,
+                                                   ArrayRef<int64_t>{0});
+  descriptor = builder.create<LLVM::InsertValueOp>(loc, descriptor, pointer,
+                                                   ArrayRef<int64_t>{1});
+  descriptor = builder.create<LLVM::InsertValueOp>(
+      loc, descriptor, constant(0), ArrayRef<int64_t>{2});
+  Value stride = constant(1);
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    Value size =
+        builder.create<arith::IndexCastOp>(loc, i64Type, sizes[d]);
+    descriptor = builder.create<LLVM::InsertValueOp>(
+        loc, descriptor, size, ArrayRef<int64_t>{3, d});
+    descriptor = builder.create<LLVM::InsertValueOp>(
+        loc, descriptor, stride, ArrayRef<int64_t>{4, d});
+    stride = builder.create<LLVM::MulOp>(loc, stride, size);
+  }
+  return builder
+      .create<UnrealizedConversionCastOp>(loc, TypeRange{type},
+                                          ValueRange{descriptor})
+      .getResult(0);
+}
+
+/// The attention operands as flat buffers, matched to the op's operand
+/// groups.
+AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
+                                  attn::AttentionOp op,
+                                  ArrayRef<Value> pointers,
+                                  ArrayRef<SmallVector<Value>> sizes) {
+  AttentionBuffers result;
+  auto flat = [&](Value tensor, unsigned position) -> AttentionBuffers::Buffer {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    auto memrefType = MemRefType::get({ShapedType::kDynamic},
+                                      bufferElementType(type));
+    Value elements = builder.create<arith::ConstantIndexOp>(loc, 1);
+    for (Value size : sizes[position])
+      elements = builder.create<arith::MulIOp>(loc, elements, size);
+    return {memrefFromPointer(builder, loc, pointers[position], memrefType,
+                              {elements}),
+            sizes[position]};
+  };
+  unsigned position = 0;
+  auto operandBuffer = [&](Value operand) -> AttentionBuffers::Buffer {
+    if (!operand)
+      return {};
+    return flat(operand, position++);
+  };
+  // Operand order: query, key, value, general, additive (3), biases, alibi
+  // slopes, key lengths, masks (the op's operand segments).
+  result.query = operandBuffer(op.getQuery());
+  result.key = operandBuffer(op.getKey());
+  result.value = operandBuffer(op.getValue());
+  result.generalWeight = operandBuffer(op.getGeneralWeight());
+  result.queryWeight = operandBuffer(op.getQueryWeight());
+  result.keyWeight = operandBuffer(op.getKeyWeight());
+  result.scoreVector = operandBuffer(op.getScoreVector());
+  for (Value bias : op.getBiases())
+    result.biases.push_back(operandBuffer(bias));
+  result.alibiSlopes = operandBuffer(op.getAlibiSlopes());
+  result.keyLengths = operandBuffer(op.getKeyLengths());
+  for (Value mask : op.getMasks())
+    result.masks.push_back(operandBuffer(mask));
+  result.output = operandBuffer(op.getOutput());
+  if (op.getLse() && !op.getLse().use_empty())
+    result.lse = operandBuffer(op.getLse());
+  return result;
+}
+
+func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
+                                            const ClosureLayout &layout) {
+  MLIRContext *context = module.getContext();
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(entry);
+  std::string name = graph.name + "_k" + std::to_string(kernelCount++);
+  // func.func rather than llvm.func: its conversion also converts the index
+  // block arguments of the loops inside.
+  auto task = builder.create<func::FuncOp>(
+      op->getLoc(), name,
+      builder.getFunctionType({ptrType, builder.getI64Type()}, {}));
+  task->setAttr("llvm.linkage",
+                LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+  Block *body = task.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  Location opLoc = op->getLoc();
+  Value closure = body->getArgument(0);
+  Value taskIndex = builder.create<arith::IndexCastOp>(
+      opLoc, builder.getIndexType(), body->getArgument(1));
+
+  // Read the words back: pointers, then sizes (constants where static).
+  int64_t slot = 0;
+  SmallVector<Value> pointers;
+  for (size_t t = 0; t < layout.tensors.size(); ++t)
+    pointers.push_back(
+        builder.create<LLVM::LoadOp>(opLoc, ptrType, word(closure, slot++)));
+  SmallVector<SmallVector<Value>> sizes;
+  for (RankedTensorType type : layout.tensors) {
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      Value loaded = builder.create<LLVM::LoadOp>(
+          opLoc, builder.getI64Type(), word(closure, slot++));
+      dims.push_back(type.isDynamicDim(d)
+                         ? builder
+                               .create<arith::IndexCastOp>(
+                                   opLoc, builder.getIndexType(), loaded)
+                               .getResult()
+                         : indexConstant(type.getDimSize(d)));
+    }
+    sizes.push_back(dims);
+  }
+  SmallVector<Value> indexOperands;
+  for (int64_t i = 0; i < layout.indexOperands; ++i)
+    indexOperands.push_back(builder.create<arith::IndexCastOp>(
+        opLoc, builder.getIndexType(),
+        builder.create<LLVM::LoadOp>(opLoc, builder.getI64Type(),
+                                     word(closure, slot++))));
+
+  if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+    AttentionBuffers attentionOperands =
+        attentionBuffers(builder, opLoc, attention, pointers, sizes);
+    emitAttentionTask(builder, opLoc, attention, attentionOperands, tiling,
+                      taskIndex);
+  } else {
+    SmallVector<Value> operands, results;
+    size_t tensor = 0, index = 0;
+    auto memref = [&](RankedTensorType type) {
+      auto memrefType =
+          MemRefType::get(type.getShape(), bufferElementType(type));
+      Value value = memrefFromPointer(builder, opLoc, pointers[tensor],
+                                      memrefType, sizes[tensor]);
+      ++tensor;
+      return value;
+    };
+    for (Value operand : op->getOperands()) {
+      if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
+        operands.push_back(memref(type));
+      else
+        operands.push_back(indexOperands[index++]);
+    }
+    for (Value result : op->getResults())
+      results.push_back(memref(cast<RankedTensorType>(result.getType())));
+    emitPrimitive(builder, opLoc, op, operands, results);
+  }
+  builder.create<func::ReturnOp>(opLoc);
+  return task;
+}
+
+void KernelModuleBuilder::buildKernel(Operation *op) {
+  ClosureLayout layout;
+  SmallVector<Value> pointers, indexOperands;
+  SmallVector<SmallVector<Value>> sizes, operandSizes;
+  for (Value operand : op->getOperands()) {
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType())) {
+      const BufferRef &ref = buffers.at(operand);
+      layout.tensors.push_back(type);
+      pointers.push_back(ref.pointer);
+      sizes.push_back(ref.sizes);
+      operandSizes.push_back(ref.sizes);
+    } else {
+      Value value = indexValues.at(operand);
+      ++layout.indexOperands;
+      indexOperands.push_back(value);
+      operandSizes.push_back({value});
+    }
+  }
+  auto resultSizesOf = [&]() -> SmallVector<SmallVector<Value>> {
+    auto attention = dyn_cast<attn::AttentionOp>(op);
+    if (!attention)
+      return resultSizes(builder, op->getLoc(), op, operandSizes);
+    // [B, Hq, S, Dv] (bhsd) or [B, S, Hq, Dv]; lse [B, Hq, S].
+    bool bhsd = attention.getLayout() == attn::Layout::bhsd;
+    const auto &q = buffers.at(attention.getQuery()).sizes;
+    const auto &v = buffers.at(attention.getValue()).sizes;
+    SmallVector<SmallVector<Value>> result = {{q[0], q[1], q[2], v[3]}};
+    if (attention.getLse())
+      result.push_back(bhsd ? SmallVector<Value>{q[0], q[1], q[2]}
+                            : SmallVector<Value>{q[0], q[2], q[1]});
+    return result;
+  };
+  SmallVector<SmallVector<Value>> resultSizeList = resultSizesOf();
+  for (auto [result, resultSize] :
+       llvm::zip_equal(op->getResults(), resultSizeList)) {
+    auto type = cast<RankedTensorType>(result.getType());
+    auto found = buffers.find(result);
+    if (found == buffers.end())
+      found = buffers.try_emplace(result, allocateBuffer(type, resultSize))
+                  .first;
+    else
+      found->second.sizes = resultSize; // An output buffer.
+    layout.tensors.push_back(type);
+    pointers.push_back(found->second.pointer);
+    sizes.push_back(found->second.sizes);
+  }
+
+  // The closure: an array of words in the entry's frame.
+  Value closure;
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&entry.getBody().front());
+    closure = builder.create<LLVM::AllocaOp>(
+        loc, ptrType, builder.getI64Type(), constantI64(layout.words()), 8);
+  }
+  int64_t slot = 0;
+  for (Value pointer : pointers)
+    builder.create<LLVM::StoreOp>(loc, pointer, word(closure, slot++));
+  for (const auto &dims : sizes)
+    for (Value size : dims)
+      builder.create<LLVM::StoreOp>(loc, i64(size), word(closure, slot++));
+  for (Value value : indexOperands)
+    builder.create<LLVM::StoreOp>(loc, i64(value), word(closure, slot++));
+
+  Value count = indexConstant(1);
+  if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+    AttentionBuffers shapes;
+    shapes.query.sizes = buffers.at(attention.getQuery()).sizes;
+    count = attentionTaskCount(builder, loc, attention, shapes, tiling);
+  }
+  func::FuncOp task = buildTask(op, layout);
+  Value function = builder.create<func::ConstantOp>(
+      loc, task.getFunctionType(), task.getSymName());
+  function = builder
+                 .create<UnrealizedConversionCastOp>(loc, TypeRange{ptrType},
+                                                     ValueRange{function})
+                 .getResult(0);
+  builder.create<LLVM::CallOp>(
+      loc, parallelFor, ValueRange{invocation, i64(count), function, closure});
+}
+
+void KernelModuleBuilder::build() {
+  auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
+  if (functions.size() != 1)
+    throw std::logic_error("buildKernels: expected one graph function");
+  func::FuncOp graphFunction = functions.front();
+  std::vector<std::string> runtimeDims = graph.runtimeDims();
+  size_t numDims = runtimeDims.size();
+  if (graphFunction.getNumArguments() != numDims + graph.inputs.size())
+    throw std::logic_error("buildKernels: the function does not match the "
+                           "graph's run-time dims and inputs");
+
+  declareRuntime();
+  MLIRContext *context = module.getContext();
+  builder.setInsertionPointToEnd(module.getBody());
+  entry = builder.create<func::FuncOp>(
+      loc, graph.name + "_entry",
+      builder.getFunctionType({ptrType, ptrType, ptrType},
+                              {builder.getI32Type()}));
+  Block *body = entry.addEntryBlock();
+  invocation = body->getArgument(0);
+  Value dimsArray = body->getArgument(1), bufferArray = body->getArgument(2);
+  outOfMemory = builder.createBlock(&entry.getBody());
+  builder.create<func::ReturnOp>(
+      loc, ValueRange{builder.create<arith::ConstantIntOp>(
+               loc, /*ATTNRT_OUT_OF_MEMORY*/ 5, 32)});
+  builder.setInsertionPointToEnd(body);
+
+  // Run-time sizes, then the input buffers with their sizes.
+  SmallVector<Value> dimValues;
+  for (size_t k = 0; k < numDims; ++k) {
+    Value loaded = builder.create<LLVM::LoadOp>(loc, builder.getI64Type(),
+                                                word(dimsArray, k));
+    dimValues.push_back(builder.create<arith::IndexCastOp>(
+        loc, builder.getIndexType(), loaded));
+    indexValues[graphFunction.getArgument(k)] = dimValues.back();
+  }
+  auto bufferPointer = [&](int64_t slot) -> Value {
+    return builder.create<LLVM::LoadOp>(loc, ptrType, word(bufferArray, slot));
+  };
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    BufferRef ref{bufferPointer(i), {}};
+    for (const Dim &dim : graph.type(graph.inputs[i]).shape) {
+      if (dim.isFixed()) {
+        ref.sizes.push_back(indexConstant(dim.size));
+        continue;
+      }
+      auto it = std::find(runtimeDims.begin(), runtimeDims.end(), dim.symbol);
+      ref.sizes.push_back(dimValues[it - runtimeDims.begin()]);
+    }
+    buffers[graphFunction.getArgument(numDims + i)] = ref;
+  }
+
+  // A returned value computed by an op is written straight into its output
+  // buffer; an input or a value returned twice is copied at the end.
+  auto returnOp =
+      cast<func::ReturnOp>(graphFunction.getBody().front().getTerminator());
+  SmallVector<std::pair<Value, Value>> copies; // (value, output pointer).
+  for (auto [k, value] : llvm::enumerate(returnOp.getOperands())) {
+    Value pointer = bufferPointer(graph.inputs.size() + k);
+    if (isa<BlockArgument>(value) || buffers.count(value))
+      copies.push_back({value, pointer});
+    else
+      buffers[value] = {pointer, {}};
+  }
+
+  for (Operation &op : graphFunction.getBody().front().without_terminator())
+    buildKernel(&op);
+
+  for (auto [value, pointer] : copies) {
+    const BufferRef &ref = buffers.at(value);
+    Value bytes =
+        byteSize(cast<RankedTensorType>(value.getType()), ref.sizes);
+    builder.create<LLVM::MemcpyOp>(loc, pointer, ref.pointer, bytes,
+                                   /*isVolatile=*/false);
+  }
+  builder.create<func::ReturnOp>(
+      loc, ValueRange{builder.create<arith::ConstantIntOp>(loc, 0, 32)});
+  graphFunction.erase();
+  (void)context;
+}
+
+} // namespace
+
+void buildKernels(ModuleOp module, const Graph &graph,
+                  const AttentionSchedule &schedule) {
+  MLIRContext *context = module.getContext();
+  context->loadDialect<arith::ArithDialect, cf::ControlFlowDialect,
+                       func::FuncDialect, LLVM::LLVMDialect,
+                       linalg::LinalgDialect, math::MathDialect,
+                       memref::MemRefDialect, scf::SCFDialect,
+                       vector::VectorDialect>();
+  KernelModuleBuilder(module, graph, schedule).build();
+  if (failed(verify(module)))
+    throw std::logic_error("buildKernels: the kernel module does not verify");
+}
+
 } // namespace attnc

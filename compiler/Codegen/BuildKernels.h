@@ -19,7 +19,6 @@
 #define ATTNC_CODEGEN_BUILDKERNELS_H
 
 #include "Codegen/Schedule.h"
-#include "Codegen/Target.h"
 #include "Graph/Graph.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -28,13 +27,12 @@
 
 namespace attnc {
 
-/// Replaces the body of `module` (fused attn IR of `graph`) by the kernel
-/// functions, the entry and the `NAME_kernel` descriptor. `manifest` is the
-/// NAME.json text the descriptor carries. Throws std::logic_error when the
-/// module is not what importGraph + runAttnPipeline make.
+/// Replaces the graph function of `module` (fused attn IR of `graph`) by
+/// the task functions and `NAME_entry`. Throws std::logic_error when the
+/// module is not what importGraph + runAttnPipeline make. The descriptor
+/// `NAME_kernel` is added to the LLVM IR later (KernelDescriptor.h).
 void buildKernels(mlir::ModuleOp module, const Graph &graph,
-                  const AttentionSchedule &schedule, const CpuTarget &target,
-                  const std::string &manifest);
+                  const AttentionSchedule &schedule);
 
 } // namespace attnc
 

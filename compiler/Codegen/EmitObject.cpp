@@ -90,16 +90,19 @@ void lowerToLLVMDialect(mlir::ModuleOp module) {
   module.walk([&](mlir::Operation *op) {
     llvm::StringRef dialect = op->getName().getDialectNamespace();
     if (leftover.empty() && !llvm::isa<mlir::ModuleOp>(op) &&
-        dialect != "llvm" && dialect != "x86vector")
-      leftover = op->getName().getStringRef().str();
+        dialect != "llvm" && dialect != "x86vector") {
+      llvm::raw_string_ostream stream(leftover);
+      op->print(stream, mlir::OpPrintingFlags().skipRegions());
+    }
   });
   if (!leftover.empty())
-    throw std::logic_error("lowering left " + leftover +
-                           " outside the LLVM dialect");
+    throw std::logic_error("lowering left an op outside the LLVM dialect: " +
+                           leftover);
 }
 
 std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
-                       std::string *llvmIR) {
+                       std::string *llvmIR,
+                       const std::function<void(llvm::Module &)> &extend) {
   registerOnce();
   mlir::MLIRContext *context = module.getContext();
   mlir::registerBuiltinDialectTranslation(*context);
@@ -128,6 +131,8 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setTargetTriple(target.triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  if (extend)
+    extend(*llvmModule);
   // Every function carries the CPU, so nothing is compiled for a lesser one.
   for (llvm::Function &function : *llvmModule) {
     if (function.isDeclaration())

@@ -13,7 +13,12 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
 #include <string>
+
+namespace llvm {
+class Module;
+} // namespace llvm
 
 namespace attnc {
 
@@ -25,9 +30,13 @@ void lowerToLLVMDialect(mlir::ModuleOp module);
 
 /// Translates an LLVM-dialect module and compiles it at -O3 for `target`;
 /// returns the object file's bytes. When `llvmIR` is non-null it receives
-/// the optimised LLVM IR as text (for `--emit llvm`).
-std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
-                       std::string *llvmIR = nullptr);
+/// the optimised LLVM IR as text (for `--emit llvm`). `extend`, when given,
+/// adds to the translated module before optimisation (the kernel
+/// descriptor).
+std::string
+emitObject(mlir::ModuleOp module, const CpuTarget &target,
+           std::string *llvmIR = nullptr,
+           const std::function<void(llvm::Module &)> &extend = nullptr);
 
 } // namespace attnc
 

@@ -16,6 +16,7 @@ int explainCommand();
 int importCommand();
 int referenceCommand();
 int runCommand();
+int compileCommand();
 
 } // namespace attnc
 

@@ -21,16 +21,19 @@ cl::SubCommand reference("reference",
                          "Compute the outputs with the float64 reference "
                          "evaluator; one .npy per output");
 cl::SubCommand run("run", "Compile and run a graph on given or random inputs");
+cl::SubCommand compile("compile",
+                       "Compile a graph into NAME.o, NAME.h and NAME.json");
 
 llvm::ArrayRef<cl::SubCommand *> subcommands() {
-  static cl::SubCommand *all[] = {&check, &explain, &import, &reference, &run};
+  static cl::SubCommand *all[] = {&check, &explain, &import, &reference, &compile, &run};
   return all;
 }
 
 cl::opt<std::string> graph(cl::Positional, cl::Required,
                            cl::desc("<graph.json>"), cl::sub(check),
                            cl::sub(explain), cl::sub(import),
-                           cl::sub(reference), cl::sub(run), cl::cat(category));
+                           cl::sub(reference), cl::sub(compile), cl::sub(run),
+                           cl::cat(category));
 
 cl::opt<bool> json("json", cl::desc("Print the kernels as a JSON array"),
                    cl::sub(explain), cl::cat(category));
@@ -61,11 +64,30 @@ cl::opt<std::string> outputDir("output-dir",
                                cl::sub(run), cl::cat(category));
 
 cl::opt<std::string> backend("backend",
-                             cl::desc("Code generator (only `reference` is "
-                                      "built so far)"),
-                             cl::init("reference"), cl::sub(run),
-                             cl::cat(category));
-cl::opt<std::string> threads("threads", cl::desc("Worker threads (default 1)"),
+                             cl::desc("Code generator: mlir (default) or "
+                                      "reference (run only)"),
+                             cl::value_desc("B"), cl::init("mlir"),
+                             cl::sub(compile), cl::sub(run), cl::cat(category));
+cl::opt<std::string> target("target",
+                            cl::desc("host (default), x86-64, x86-64-avx2 "
+                                     "or x86-64-avx512"),
+                            cl::value_desc("T"), cl::init("host"),
+                            cl::sub(compile), cl::sub(run), cl::cat(category));
+cl::opt<std::string> schedule("schedule",
+                              cl::desc("Schedule file (default: the "
+                                       "target's, under schedules/)"),
+                              cl::value_desc("S.json"), cl::sub(compile),
+                              cl::sub(run), cl::cat(category));
+cl::opt<std::string> outputFiles("o",
+                                 cl::desc("Directory for NAME.o, NAME.h and "
+                                          "NAME.json (created when missing)"),
+                                 cl::value_desc("DIR"), cl::sub(compile),
+                                 cl::cat(category));
+cl::opt<std::string> emit("emit",
+                          cl::desc("Also write NAME.mlir and/or NAME.ll"),
+                          cl::value_desc("mlir,llvm"), cl::sub(compile),
+                          cl::cat(category));
+cl::opt<std::string> threads("threads", cl::desc("Worker threads (default 1; 0 = one per core)"),
                              cl::value_desc("N"), cl::init("1"), cl::sub(run),
                              cl::cat(category));
 cl::opt<std::string> repeat("repeat",

@@ -16,7 +16,7 @@
 
 namespace attnc::options {
 
-extern llvm::cl::SubCommand check, explain, import, reference, run;
+extern llvm::cl::SubCommand check, explain, import, reference, compile, run;
 
 /// Every subcommand, in the order `attnc --help` lists them.
 llvm::ArrayRef<llvm::cl::SubCommand *> subcommands();
@@ -34,6 +34,10 @@ extern llvm::cl::opt<std::string> seed;
 extern llvm::cl::opt<std::string> outputDir;
 /// run
 extern llvm::cl::opt<std::string> backend;
+extern llvm::cl::opt<std::string> target;
+extern llvm::cl::opt<std::string> schedule;
+extern llvm::cl::opt<std::string> outputFiles;
+extern llvm::cl::opt<std::string> emit;
 extern llvm::cl::opt<std::string> threads;
 extern llvm::cl::opt<std::string> repeat;
 extern llvm::cl::opt<bool> compare;

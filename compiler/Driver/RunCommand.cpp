@@ -7,14 +7,20 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Codegen/LoadObject.h"
 #include "Driver/Commands.h"
+#include "Driver/Compile.h"
 #include "Driver/Inputs.h"
 #include "Driver/Options.h"
 #include "Reference/Reference.h"
 #include "Support/Error.h"
 #include "Support/Npy.h"
 
+#include <attnc/attnrt.h>
+
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -140,20 +146,82 @@ struct PreparedRun {
   std::vector<Tensor> inputs;
 };
 
-PreparedRun prepareRun(uint64_t seed) {
+PreparedRun prepareRun(uint64_t seed, bool needsReference) {
   PreparedRun run{loadGraph(options::graph), {}, {}};
   RunInputs bound = bindInputs(run.graph, options::dims, options::inputs);
-  checkReferenceFits(run.graph, bound.dims);
+  if (needsReference)
+    checkReferenceFits(run.graph, bound.dims);
   run.dims = bound.dims;
   run.inputs = completeInputs(run.graph, std::move(bound), seed);
   return run;
 }
 
+/// A compiled graph loaded into this process, run through libattnrt exactly
+/// as an application would run it.
+class LoadedKernel {
+public:
+  LoadedKernel(const Graph &graph, const CompiledGraph &compiled,
+               size_t threads)
+      : graph(graph), object(LoadedObject::load(compiled.object)) {
+    kernel = static_cast<const attnrt_kernel *>(
+        object->symbol(graph.name + "_kernel"));
+    if (!kernel)
+      throw std::logic_error("the compiled object has no " + graph.name +
+                             "_kernel");
+    attnrt_context_options settings;
+    attnrt_context_options_initialize(&settings);
+    settings.threads = threads;
+    if (attnrt_context_create(&settings, &context) != ATTNRT_OK)
+      throw std::runtime_error("cannot create an attnrt context");
+  }
+  ~LoadedKernel() { attnrt_context_release(context); }
+
+  std::vector<Tensor> run(const DimBindings &dims,
+                          std::vector<Tensor> &inputs) {
+    std::vector<Tensor> outputs;
+    for (ValueId id : graph.outputs) {
+      Tensor output;
+      output.dtype = graph.type(id).dtype;
+      output.shape = concreteShape(graph.type(id).shape, dims);
+      output.data.resize(size_t(output.numElements()) *
+                         dtypeSize(output.dtype));
+      outputs.push_back(std::move(output));
+    }
+    auto describe = [](Tensor &tensor) {
+      return attnrt_tensor{tensor.data.data(),
+                           static_cast<attnrt_dtype>(tensor.dtype),
+                           static_cast<int32_t>(tensor.shape.size()),
+                           tensor.shape.data(), nullptr};
+    };
+    std::vector<attnrt_tensor> in, out;
+    for (Tensor &tensor : inputs)
+      in.push_back(describe(tensor));
+    for (Tensor &tensor : outputs)
+      out.push_back(describe(tensor));
+    attnrt_status status = attnrt_invoke(context, kernel, in.data(), in.size(),
+                                         out.data(), out.size());
+    if (status == ATTNRT_OUT_OF_MEMORY)
+      throw UserError("attnc run: out of memory running " + graph.name);
+    if (status != ATTNRT_OK)
+      throw std::logic_error(std::string("attnrt_invoke: ") +
+                             attnrt_status_name(status) + ": " +
+                             attnrt_context_last_error(context));
+    return outputs;
+  }
+
+private:
+  const Graph &graph;
+  std::unique_ptr<LoadedObject> object;
+  const attnrt_kernel *kernel = nullptr;
+  attnrt_context *context = nullptr;
+};
+
 } // namespace
 
 int referenceCommand() {
   std::string directory = outputDirectory();
-  PreparedRun run = prepareRun(options::integer(options::seed, 0));
+  PreparedRun run =
+      prepareRun(options::integer(options::seed, 0), /*needsReference=*/true);
   const Graph &graph = run.graph;
   std::vector<Tensor> outputs =
       roundOutputs(graph, evaluateReference(graph, run.dims, run.inputs));
@@ -166,26 +234,44 @@ int referenceCommand() {
 
 int runCommand() {
   const std::string &backend = options::backend;
-  if (backend != "reference") {
-    if (backend == "mlir" || backend == "halide")
-      throw UserError("--backend " + backend + ": this build of attnc has no " +
-                      backend + " backend yet; use --backend reference");
+  if (backend == "halide")
+    throw UserError("--backend halide: this build of attnc has no halide "
+                    "backend yet; use --backend mlir or reference");
+  if (backend != "reference" && backend != "mlir")
     throw UserError("--backend " + backend +
-                    ": unknown backend; allowed: reference, mlir, halide");
-  }
-  uint64_t threads = options::integer(options::threads, 1);
+                    ": unknown backend; allowed: mlir, reference, halide");
+  bool compiled = backend == "mlir";
+  uint64_t threads = options::integer(options::threads, 0);
   uint64_t repeat = options::integer(options::repeat, 0);
   uint64_t seed = options::integer(options::seed, 0);
   std::string directory = outputDirectory();
-  (void)threads; // The reference evaluator is single-threaded.
+  CompileOptions settings;
+  settings.target = options::target;
+  settings.schedulePath = options::schedule;
 
-  PreparedRun run = prepareRun(seed);
+  PreparedRun run = prepareRun(seed, !compiled || options::compare);
   const Graph &graph = run.graph;
-  auto compute = [&] { return evaluateReference(graph, run.dims, run.inputs); };
-  // The reference backend's outputs are the reference rounded to each
-  // output's dtype; --check compares them with the unrounded values.
-  std::vector<F64Tensor> reference = compute();
-  std::vector<Tensor> outputs = roundOutputs(graph, reference);
+  std::vector<F64Tensor> reference;
+  std::function<std::vector<Tensor>()> compute;
+  std::unique_ptr<LoadedKernel> kernel;
+  std::vector<Tensor> outputs;
+  if (compiled) {
+    kernel = std::make_unique<LoadedKernel>(
+        graph, compileGraph(graph, settings), threads);
+    compute = [&] { return kernel->run(run.dims, run.inputs); };
+    outputs = compute();
+    if (options::compare)
+      reference = evaluateReference(graph, run.dims, run.inputs);
+  } else {
+    // The reference backend's outputs are the reference rounded to each
+    // output's dtype; --check compares them with the unrounded values.
+    compute = [&] {
+      return roundOutputs(graph,
+                          evaluateReference(graph, run.dims, run.inputs));
+    };
+    reference = evaluateReference(graph, run.dims, run.inputs);
+    outputs = roundOutputs(graph, reference);
+  }
 
   int status = 0;
   if (options::compare) {
@@ -204,7 +290,7 @@ int runCommand() {
     std::vector<double> times;
     for (uint64_t i = 0; i < repeat; ++i) {
       auto start = std::chrono::steady_clock::now();
-      roundOutputs(graph, compute()); // What the backend produces.
+      compute();
       times.push_back(std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count());

@@ -4,6 +4,7 @@
 //   attnc explain G.json [--json]       the kernels after fusion
 //   attnc import G.json [--fused]       the graph as attn IR
 //   attnc reference G.json [flags]      the float64 reference evaluator
+//   attnc compile G.json -o DIR         NAME.o, NAME.h and NAME.json
 //   attnc run G.json [flags]            compile and run, --check, --repeat
 //
 // Exit status: 0 on success, 1 on bad input (one message on stderr naming
@@ -81,6 +82,8 @@ int main(int argc, char **argv) {
       return attnc::importCommand();
     if (options::reference)
       return attnc::referenceCommand();
+    if (options::compile)
+      return attnc::compileCommand();
     return attnc::runCommand();
   } catch (const attnc::UserError &error) {
     std::cerr << error.what() << "\n";

@@ -1,0 +1,44 @@
+//===- Compile.cpp - A graph through the MLIR CPU backend -----------------===//
+
+#include "Driver/Compile.h"
+#include "Codegen/BuildKernels.h"
+#include "Codegen/EmitObject.h"
+#include "Codegen/KernelDescriptor.h"
+#include "Codegen/KernelInterface.h"
+#include "Import/ImportGraph.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace attnc {
+
+CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
+  CompiledGraph result;
+  result.target = cpuTarget(options.target);
+  result.schedule = options.schedulePath.empty()
+                        ? defaultSchedule(result.target)
+                        : loadSchedule(options.schedulePath, result.target);
+  result.header = kernelHeader(graph);
+  result.manifest =
+      kernelManifest(graph, "mlir", result.target, result.schedule);
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);
+  runAttnPipeline(*module);
+  buildKernels(*module, graph, result.schedule);
+  if (options.emitMlir) {
+    llvm::raw_string_ostream stream(result.mlir);
+    module->print(stream);
+  }
+  lowerToLLVMDialect(*module);
+  result.object = emitObject(
+      *module, result.target, options.emitLlvm ? &result.llvm : nullptr,
+      [&](llvm::Module &llvmModule) {
+        addKernelDescriptor(llvmModule, graph, result.target.name,
+                            result.manifest);
+      });
+  return result;
+}
+
+} // namespace attnc

@@ -1,0 +1,116 @@
+//===- CompileCommand.cpp - attnc compile ---------------------------------===//
+//
+// Writes DIR/NAME.o, NAME.h and NAME.json (and NAME.mlir, NAME.ll with
+// --emit): all of them or, on any failure, none.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Driver/Commands.h"
+#include "Driver/Compile.h"
+#include "Driver/Inputs.h"
+#include "Driver/Options.h"
+#include "Support/Error.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <utility>
+#include <vector>
+
+namespace attnc {
+
+namespace {
+
+CompileOptions compileOptions() {
+  CompileOptions result;
+  result.target = options::target;
+  if (options::schedule.getNumOccurrences() && options::schedule.empty())
+    throw UserError("--schedule: needs a file name");
+  result.schedulePath = options::schedule;
+  llvm::SmallVector<llvm::StringRef> kinds;
+  llvm::StringRef(options::emit).split(kinds, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef kind : kinds) {
+    if (kind == "mlir")
+      result.emitMlir = true;
+    else if (kind == "llvm")
+      result.emitLlvm = true;
+    else
+      throw UserError("--emit " + options::emit + ": unknown kind \"" +
+                      kind.str() + "\"; allowed: mlir, llvm");
+  }
+  return result;
+}
+
+/// Writes every file through a temporary and renames them all at the end;
+/// on failure removes what it wrote.
+void writeAll(const std::string &directory,
+              const std::vector<std::pair<std::string, std::string>> &files) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::create_directories(directory, error);
+  if (error || !fs::is_directory(directory))
+    throw UserError("-o " + directory + ": cannot create the directory" +
+                    (error ? " (" + error.message() + ")" : ""));
+  std::vector<fs::path> temporaries, finals;
+  auto cleanUp = [&] {
+    for (const fs::path &path : temporaries)
+      fs::remove(path, error);
+  };
+  for (const auto &[name, contents] : files) {
+    fs::path final = fs::path(directory) / name;
+    fs::path temporary = final;
+    temporary += ".tmp";
+    std::ofstream stream(temporary, std::ios::binary);
+    temporaries.push_back(temporary);
+    stream.write(contents.data(), std::streamsize(contents.size()));
+    stream.close();
+    if (!stream) {
+      cleanUp();
+      throw UserError("-o " + directory + ": cannot write " + final.string());
+    }
+    finals.push_back(final);
+  }
+  for (size_t i = 0; i < finals.size(); ++i) {
+    fs::rename(temporaries[i], finals[i], error);
+    if (error) {
+      cleanUp();
+      for (size_t j = 0; j < i; ++j)
+        fs::remove(finals[j], error);
+      throw UserError("-o " + directory + ": cannot write " +
+                      finals[i].string());
+    }
+  }
+  for (const fs::path &path : finals)
+    std::cout << "wrote " << path.string() << "\n";
+}
+
+} // namespace
+
+int compileCommand() {
+  if (!options::outputFiles.getNumOccurrences() || options::outputFiles.empty())
+    throw UserError("attnc compile: needs -o DIR, the directory for NAME.o, "
+                    "NAME.h and NAME.json");
+  if (options::backend == "halide")
+    throw UserError("--backend halide: this build of attnc has no halide "
+                    "backend yet; use --backend mlir");
+  if (options::backend != "mlir")
+    throw UserError("--backend " + options::backend +
+                    ": unknown backend; allowed: mlir, halide");
+  CompileOptions settings = compileOptions();
+  Graph graph = loadGraph(options::graph);
+  CompiledGraph compiled = compileGraph(graph, settings);
+  std::vector<std::pair<std::string, std::string>> files = {
+      {graph.name + ".o", compiled.object},
+      {graph.name + ".h", compiled.header},
+      {graph.name + ".json", compiled.manifest}};
+  if (settings.emitMlir)
+    files.push_back({graph.name + ".mlir", compiled.mlir});
+  if (settings.emitLlvm)
+    files.push_back({graph.name + ".ll", compiled.llvm});
+  writeAll(options::outputFiles, files);
+  return 0;
+}
+
+} // namespace attnc
