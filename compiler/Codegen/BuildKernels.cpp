@@ -315,6 +315,8 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
       results.push_back(memref(cast<RankedTensorType>(result.getType())));
     emitPrimitive(builder, opLoc, op, operands, results);
   }
+  // Wherever the emitters left the builder, the task ends here.
+  builder.setInsertionPointToEnd(body);
   builder.create<func::ReturnOp>(opLoc);
   return task;
 }

@@ -40,6 +40,27 @@ std::string outputDirectory() {
   return options::outputDir;
 }
 
+double physicalMemory() {
+  return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+}
+
+/// Refuses runs whose inputs and outputs alone cannot fit in memory.
+void checkBuffersFit(const Graph &graph, const DimBindings &dims) {
+  double bytes = 0;
+  for (const std::vector<ValueId> *ids : {&graph.inputs, &graph.outputs})
+    for (ValueId id : *ids) {
+      double count = double(dtypeSize(graph.type(id).dtype));
+      for (int64_t size : concreteShape(graph.type(id).shape, dims))
+        count *= double(size);
+      bytes += count;
+    }
+  if (bytes > 0.8 * physicalMemory())
+    throw UserError("--dim: the inputs and outputs of " + graph.file +
+                    " need about " + std::to_string(int64_t(bytes / 1e9)) +
+                    " GB of memory; this machine has " +
+                    std::to_string(int64_t(physicalMemory() / 1e9)) + " GB");
+}
+
 /// Refuses sizes whose float64 evaluation cannot fit in this machine's
 /// memory, instead of letting the allocator or the OOM killer decide.
 void checkReferenceFits(const Graph &graph, const DimBindings &dims) {
@@ -50,8 +71,7 @@ void checkReferenceFits(const Graph &graph, const DimBindings &dims) {
       count *= double(size);
     bytes += 8 * count;
   }
-  double available =
-      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
+  double available = physicalMemory();
   if (bytes > 0.8 * available)
     throw UserError("--dim: the reference evaluation of " + graph.file +
                     " needs about " + std::to_string(int64_t(bytes / 1e9)) +
@@ -149,8 +169,11 @@ struct PreparedRun {
 PreparedRun prepareRun(uint64_t seed, bool needsReference) {
   PreparedRun run{loadGraph(options::graph), {}, {}};
   RunInputs bound = bindInputs(run.graph, options::dims, options::inputs);
+  // The float64 evaluation needs more than the buffers; report the larger.
   if (needsReference)
     checkReferenceFits(run.graph, bound.dims);
+  else
+    checkBuffersFit(run.graph, bound.dims);
   run.dims = bound.dims;
   run.inputs = completeInputs(run.graph, std::move(bound), seed);
   return run;
