@@ -1,32 +1,912 @@
 //===- PrimitiveKernels.cpp - attn primitives on buffers ------------------===//
+//
+// Every primitive becomes scf loops of memref loads and stores. Plain loops
+// (rather than linalg) fix the loop order, which is what decides whether
+// LLVM vectorises the inner loop; matrix products are register tiles (dot
+// products LLVM vectorises along k, or explicit vector FMAs along n) in
+// column panels that stay in cache. f16 and bf16 values are computed in f32
+// and rounded once, when stored; bool is an i8 holding 0 or 1.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Codegen/PrimitiveKernels.h"
 
+#include "Attn/IR/AttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 
+#include <functional>
+#include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace attnc {
 
 mlir::Type bufferElementType(mlir::Type tensorType) {
-  mlir::Type element = mlir::cast<mlir::ShapedType>(tensorType).getElementType();
+  mlir::Type element =
+      mlir::cast<mlir::ShapedType>(tensorType).getElementType();
   if (element.isInteger(1))
     return mlir::IntegerType::get(element.getContext(), 8);
   return element;
 }
 
-llvm::SmallVector<llvm::SmallVector<mlir::Value>>
-resultSizes(mlir::OpBuilder &, mlir::Location, mlir::Operation *op,
-            llvm::ArrayRef<llvm::SmallVector<mlir::Value>>) {
-  throw std::logic_error("resultSizes: " + op->getName().getStringRef().str() +
-                         " is not implemented yet");
+namespace {
+
+using namespace mlir;
+namespace attn = mlir::attn;
+
+[[noreturn]] void fail(Operation *op, const std::string &what) {
+  throw std::logic_error(op->getName().getStringRef().str() + ": " + what);
 }
 
-void emitPrimitive(mlir::OpBuilder &, mlir::Location, mlir::Operation *op,
-                   mlir::ValueRange, mlir::ValueRange) {
-  throw std::logic_error("emitPrimitive: " +
-                         op->getName().getStringRef().str() +
-                         " is not implemented yet");
+int64_t rankOf(Value value) {
+  return cast<ShapedType>(value.getType()).getRank();
+}
+
+bool isNarrowFloat(Type type) { return isa<Float16Type, BFloat16Type>(type); }
+
+/// Builds loops, loads and stores at one insertion point; the builder's
+/// insertion point ends after everything emitted.
+class Emitter {
+public:
+  Emitter(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+
+  Value index(int64_t value) {
+    return b.create<arith::ConstantIndexOp>(loc, value);
+  }
+
+  /// One index value per dim of `buffer`: a constant where the size is
+  /// static.
+  SmallVector<Value> sizesOf(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      sizes.push_back(type.isDynamicDim(d)
+                          ? b.create<memref::DimOp>(loc, buffer, d).getResult()
+                          : index(type.getDimSize(d)));
+    return sizes;
+  }
+
+  Value product(ArrayRef<Value> sizes) {
+    Value result = index(1);
+    for (Value size : sizes)
+      result = b.createOrFold<arith::MulIOp>(loc, result, size);
+    return result;
+  }
+
+  /// for (iv = lower; iv < upper; iv += step) body(iv).
+  void loop(Value lower, Value upper, Value step,
+            function_ref<void(Value)> body) {
+    auto forOp = b.create<scf::ForOp>(loc, lower, upper, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(forOp.getBody()->getTerminator());
+    body(forOp.getInductionVar());
+  }
+  void loop(Value upper, function_ref<void(Value)> body) {
+    loop(index(0), upper, index(1), body);
+  }
+
+  /// A loop carrying `init` through `body(iv, carried) -> next`; returns the
+  /// final values.
+  SmallVector<Value>
+  reduce(Value lower, Value upper, Value step, ValueRange init,
+         function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto forOp = b.create<scf::ForOp>(loc, lower, upper, step, init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(forOp.getBody());
+      SmallVector<Value> next =
+          body(forOp.getInductionVar(), forOp.getRegionIterArgs());
+      b.create<scf::YieldOp>(loc, next);
+    }
+    return forOp.getResults();
+  }
+
+  /// Nested loops over `sizes` (outermost first); `body` gets one induction
+  /// variable per size (none for rank 0).
+  void loopNest(ArrayRef<Value> sizes, function_ref<void(ValueRange)> body) {
+    SmallVector<Value> ivs;
+    nest(sizes, ivs, body);
+  }
+
+  Type storageType(Value buffer) {
+    return cast<MemRefType>(buffer.getType()).getElementType();
+  }
+  /// The type arithmetic on `buffer`'s elements is done in.
+  Type computeType(Value buffer) {
+    Type storage = storageType(buffer);
+    return isNarrowFloat(storage) ? b.getF32Type() : storage;
+  }
+
+  Value loadRaw(Value buffer, ValueRange indices) {
+    return b.create<memref::LoadOp>(loc, buffer, indices);
+  }
+  /// Loads an element, widened to computeType.
+  Value load(Value buffer, ValueRange indices) {
+    Value value = loadRaw(buffer, indices);
+    if (isNarrowFloat(value.getType()))
+      value = b.create<arith::ExtFOp>(loc, b.getF32Type(), value);
+    return value;
+  }
+  /// Stores `value`, rounding it to the buffer's element type.
+  void store(Value value, Value buffer, ValueRange indices) {
+    Type storage = storageType(buffer);
+    if (value.getType() != storage)
+      value = b.create<arith::TruncFOp>(loc, storage, value);
+    b.create<memref::StoreOp>(loc, value, buffer, indices);
+  }
+
+  /// The indices of `operand`'s element that numpy broadcasting pairs with
+  /// the result element at `ivs` (right-aligned; a static 1 broadcasts).
+  /// A dynamic dim is never broadcast: the graph only lets a run-time size
+  /// meet the same size or a fixed 1.
+  SmallVector<Value> broadcastIndices(Value operand, ValueRange ivs) {
+    auto type = cast<MemRefType>(operand.getType());
+    size_t offset = ivs.size() - type.getRank();
+    SmallVector<Value> indices;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      indices.push_back(type.getDimSize(d) == 1 ? index(0) : ivs[offset + d]);
+    return indices;
+  }
+
+  Value floatConstant(Type type, double value) {
+    return b.create<arith::ConstantOp>(loc, type, b.getFloatAttr(type, value));
+  }
+
+  /// A memref over the same dense elements with the identity layout and
+  /// `sizes` (C-order strides).
+  Value view(Value buffer, ArrayRef<Value> sizes) {
+    auto type = cast<MemRefType>(buffer.getType());
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizeFolds, strideFolds(sizes.size());
+    for (Value size : sizes) {
+      std::optional<int64_t> constant = getConstantIntValue(size);
+      shape.push_back(constant ? *constant : ShapedType::kDynamic);
+      sizeFolds.push_back(constant ? OpFoldResult(b.getIndexAttr(*constant))
+                                   : OpFoldResult(size));
+    }
+    Value stride = index(1);
+    for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+      std::optional<int64_t> constant = getConstantIntValue(stride);
+      strideFolds[d] = constant ? OpFoldResult(b.getIndexAttr(*constant))
+                                : OpFoldResult(stride);
+      stride = b.createOrFold<arith::MulIOp>(loc, stride, sizes[d]);
+    }
+    auto viewType = MemRefType::get(shape, type.getElementType());
+    return b.create<memref::ReinterpretCastOp>(
+        loc, viewType, buffer, b.getIndexAttr(0), sizeFolds, strideFolds);
+  }
+
+  OpBuilder &b;
+  Location loc;
+
+private:
+  void nest(ArrayRef<Value> sizes, SmallVector<Value> &ivs,
+            function_ref<void(ValueRange)> body) {
+    if (sizes.empty())
+      return body(ivs);
+    loop(sizes.front(), [&](Value iv) {
+      ivs.push_back(iv);
+      nest(sizes.drop_front(), ivs, body);
+      ivs.pop_back();
+    });
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Result sizes
+//===----------------------------------------------------------------------===//
+
+/// numpy broadcasting of several operands' sizes (right-aligned): the max
+/// of the dims that are not a static 1.
+SmallVector<Value> broadcastSizes(Emitter &e, ArrayRef<Value> operandValues,
+                                  ArrayRef<SmallVector<Value>> operandSizes,
+                                  int64_t rank) {
+  SmallVector<Value> result;
+  for (int64_t d = 0; d < rank; ++d) {
+    Value size;
+    for (auto [value, sizes] : llvm::zip(operandValues, operandSizes)) {
+      int64_t operandRank = rankOf(value), od = d - (rank - operandRank);
+      if (od < 0 || cast<ShapedType>(value.getType()).getDimSize(od) == 1)
+        continue;
+      size =
+          size ? e.b.create<arith::MaxSIOp>(e.loc, size, sizes[od]) : sizes[od];
+    }
+    result.push_back(size ? size : e.index(1));
+  }
+  return result;
+}
+
+/// The sizes of `op`'s result 0 (the only one for every primitive), before
+/// static dims are replaced by constants.
+SmallVector<Value> primitiveResultSizes(Emitter &e, Operation *op,
+                                        ArrayRef<SmallVector<Value>> operands) {
+  auto resultType = cast<ShapedType>(op->getResult(0).getType());
+  int64_t rank = resultType.getRank();
+  if (auto matmul = dyn_cast<attn::MatmulOp>(op)) {
+    SmallVector<Value> a = operands[0], b = operands[1];
+    int64_t ra = a.size(), rb = b.size();
+    // Batch dims are everything but the two matrix dims of each operand.
+    int64_t batchA = std::max<int64_t>(ra - 2, 0),
+            batchB = std::max<int64_t>(rb - 2, 0);
+    int64_t batchRank = rank - (ra >= 2) - (rb >= 2);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < batchRank; ++d) {
+      Value size;
+      auto consider = [&](Value operand, ArrayRef<Value> operandSizes,
+                          int64_t operandBatch) {
+        int64_t od = d - (batchRank - operandBatch);
+        if (od < 0 || cast<ShapedType>(operand.getType()).getDimSize(od) == 1)
+          return;
+        size = size ? e.b.create<arith::MaxSIOp>(e.loc, size, operandSizes[od])
+                    : operandSizes[od];
+      };
+      consider(matmul.getLhs(), a, batchA);
+      consider(matmul.getRhs(), b, batchB);
+      sizes.push_back(size ? size : e.index(1));
+    }
+    if (ra >= 2)
+      sizes.push_back(a[ra - 2]);
+    if (rb >= 2)
+      sizes.push_back(matmul.getTransposeB() ? b[rb - 2] : b[rb - 1]);
+    return sizes;
+  }
+  if (isa<attn::LinearOp>(op)) {
+    SmallVector<Value> sizes(operands[0].begin(), operands[0].end() - 1);
+    sizes.push_back(operands[1][0]);
+    return sizes;
+  }
+  if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
+    return broadcastSizes(e, {op->getOperand(0), op->getOperand(1)},
+                          operands.take_front(2), rank);
+  if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,
+          attn::SoftmaxOp, attn::MaskedFillOp, attn::CausalMaskOp>(op))
+    return operands[0];
+  if (auto reshape = dyn_cast<attn::ReshapeOp>(op)) {
+    // Static dims become constants later; each dynamic one has its operand.
+    SmallVector<Value> sizes;
+    size_t next = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(resultType.isDynamicDim(d) ? operands[next++][0]
+                                                 : Value());
+    return sizes;
+  }
+  if (auto transpose = dyn_cast<attn::TransposeOp>(op)) {
+    SmallVector<Value> sizes;
+    for (int64_t axis : transpose.getPermutation())
+      sizes.push_back(operands[0][axis]);
+    return sizes;
+  }
+  if (auto unsqueeze = dyn_cast<attn::UnsqueezeOp>(op)) {
+    SmallVector<Value> sizes = operands[0];
+    sizes.insert(sizes.begin() + unsqueeze.getAxis(), e.index(1));
+    return sizes;
+  }
+  if (auto repeat = dyn_cast<attn::RepeatOp>(op)) {
+    SmallVector<Value> sizes = operands[0];
+    Value &size = sizes[repeat.getAxis()];
+    size = e.b.create<arith::MulIOp>(e.loc, size, e.index(repeat.getTimes()));
+    return sizes;
+  }
+  if (auto sum = dyn_cast<attn::ReduceSumOp>(op)) {
+    SmallVector<Value> sizes = operands[0];
+    if (sum.getKeepdims())
+      sizes[sum.getAxis()] = e.index(1);
+    else
+      sizes.erase(sizes.begin() + sum.getAxis());
+    return sizes;
+  }
+  if (auto concat = dyn_cast<attn::ConcatOp>(op)) {
+    SmallVector<Value> sizes = operands[0];
+    int64_t axis = concat.getAxis();
+    for (const SmallVector<Value> &next : operands.drop_front())
+      sizes[axis] = e.b.create<arith::AddIOp>(e.loc, sizes[axis], next[axis]);
+    return sizes;
+  }
+  fail(op, "no result sizes for this op");
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+/// result[ivs] = compute(operands broadcast to ivs). With `widen`, floats
+/// arrive as f32 and are rounded on store; without, values are the
+/// buffers' own elements (for selects that must not round).
+void emitElementwise(Emitter &e, ValueRange operands, Value result, bool widen,
+                     function_ref<Value(ArrayRef<Value>)> compute) {
+  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
+    SmallVector<Value> values;
+    for (Value operand : operands) {
+      SmallVector<Value> indices = e.broadcastIndices(operand, ivs);
+      values.push_back(widen ? e.load(operand, indices)
+                             : e.loadRaw(operand, indices));
+    }
+    e.store(compute(values), result, ivs);
+  });
+}
+
+void emitBinary(Emitter &e, Operation *op, Value lhs, Value rhs, Value result) {
+  bool isFloat = isa<FloatType>(e.computeType(result));
+  if (!isFloat && !isa<IntegerType>(e.computeType(result)))
+    fail(op, "unsupported element type");
+  if (!isFloat && isa<attn::DivOp>(op))
+    fail(op, "integer division is not supported");
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  emitElementwise(e, {lhs, rhs}, result, true, [&](ArrayRef<Value> v) -> Value {
+    if (isa<attn::AddOp>(op))
+      return isFloat ? b.create<arith::AddFOp>(loc, v[0], v[1]).getResult()
+                     : b.create<arith::AddIOp>(loc, v[0], v[1]).getResult();
+    if (isa<attn::SubOp>(op))
+      return isFloat ? b.create<arith::SubFOp>(loc, v[0], v[1]).getResult()
+                     : b.create<arith::SubIOp>(loc, v[0], v[1]).getResult();
+    if (isa<attn::MulOp>(op))
+      return isFloat ? b.create<arith::MulFOp>(loc, v[0], v[1]).getResult()
+                     : b.create<arith::MulIOp>(loc, v[0], v[1]).getResult();
+    return b.create<arith::DivFOp>(loc, v[0], v[1]);
+  });
+}
+
+void emitUnary(Emitter &e, Operation *op, Value input, Value result) {
+  Type type = e.computeType(result);
+  bool isFloat = isa<FloatType>(type);
+  if (!isFloat && !(isa<attn::NegOp>(op) && isa<IntegerType>(type)))
+    fail(op, "unsupported element type");
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Value zero = isFloat ? Value() : b.create<arith::ConstantIntOp>(loc, 0, type);
+  Value factor;
+  if (auto scale = dyn_cast<attn::ScaleOp>(op))
+    factor = e.floatConstant(type, scale.getValue().convertToDouble());
+  emitElementwise(e, {input}, result, true, [&](ArrayRef<Value> v) -> Value {
+    if (isa<attn::ScaleOp>(op))
+      return b.create<arith::MulFOp>(loc, v[0], factor);
+    if (isa<attn::TanhOp>(op))
+      return b.create<math::TanhOp>(loc, v[0]);
+    if (isa<attn::ExpOp>(op))
+      return b.create<math::ExpOp>(loc, v[0]);
+    if (isa<attn::SqrtOp>(op))
+      return b.create<math::SqrtOp>(loc, v[0]);
+    return isFloat ? b.create<arith::NegFOp>(loc, v[0]).getResult()
+                   : b.create<arith::SubIOp>(loc, zero, v[0]).getResult();
+  });
+}
+
+void emitMaskedFill(Emitter &e, attn::MaskedFillOp op, Value input, Value mask,
+                    Value result) {
+  // Selected in the element type itself, so `value` is rounded once.
+  Value fill =
+      e.floatConstant(e.storageType(result), op.getValue().convertToDouble());
+  Value zero = e.b.create<arith::ConstantIntOp>(e.loc, 0, e.storageType(mask));
+  emitElementwise(e, {input, mask}, result, false, [&](ArrayRef<Value> v) {
+    Value set =
+        e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::ne, v[1], zero);
+    return e.b.create<arith::SelectOp>(e.loc, set, fill, v[0]).getResult();
+  });
+}
+
+void emitCausalMask(Emitter &e, Value input, Value result) {
+  SmallVector<Value> sizes = e.sizesOf(result);
+  size_t rank = sizes.size();
+  // Query i sits at key position i + T - S (bottom-right alignment).
+  Value shift =
+      e.b.create<arith::SubIOp>(e.loc, sizes[rank - 1], sizes[rank - 2]);
+  Value negInf = e.floatConstant(e.storageType(result),
+                                 -std::numeric_limits<double>::infinity());
+  e.loopNest(sizes, [&](ValueRange ivs) {
+    Value position = e.b.create<arith::AddIOp>(e.loc, ivs[rank - 2], shift);
+    Value future = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::sgt,
+                                             ivs[rank - 1], position);
+    Value value = e.loadRaw(input, ivs);
+    e.store(e.b.create<arith::SelectOp>(e.loc, future, negInf, value), result,
+            ivs);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+/// Indices of `ivs` (all dims but `axis`) with `at` inserted at `axis`.
+SmallVector<Value> withAxis(ValueRange ivs, int64_t axis, Value at) {
+  SmallVector<Value> indices(ivs.begin(), ivs.end());
+  indices.insert(indices.begin() + axis, at);
+  return indices;
+}
+
+void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
+  SmallVector<Value> sizes = e.sizesOf(input);
+  Value extent = sizes[axis];
+  sizes.erase(sizes.begin() + axis);
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  Type f32 = b.getF32Type();
+  Value zero = e.floatConstant(f32, 0.0),
+        negInf = e.floatConstant(f32, -std::numeric_limits<double>::infinity());
+  Value c0 = e.index(0), c1 = e.index(1);
+  e.loopNest(sizes, [&](ValueRange ivs) {
+    Value max =
+        e.reduce(c0, extent, c1, {negInf},
+                 [&](Value a, ValueRange carried) -> SmallVector<Value> {
+                   Value x = e.load(input, withAxis(ivs, axis, a));
+                   return {b.create<arith::MaximumFOp>(loc, carried[0], x)};
+                 })[0];
+    // An all -inf slice is all zeros (project decision h): subtract 0
+    // instead of -inf, so no NaN appears, and zero it when storing.
+    Value allMasked =
+        b.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, max, negInf);
+    Value shift = b.create<arith::SelectOp>(loc, allMasked, zero, max);
+    auto exponential = [&](Value a) {
+      Value x = e.load(input, withAxis(ivs, axis, a));
+      return b.create<math::ExpOp>(loc, b.create<arith::SubFOp>(loc, x, shift))
+          .getResult();
+    };
+    Value sum = e.reduce(
+        c0, extent, c1, {zero},
+        [&](Value a, ValueRange carried) -> SmallVector<Value> {
+          return {b.create<arith::AddFOp>(loc, carried[0], exponential(a))};
+        })[0];
+    e.loop(extent, [&](Value a) {
+      Value p = b.create<arith::DivFOp>(loc, exponential(a), sum);
+      e.store(b.create<arith::SelectOp>(loc, allMasked, zero, p), result,
+              withAxis(ivs, axis, a));
+    });
+  });
+}
+
+void emitReduceSum(Emitter &e, attn::ReduceSumOp op, Value input,
+                   Value result) {
+  Type type = e.computeType(input);
+  bool isFloat = isa<FloatType>(type);
+  if (!isFloat && !isa<IntegerType>(type))
+    fail(op, "unsupported element type");
+  int64_t axis = op.getAxis();
+  SmallVector<Value> sizes = e.sizesOf(input);
+  Value extent = sizes[axis];
+  sizes.erase(sizes.begin() + axis);
+  Value zero = isFloat ? e.floatConstant(type, 0.0)
+                       : e.b.create<arith::ConstantIntOp>(e.loc, 0, type);
+  Value c0 = e.index(0), c1 = e.index(1);
+  e.loopNest(sizes, [&](ValueRange ivs) {
+    Value sum = e.reduce(
+        c0, extent, c1, {zero},
+        [&](Value a, ValueRange carried) -> SmallVector<Value> {
+          Value x = e.load(input, withAxis(ivs, axis, a));
+          return {
+              isFloat
+                  ? e.b.create<arith::AddFOp>(e.loc, carried[0], x).getResult()
+                  : e.b.create<arith::AddIOp>(e.loc, carried[0], x)
+                        .getResult()};
+        })[0];
+    e.store(sum, result,
+            op.getKeepdims() ? withAxis(ivs, axis, c0)
+                             : SmallVector<Value>(ivs.begin(), ivs.end()));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Same elements in the same order (reshape, unsqueeze): one memcpy.
+void emitDenseCopy(Emitter &e, Value input, Value result) {
+  Value count = e.product(e.sizesOf(result));
+  e.b.create<memref::CopyOp>(e.loc, e.view(input, {count}),
+                             e.view(result, {count}));
+}
+
+void emitTranspose(Emitter &e, attn::TransposeOp op, Value input,
+                   Value result) {
+  ArrayRef<int64_t> permutation = op.getPermutation();
+  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
+    SmallVector<Value> source(ivs.size());
+    for (size_t d = 0; d < ivs.size(); ++d)
+      source[permutation[d]] = ivs[d];
+    e.store(e.loadRaw(input, source), result, ivs);
+  });
+}
+
+void emitRepeat(Emitter &e, attn::RepeatOp op, Value input, Value result) {
+  int64_t axis = op.getAxis();
+  Value times = e.index(op.getTimes());
+  // Input slice a becomes result slices a·times ... a·times + times - 1.
+  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
+    SmallVector<Value> source(ivs.begin(), ivs.end());
+    source[axis] = e.b.create<arith::DivUIOp>(e.loc, ivs[axis], times);
+    e.store(e.loadRaw(input, source), result, ivs);
+  });
+}
+
+void emitConcat(Emitter &e, attn::ConcatOp op, ValueRange inputs,
+                Value result) {
+  int64_t axis = op.getAxis();
+  Value start = e.index(0);
+  for (Value input : inputs) {
+    SmallVector<Value> sizes = e.sizesOf(input);
+    e.loopNest(sizes, [&](ValueRange ivs) {
+      SmallVector<Value> target(ivs.begin(), ivs.end());
+      target[axis] = e.b.create<arith::AddIOp>(e.loc, ivs[axis], start);
+      e.store(e.loadRaw(input, ivs), result, target);
+    });
+    start = e.b.create<arith::AddIOp>(e.loc, start, sizes[axis]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Products
+//===----------------------------------------------------------------------===//
+
+/// How one matrix product reads and writes its elements: a(i, k) and
+/// b(k, j) give f32 values, bVector(k, j) the f32 vector b(k, j ..
+/// j + kLanes) (only for a B laid out [K, N]), store(i, j, sum) writes C.
+struct Gemm {
+  Value rows, cols, depth; // M, N, K
+  std::function<Value(Value, Value)> a, b, bVector;
+  std::function<void(Value, Value, Value)> store;
+};
+
+/// Lanes of the explicit vectors: 8 f32 fill an AVX2 register, and LLVM
+/// prefers 256-bit vectors on AVX-512 CPUs too.
+constexpr int64_t kLanes = 8;
+/// Rows of C one register tile covers.
+constexpr int64_t kTileRows = 4;
+
+/// Reassociation lets LLVM vectorise a dot product's reduction (and
+/// contraction makes each step an FMA).
+arith::FastMathFlagsAttr reassociate(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::reassoc |
+                                           arith::FastMathFlags::contract);
+}
+
+SmallVector<Value> offsets(Emitter &e, Value base, int64_t count) {
+  SmallVector<Value> values;
+  for (int64_t n = 0; n < count; ++n)
+    values.push_back(
+        n ? e.b.create<arith::AddIOp>(e.loc, base, e.index(n)).getResult()
+          : base);
+  return values;
+}
+
+/// C[i0 .. i0+tileRows, j0 .. j0+tileCols] as dot products over k, with
+/// every accumulator in a register. For a B read along k, LLVM vectorises
+/// the k loop (reassociated) into a register tile.
+void emitDotTile(Emitter &e, const Gemm &gemm, Value i0, int64_t tileRows,
+                 Value j0, int64_t tileCols) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  SmallVector<Value> rows = offsets(e, i0, tileRows),
+                     cols = offsets(e, j0, tileCols);
+  SmallVector<Value> init(tileRows * tileCols,
+                          e.floatConstant(b.getF32Type(), 0.0));
+  auto flags = reassociate(b);
+  SmallVector<Value> sums =
+      e.reduce(e.index(0), gemm.depth, e.index(1), init,
+               [&](Value k, ValueRange carried) {
+                 SmallVector<Value> as, bs, next;
+                 for (Value row : rows)
+                   as.push_back(gemm.a(row, k));
+                 for (Value col : cols)
+                   bs.push_back(gemm.b(k, col));
+                 for (int64_t r = 0; r < tileRows; ++r)
+                   for (int64_t c = 0; c < tileCols; ++c) {
+                     Value product =
+                         b.create<arith::MulFOp>(loc, as[r], bs[c], flags);
+                     next.push_back(b.create<arith::AddFOp>(
+                         loc, carried[r * tileCols + c], product, flags));
+                   }
+                 return next;
+               });
+  for (int64_t r = 0; r < tileRows; ++r)
+    for (int64_t c = 0; c < tileCols; ++c)
+      gemm.store(rows[r], cols[c], sums[r * tileCols + c]);
+}
+
+/// C[i0 .. i0+tileRows, j0 .. j0+2·kLanes] for a B laid out [K, N]: per k,
+/// two vectors of B row k and one broadcast A element per row feed
+/// 2·tileRows vector FMAs into accumulators held in registers.
+void emitVectorTile(Emitter &e, const Gemm &gemm, Value i0, int64_t tileRows,
+                    Value j0) {
+  constexpr int64_t vectors = 2;
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  SmallVector<Value> rows = offsets(e, i0, tileRows), starts;
+  for (int64_t v = 0; v < vectors; ++v)
+    starts.push_back(
+        v ? b.create<arith::AddIOp>(loc, j0, e.index(v * kLanes)).getResult()
+          : j0);
+  Value zero = b.create<arith::ConstantOp>(
+      loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+  SmallVector<Value> init(tileRows * vectors, zero);
+  SmallVector<Value> sums =
+      e.reduce(e.index(0), gemm.depth, e.index(1), init,
+               [&](Value k, ValueRange carried) {
+                 SmallVector<Value> bs, next;
+                 for (Value start : starts)
+                   bs.push_back(gemm.bVector(k, start));
+                 for (int64_t r = 0; r < tileRows; ++r) {
+                   Value a = b.create<vector::BroadcastOp>(loc, vectorType,
+                                                           gemm.a(rows[r], k));
+                   for (int64_t v = 0; v < vectors; ++v)
+                     next.push_back(b.create<vector::FMAOp>(
+                         loc, a, bs[v], carried[r * vectors + v]));
+                 }
+                 return next;
+               });
+  for (int64_t r = 0; r < tileRows; ++r)
+    for (int64_t v = 0; v < vectors; ++v)
+      for (int64_t lane = 0; lane < kLanes; ++lane) {
+        Value sum =
+            b.create<vector::ExtractOp>(loc, sums[r * vectors + v], lane);
+        Value col = b.create<arith::AddIOp>(loc, starts[v], e.index(lane));
+        gemm.store(rows[r], col, sum);
+      }
+}
+
+/// Covers C with tiles of kTileRows x tileCols (`tile`), rows left over
+/// with 1-row tiles, and columns left over one at a time (`column`).
+/// Column panels of `panelCols` are outermost, so the panel of B a tile
+/// reads stays in cache while every row of A passes over it.
+void emitTiles(Emitter &e, const Gemm &gemm, int64_t tileCols,
+               int64_t panelCols,
+               function_ref<void(Value, int64_t, Value)> tile,
+               function_ref<void(Value, int64_t, Value)> column) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  auto roundDown = [&](Value size, int64_t multiple) {
+    return b.create<arith::SubIOp>(
+        loc, size, b.create<arith::RemUIOp>(loc, size, e.index(multiple)));
+  };
+  Value fullRows = roundDown(gemm.rows, kTileRows),
+        fullCols = roundDown(gemm.cols, tileCols);
+  Value c0 = e.index(0), c1 = e.index(1), step = e.index(tileCols);
+  e.loop(c0, fullCols, e.index(panelCols), [&](Value panel) {
+    Value end = b.create<arith::MinSIOp>(
+        loc, fullCols, b.create<arith::AddIOp>(loc, panel, e.index(panelCols)));
+    e.loop(c0, fullRows, e.index(kTileRows), [&](Value i0) {
+      e.loop(panel, end, step, [&](Value j0) { tile(i0, kTileRows, j0); });
+    });
+    e.loop(fullRows, gemm.rows, c1, [&](Value i) {
+      e.loop(panel, end, step, [&](Value j0) { tile(i, 1, j0); });
+    });
+  });
+  e.loop(fullCols, gemm.cols, c1, [&](Value j) {
+    e.loop(c0, fullRows, e.index(kTileRows),
+           [&](Value i0) { column(i0, kTileRows, j); });
+    e.loop(fullRows, gemm.rows, c1, [&](Value i) { column(i, 1, j); });
+  });
+}
+
+/// The product for a B read along k (transpose_b, linear's weight, a
+/// vector): 4 x 4 tiles of dot products; 64 rows of B per panel.
+void emitDotGemm(Emitter &e, const Gemm &gemm) {
+  constexpr int64_t tileCols = 4;
+  emitTiles(
+      e, gemm, tileCols, /*panelCols=*/64,
+      [&](Value i0, int64_t rows, Value j0) {
+        emitDotTile(e, gemm, i0, rows, j0, tileCols);
+      },
+      [&](Value i0, int64_t rows, Value j) {
+        emitDotTile(e, gemm, i0, rows, j, 1);
+      });
+}
+
+/// The product for a B laid out [K, N]: vector tiles of 2·kLanes columns
+/// (128 columns of B per panel), the last columns as dot products.
+void emitVectorGemm(Emitter &e, const Gemm &gemm) {
+  emitTiles(
+      e, gemm, 2 * kLanes, /*panelCols=*/128,
+      [&](Value i0, int64_t rows, Value j0) {
+        emitVectorTile(e, gemm, i0, rows, j0);
+      },
+      [&](Value i0, int64_t rows, Value j) {
+        emitDotTile(e, gemm, i0, rows, j, 1);
+      });
+}
+
+void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
+                Value result) {
+  if (!isa<FloatType>(e.computeType(result)))
+    fail(op, "unsupported element type");
+  bool transposeB = op.getTransposeB();
+  int64_t ra = rankOf(lhs), rb = rankOf(rhs), rc = rankOf(result);
+  SmallVector<Value> a = e.sizesOf(lhs), bs = e.sizesOf(rhs),
+                     c = e.sizesOf(result);
+  // numpy: a 1-D left operand is a row [1, K], a 1-D right one a column
+  // [K, 1]; the added dim is absent from the result.
+  bool hasRows = ra >= 2, hasCols = rb >= 2;
+  int64_t batchRank = rc - hasRows - hasCols;
+  Gemm gemm;
+  gemm.rows = hasRows ? a[ra - 2] : e.index(1);
+  gemm.depth = a[ra - 1];
+  gemm.cols = !hasCols ? e.index(1) : transposeB ? bs[rb - 2] : bs[rb - 1];
+  // The operand's batch indices for the result's batch indices.
+  auto batchIndices = [&](Value operand, int64_t operandBatchRank,
+                          ValueRange ivs) {
+    auto type = cast<MemRefType>(operand.getType());
+    SmallVector<Value> indices;
+    for (int64_t d = 0; d < operandBatchRank; ++d)
+      indices.push_back(type.getDimSize(d) == 1
+                            ? e.index(0)
+                            : ivs[batchRank - operandBatchRank + d]);
+    return indices;
+  };
+  bool readsAlongK = transposeB || !hasCols;
+  auto run = [&] {
+    SmallVector<Value> batchSizes(c.begin(), c.begin() + batchRank);
+    e.loopNest(batchSizes, [&](ValueRange ivs) {
+      SmallVector<Value> aBatch = batchIndices(
+                             lhs, std::max<int64_t>(ra - 2, 0), ivs),
+                         bBatch = batchIndices(
+                             rhs, std::max<int64_t>(rb - 2, 0), ivs);
+      gemm.a = [&](Value i, Value k) {
+        SmallVector<Value> indices = aBatch;
+        if (hasRows)
+          indices.push_back(i);
+        indices.push_back(k);
+        return e.load(lhs, indices);
+      };
+      gemm.b = [&](Value k, Value j) {
+        SmallVector<Value> indices = bBatch;
+        if (!hasCols)
+          indices.push_back(k);
+        else if (transposeB)
+          indices.append({j, k});
+        else
+          indices.append({k, j});
+        return e.load(rhs, indices);
+      };
+      gemm.bVector = [&](Value k, Value j) {
+        SmallVector<Value> indices = bBatch;
+        indices.append({k, j});
+        auto type = VectorType::get({kLanes}, e.storageType(rhs));
+        Value vector = e.b.create<vector::LoadOp>(e.loc, type, rhs, indices);
+        if (isNarrowFloat(type.getElementType()))
+          vector = e.b.create<arith::ExtFOp>(
+              e.loc, VectorType::get({kLanes}, e.b.getF32Type()), vector);
+        return vector;
+      };
+      gemm.store = [&](Value i, Value j, Value sum) {
+        SmallVector<Value> indices(ivs.begin(), ivs.end());
+        if (hasRows)
+          indices.push_back(i);
+        if (hasCols)
+          indices.push_back(j);
+        e.store(sum, result, indices);
+      };
+      if (readsAlongK)
+        emitDotGemm(e, gemm);
+      else
+        emitVectorGemm(e, gemm);
+    });
+  };
+  run();
+}
+
+void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
+                Value bias, Value result) {
+  if (!isa<FloatType>(e.computeType(result)))
+    fail(op, "unsupported element type");
+  // x [..., K] is a matrix [M, K] with M the product of the leading dims.
+  SmallVector<Value> x = e.sizesOf(input), w = e.sizesOf(weight);
+  Value depth = x.back();
+  x.pop_back();
+  Value rows = e.product(x);
+  Value input2 = e.view(input, {rows, depth}),
+        result2 = e.view(result, {rows, w[0]});
+  Gemm gemm;
+  gemm.rows = rows;
+  gemm.cols = w[0];
+  gemm.depth = depth;
+  gemm.a = [&](Value i, Value k) { return e.load(input2, {i, k}); };
+  gemm.b = [&](Value k, Value j) { return e.load(weight, {j, k}); };
+  gemm.store = [&](Value i, Value j, Value sum) {
+    if (bias)
+      sum = e.b.create<arith::AddFOp>(e.loc, sum, e.load(bias, {j}));
+    e.store(sum, result2, {i, j});
+  };
+  emitDotGemm(e, gemm);
+}
+
+} // namespace
+
+llvm::SmallVector<llvm::SmallVector<mlir::Value>>
+resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
+            llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands) {
+  builder.getContext()->loadDialect<arith::ArithDialect>();
+  if (op->getNumOperands() != operands.size())
+    fail(op, "resultSizes needs one entry per operand, got " +
+                 std::to_string(operands.size()));
+  for (auto [operand, sizes] : llvm::zip(op->getOperands(), operands)) {
+    size_t expected = isa<ShapedType>(operand.getType()) ? rankOf(operand) : 1;
+    if (sizes.size() != expected)
+      fail(op, "operand sizes do not match the operand's rank");
+  }
+  Emitter e(builder, loc);
+  llvm::SmallVector<llvm::SmallVector<Value>> results;
+  if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+    // Both layouts: the output is q's first three dims and v's last; lse is
+    // [B, Hq, S].
+    const SmallVector<Value> &q = operands[0], &v = operands[2];
+    results.push_back({q[0], q[1], q[2], v[3]});
+    if (attention.getLse()) {
+      if (attention.getLayout() == attn::Layout::bhsd)
+        results.push_back({q[0], q[1], q[2]});
+      else
+        results.push_back({q[0], q[2], q[1]});
+    }
+  } else {
+    if (op->getNumResults() != 1)
+      fail(op, "expected one result");
+    results.push_back(primitiveResultSizes(e, op, operands));
+  }
+  // Static dims come out as constants, whatever the operands said.
+  for (auto [sizes, result] : llvm::zip(results, op->getResults())) {
+    auto type = cast<ShapedType>(result.getType());
+    if (static_cast<int64_t>(sizes.size()) != type.getRank())
+      fail(op, "result sizes do not match the result's rank");
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (!type.isDynamicDim(d))
+        sizes[d] = e.index(type.getDimSize(d));
+  }
+  return results;
+}
+
+void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::Operation *op, mlir::ValueRange operands,
+                   mlir::ValueRange results) {
+  builder.getContext()
+      ->loadDialect<arith::ArithDialect, math::MathDialect,
+                    memref::MemRefDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  if (isa<attn::AttentionOp>(op))
+    fail(op, "not a primitive: attention has its own kernel");
+  if (op->getNumOperands() != operands.size() || results.size() != 1 ||
+      op->getNumResults() != 1)
+    fail(op, "emitPrimitive needs one value per operand and one result");
+  auto identity = [](Value buffer) {
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    return !type || type.getLayout().isIdentity();
+  };
+  if (!llvm::all_of(operands, identity) || !identity(results[0]))
+    fail(op, "buffers must be memrefs with the identity layout");
+  Emitter e(builder, loc);
+  Value result = results[0];
+  if (auto matmul = dyn_cast<attn::MatmulOp>(op))
+    return emitMatmul(e, matmul, operands[0], operands[1], result);
+  if (auto linear = dyn_cast<attn::LinearOp>(op))
+    return emitLinear(e, linear, operands[0], operands[1],
+                      linear.getBias() ? operands[2] : Value(), result);
+  if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
+    return emitBinary(e, op, operands[0], operands[1], result);
+  if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp>(
+          op))
+    return emitUnary(e, op, operands[0], result);
+  if (auto softmax = dyn_cast<attn::SoftmaxOp>(op))
+    return emitSoftmax(e, softmax.getAxis(), operands[0], result);
+  if (auto fill = dyn_cast<attn::MaskedFillOp>(op))
+    return emitMaskedFill(e, fill, operands[0], operands[1], result);
+  if (isa<attn::CausalMaskOp>(op))
+    return emitCausalMask(e, operands[0], result);
+  if (isa<attn::ReshapeOp, attn::UnsqueezeOp>(op))
+    return emitDenseCopy(e, operands[0], result);
+  if (auto transpose = dyn_cast<attn::TransposeOp>(op))
+    return emitTranspose(e, transpose, operands[0], result);
+  if (auto repeat = dyn_cast<attn::RepeatOp>(op))
+    return emitRepeat(e, repeat, operands[0], result);
+  if (auto sum = dyn_cast<attn::ReduceSumOp>(op))
+    return emitReduceSum(e, sum, operands[0], result);
+  if (auto concat = dyn_cast<attn::ConcatOp>(op))
+    return emitConcat(e, concat, operands, result);
+  fail(op, "no kernel for this op");
 }
 
 } // namespace attnc
