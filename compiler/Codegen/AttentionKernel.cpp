@@ -262,8 +262,6 @@ private:
   Value dvPaddedValue;
 
   RowLayout rows(Value heads, Value length, Value dim, Value h) {
-    ImplicitLocOpBuilder &b = e.b;
-    (void)b;
     if (bhsd)
       return {e.mul(e.mul(e.add(e.mul(batch, heads), h), length), dim), dim};
     return {e.mul(e.add(e.mul(e.mul(batch, length), heads), h), dim),
@@ -283,7 +281,8 @@ private:
     return e.b.create<memref::CastOp>(
         MemRefType::get({ShapedType::kDynamic}, e.f32), fixed);
   }
-  Value scaled(Value size, int64_t factor, std::optional<int64_t> known) {
+  /// `factor` floats per element of `size` (a compile-time size when known).
+  Value allocaTimes(Value size, int64_t factor, std::optional<int64_t> known) {
     return known ? alloca(*known * factor) : alloca(e.mul(size, factor));
   }
 
@@ -347,14 +346,14 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   if (score == attn::ScoreKind::additive) {
     A = buf.queryWeight.sizes[0];
     std::optional<int64_t> staticA = getConstantIntValue(A);
-    raw = scaled(Dk, BQ, staticDk);
+    raw = allocaTimes(Dk, BQ, staticDk);
     wqq = staticA ? alloca(*staticA * BQ) : alloca(e.mul(A, BQ));
     wkk = staticA ? alloca(*staticA * BK) : alloca(e.mul(A, BK));
     va = staticA ? alloca(*staticA) : alloca(A);
   } else {
-    qt = scaled(Dk, BQ, staticDk);
+    qt = allocaTimes(Dk, BQ, staticDk);
     if (score == attn::ScoreKind::general)
-      raw = scaled(Dk, BQ, staticDk);
+      raw = allocaTimes(Dk, BQ, staticDk);
     if (score == attn::ScoreKind::cosine)
       keyScale = alloca(BK);
   }

@@ -106,7 +106,7 @@ private:
   }
   Value word(Value base, int64_t slot) {
     return builder.create<LLVM::GEPOp>(loc, ptrType, builder.getI64Type(),
-                                       base, ArrayRef<LLVM::GEPArg>{slot});
+                                       base, ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(slot)});
   }
   Value byteSize(RankedTensorType type, ArrayRef<Value> sizes) {
     Value bytes = constantI64(elementBytes(type.getElementType()));
@@ -414,7 +414,6 @@ void KernelModuleBuilder::build() {
                            "graph's run-time dims and inputs");
 
   declareRuntime();
-  MLIRContext *context = module.getContext();
   builder.setInsertionPointToEnd(module.getBody());
   entry = builder.create<func::FuncOp>(
       loc, graph.name + "_entry",
@@ -480,7 +479,6 @@ void KernelModuleBuilder::build() {
   builder.create<func::ReturnOp>(
       loc, ValueRange{builder.create<arith::ConstantIntOp>(loc, 0, 32)});
   graphFunction.erase();
-  (void)context;
 }
 
 } // namespace
