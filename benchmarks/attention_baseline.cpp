@@ -11,14 +11,16 @@
 //            unfused framework does.
 //   naive    scalar loops, one query row at a time (skipped beyond
 //            --naive-max-len; causal rows stop at the diagonal).
-//   attnc    (slot) a kernel compiled by attnc, called through the runtime,
-//            runtime/include/attnc/attnrt.h; comes with the MLIR CPU backend.
+//   attnc    the kernel attnc compiles from benchmarks/graphs/attention_d{64,128}
+//            [_causal].json at build time (attnc_add_kernel; H and L are
+//            run-time dims), called through attnrt_invoke on an attnrt
+//            context with --threads threads. Other D: skipped.
 //   sgemm-only  calibration, not attention: unfused's two sgemms alone. On a
 //            shared host it shows how fast the machine was during the run.
 //
 // Usage:
 //   attention_baseline --heads 8 --len 2048 --dim 64 [--causal] --threads 1
-//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|sgemm-only]
+//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|attnc|sgemm-only]
 //
 // With --method all (the default) the program first checks every method
 // against a float64 reference at a small size, then runs each method in its
@@ -34,12 +36,21 @@
 
 #include "softmax_rows.h"
 
+#ifdef ATTNC_BENCH_HAVE_ATTNC
+// Written by attnc compile (benchmarks/CMakeLists.txt, attnc_add_kernel).
+#include "bench_attention_d128.h"
+#include "bench_attention_d128_causal.h"
+#include "bench_attention_d64.h"
+#include "bench_attention_d64_causal.h"
+#endif
+
 #include <cblas.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -88,12 +99,13 @@ Multi-head attention forward, f32, B=1, S=T=L: CPU baselines for attnc.
   --len L              sequence length, S = T = L (default 1024)
   --dim D              head dim (default 64)
   --causal             causal mask (rates still count 4*L^2*D flops per head)
-  --threads N          OpenBLAS threads (openblas_set_num_threads; default 1);
-                       the softmax and naive are single-threaded
+  --threads N          OpenBLAS threads (openblas_set_num_threads; default 1) and
+                       attnc's (attnrt context); the softmax and naive are
+                       single-threaded
   --repeat R           timed runs after one warm-up; the median is reported (default 5)
   --method M           all (default: check, then each method in its own process),
-                       or one of: unfused unfused-vexp naive sgemm-only (a calibration:
-                       unfused's two products without the softmax)
+                       or one of: unfused unfused-vexp naive attnc sgemm-only (a
+                       calibration: unfused's two products without the softmax)
   --json               one JSON object per line
   --naive-max-len N    skip naive beyond L = N (default 1024)
   --max-seconds S      fewer timed runs when R would take longer than S (default 60)
@@ -337,19 +349,54 @@ Runner prepare_naive(const Problem &p, Tensors &t, const Options &o, std::string
   };
 }
 
-// (c) The attnc slot. The issue that adds the MLIR CPU backend adds here:
-//
-//   Runner prepare_attnc(const Problem &p, Tensors &t, const Options &o, std::string *skip);
-//
-// which creates an attnrt_context (options.threads = p.threads), picks the
-// compiled attnrt_kernel for (causal, D) (linked in from the NAME.o that
-// `attnc compile` writes, or *skip = "no kernel for ..."), fills three input
-// attnrt_tensor views of t.q/t.k/t.v and one output view of t.o, shape
-// [1, H, L, D], and returns a Runner that calls attnrt_invoke (aborting with
-// attnrt_context_last_error on a nonzero status); plus the row
-//   {"attnc", "attnc-compiled kernel through attnrt", prepare_attnc},
-// below and an `attnc` target link in benchmarks/CMakeLists.txt. The check
-// then covers it automatically.
+// (c) attnc: the kernels attnc_add_kernel compiles at build time from
+// benchmarks/graphs/attention_d{64,128}[_causal].json (B = 1; H and L are
+// run-time dims, so one kernel per D and mask serves every size), called
+// through attnrt_invoke on a context with p.threads threads. The context is
+// created here, outside the timed function; the timed function builds the
+// four tensor views (negligible) and invokes.
+#ifdef ATTNC_BENCH_HAVE_ATTNC
+const attnrt_kernel *attnc_kernel_for(int64_t dim, bool causal) {
+  if (dim == 64) return causal ? &bench_attention_d64_causal_kernel : &bench_attention_d64_kernel;
+  if (dim == 128)
+    return causal ? &bench_attention_d128_causal_kernel : &bench_attention_d128_kernel;
+  return nullptr;
+}
+
+Runner prepare_attnc(const Problem &p, Tensors &t, const Options &, std::string *skip) {
+  const attnrt_kernel *kernel = attnc_kernel_for(p.dim, p.causal);
+  if (!kernel) {
+    *skip = "no attnc kernel for D=" + std::to_string(p.dim) + " (benchmarks/graphs: D=64, 128)";
+    return {};
+  }
+  attnrt_context_options options;
+  attnrt_context_options_initialize(&options);
+  options.threads = size_t(p.threads);
+  attnrt_context *raw = nullptr;
+  if (attnrt_status status = attnrt_context_create(&options, &raw)) {
+    *skip = std::string("attnrt_context_create: ") + attnrt_status_name(status);
+    return {};
+  }
+  std::shared_ptr<attnrt_context> context(raw, attnrt_context_release);
+  const std::array<int64_t, 4> shape = {1, p.heads, p.len, p.dim}; // [B, H, L, D]
+  return [kernel, context, shape, &t]() {
+    const attnrt_tensor inputs[3] = {{t.q.get(), ATTNRT_F32, 4, shape.data(), nullptr},
+                                     {t.k.get(), ATTNRT_F32, 4, shape.data(), nullptr},
+                                     {t.v.get(), ATTNRT_F32, 4, shape.data(), nullptr}};
+    attnrt_tensor outputs[1] = {{t.o.get(), ATTNRT_F32, 4, shape.data(), nullptr}};
+    if (attnrt_status status = attnrt_invoke(context.get(), kernel, inputs, 3, outputs, 1)) {
+      std::fprintf(stderr, "attnc %s: %s: %s\n", kernel->name, attnrt_status_name(status),
+                   attnrt_context_last_error(context.get()));
+      std::abort();
+    }
+  };
+}
+#else
+Runner prepare_attnc(const Problem &, Tensors &, const Options &, std::string *skip) {
+  *skip = "built without attnc kernels (-DATTNC_BENCH_ATTNC=OFF)";
+  return {};
+}
+#endif
 
 struct Method {
   const char *name;
@@ -364,7 +411,7 @@ const Method kMethods[] = {
     {"unfused-vexp", "as unfused, softmax vectorised (-ffast-math, libmvec)",
      prepare_unfused_vexp},
     {"naive", "scalar loops, one query row at a time", prepare_naive},
-    // {"attnc", "attnc-compiled kernel through attnrt", prepare_attnc},
+    {"attnc", "attnc-compiled kernel through attnrt", prepare_attnc},
     {"sgemm-only", "calibration: unfused's two sgemms, no softmax", prepare_sgemm_only, false},
 };
 

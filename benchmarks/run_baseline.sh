@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the attention baselines at the shapes the project's targets use and
-# prints a markdown table (docs/benchmarks.md has the results and what they mean).
+# Runs the attention baselines and the kernels attnc compiles (method attnc)
+# at the shapes the project's targets use and prints a markdown table
+# (docs/benchmarks.md has the results and what they mean).
 #
 #   benchmarks/run_baseline.sh [--build-dir DIR] [--repeat R] [--jsonl FILE]
 #
@@ -95,7 +96,7 @@ bad = [c for c in checks if not c["ok"]]
 worst = max((m["max_abs_diff_vs_f64"] for c in checks for m in c["methods"]), default=float("nan"))
 worst_pair = max((m["max_abs_diff_vs_naive"] for c in checks for m in c["methods"]), default=float("nan"))
 print(f"Check before timing ({len(checks)} runs, H={checks[0]['heads']} L={checks[0]['len']}, "
-      f"each shape's D and mask): max |diff| vs float64 {worst:.2g}, unfused vs naive {worst_pair:.2g}"
+      f"each shape's D and mask): max |diff| vs float64 {worst:.2g}, any method vs naive {worst_pair:.2g}"
       + (f"; {len(bad)} FAILED" if bad else "; all within 1e-4") + ".")
 EOF
 echo "(raw results: $jsonl)" >&2

@@ -1,0 +1,137 @@
+# attnc_add_kernel: compile an attention graph with `attnc compile` at build
+# time and make a library of it, like Halide's add_halide_library.
+#
+#   attnc_add_kernel(<target> GRAPH <graph.json>
+#                    [SCHEDULE <schedule.json>]
+#                    [TARGET <cpu target>]      # host (default), x86-64,
+#                                               # x86-64-avx2, x86-64-avx512
+#                    [NAME <graph name>]        # default: "name" in the graph
+#                    [EMIT <mlir|llvm>...])     # also NAME.mlir / NAME.ll
+#
+# Runs `attnc compile <graph> -o <dir> --target <cpu> [--schedule <schedule>]`
+# whenever the graph, the schedule or attnc itself changes, writing
+# <dir>/NAME.o, NAME.h and NAME.json (dir: ${CMAKE_CURRENT_BINARY_DIR}/<target>.attnc),
+# and creates the STATIC library <target> holding NAME.o. Linking <target>
+# gives the include directory of NAME.h and links attnc::attnrt:
+#
+#   attnc_add_kernel(decode_attention GRAPH decode.json)
+#   target_link_libraries(app PRIVATE decode_attention)   # #include "NAME.h"
+#
+# The library's properties ATTNC_KERNEL_NAME, ATTNC_KERNEL_HEADER and
+# ATTNC_KERNEL_MANIFEST give NAME and the paths of NAME.h and NAME.json.
+#
+# NAME is read from the graph when CMake configures (and CMake reconfigures
+# when the graph changes); give NAME for a graph that is itself generated at
+# build time. `host` compiles for the machine that builds: name a target
+# when the program runs elsewhere.
+#
+# Works from the installed package (find_package(attnc), which runs the
+# imported attnc::attnc) and inside attnc's own build (the `attnc` target,
+# e.g. benchmarks/).
+
+include_guard(GLOBAL)
+
+function(attnc_add_kernel target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "GRAPH;SCHEDULE;TARGET;NAME" "EMIT")
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "attnc_add_kernel(${target}): unknown arguments "
+                        "'${ARG_UNPARSED_ARGUMENTS}'")
+  endif()
+  if(NOT ARG_GRAPH)
+    message(FATAL_ERROR "attnc_add_kernel(${target}): GRAPH <graph.json> is required")
+  endif()
+  if(NOT ARG_TARGET)
+    set(ARG_TARGET host)
+  endif()
+
+  # The compiler: the imported one of the installed package, or attnc's own
+  # target when this runs inside attnc's build.
+  if(TARGET attnc::attnc)
+    set(compiler attnc::attnc)
+  elseif(TARGET attnc)
+    set(compiler attnc)
+  else()
+    message(FATAL_ERROR "attnc_add_kernel(${target}): no attnc executable; "
+                        "call find_package(attnc) first")
+  endif()
+
+  get_filename_component(graph "${ARG_GRAPH}" ABSOLUTE
+                         BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  set(name "${ARG_NAME}")
+  if(NOT name)
+    if(NOT EXISTS "${graph}")
+      message(FATAL_ERROR "attnc_add_kernel(${target}): ${graph} does not exist "
+                          "(give NAME for a graph generated at build time)")
+    endif()
+    file(READ "${graph}" text)
+    string(JSON name ERROR_VARIABLE problem GET "${text}" name)
+    if(problem)
+      message(FATAL_ERROR "attnc_add_kernel(${target}): cannot read \"name\" "
+                          "from ${graph}: ${problem}")
+    endif()
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${graph}")
+  endif()
+  if(NOT name MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "attnc_add_kernel(${target}): graph name '${name}' "
+                        "does not match [A-Za-z_][A-Za-z0-9_]*")
+  endif()
+
+  set(schedule_args "")
+  set(schedule "")
+  if(ARG_SCHEDULE)
+    get_filename_component(schedule "${ARG_SCHEDULE}" ABSOLUTE
+                           BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    set(schedule_args --schedule "${schedule}")
+  endif()
+
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/${target}.attnc")
+  set(object "${dir}/${name}.o")
+  set(header "${dir}/${name}.h")
+  set(manifest "${dir}/${name}.json")
+
+  set(emit_args "")
+  set(extra_outputs "")
+  if(ARG_EMIT)
+    foreach(kind IN LISTS ARG_EMIT)
+      if(kind STREQUAL "mlir")
+        list(APPEND extra_outputs "${dir}/${name}.mlir")
+      elseif(kind STREQUAL "llvm")
+        list(APPEND extra_outputs "${dir}/${name}.ll")
+      else()
+        message(FATAL_ERROR "attnc_add_kernel(${target}): EMIT '${kind}': "
+                            "expected mlir or llvm")
+      endif()
+    endforeach()
+    string(REPLACE ";" "," emit "${ARG_EMIT}")
+    set(emit_args --emit "${emit}")
+  endif()
+
+  add_custom_command(
+    OUTPUT "${object}" "${header}" "${manifest}" ${extra_outputs}
+    COMMAND ${compiler} compile "${graph}" -o "${dir}" --target "${ARG_TARGET}"
+            ${schedule_args} ${emit_args}
+    DEPENDS "${graph}" ${schedule} "$<TARGET_FILE:${compiler}>"
+    COMMENT "attnc compile ${name} (${ARG_TARGET})"
+    VERBATIM)
+
+  add_library(${target} STATIC "${object}" "${header}")
+  set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE
+                                                     GENERATED TRUE)
+  # An archive of one foreign object: any enabled language can archive it.
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if("CXX" IN_LIST languages)
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  else()
+    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+  endif()
+  set_target_properties(${target} PROPERTIES
+    ATTNC_KERNEL_NAME "${name}"
+    ATTNC_KERNEL_HEADER "${header}"
+    ATTNC_KERNEL_MANIFEST "${manifest}")
+  target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${dir}>")
+  # NAME.o needs libattnrt, libc and libm, nothing else.
+  target_link_libraries(${target} PUBLIC attnc::attnrt)
+  if(UNIX AND NOT APPLE)
+    target_link_libraries(${target} PUBLIC m)
+  endif()
+endfunction()
