@@ -251,6 +251,9 @@ private:
   std::optional<int64_t> staticDk, staticDv;
   // Task coordinates.
   Value batch, head, kvHead, q0, nq, offset; // offset = T - S.
+  // Queries the products and the softmax cover: nq rounded up to the
+  // register blocks, so a short tile (decoding, S = 1) skips the padding.
+  Value liveQueries;
   RowLayout qRows, kRows, vRows, oRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
@@ -324,6 +327,10 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   kvHead = e.div(head, e.div(Hq, Hkv));
   q0 = e.mul(tile, t.queryTile);
   nq = e.min(e.index(t.queryTile), e.sub(S, q0));
+  int64_t queryBlock =
+      std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
+  liveQueries = e.min(e.index(t.queryTile),
+                      e.mul(e.ceilDiv(nq, queryBlock), queryBlock));
   offset = e.sub(T, S);
   qRows = rows(Hq, S, Dk, head);
   kRows = rows(Hkv, T, Dk, kvHead);
@@ -487,7 +494,7 @@ void AttentionTaskBuilder::packQueries() {
   } else if (score == attn::ScoreKind::cosine) {
     packRaw(qt, 1.0);
     // Column i of QT divided by max(|q_i|, 1e-12), as vectors of queries.
-    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
       Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
                          [&](Value d, ValueRange args) {
                            Value x = b.create<vector::LoadOp>(
@@ -508,7 +515,7 @@ void AttentionTaskBuilder::packQueries() {
     // QT[d][:] = sum_e W[e][d] · raw[e][:]: score = (q W) · k.
     packRaw(raw, 1.0);
     Value weights = buf.generalWeight.data;
-    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
       e.loop(e.index(0), Dk, 1, [&](Value d) {
         Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
                            [&](Value k, ValueRange args) {
@@ -526,7 +533,7 @@ void AttentionTaskBuilder::packQueries() {
     // Additive: wqq[a][:] = sum_d Wq[a][d] · raw[d][:].
     packRaw(raw, 1.0);
     Value weights = buf.queryWeight.data;
-    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
       e.loop(e.index(0), A, 1, [&](Value a) {
         Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
                            [&](Value d, ValueRange args) {
@@ -601,7 +608,7 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
     for (int64_t k = 0; k < SK; ++k)
       keyRows.push_back(
           rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
-    e.loop(e.index(0), e.index(BQ), SV * W, [&](Value ib) {
+    e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
       SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
       ValueRange sums = e.loop(
           e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
@@ -645,7 +652,7 @@ void AttentionTaskBuilder::additiveScores(Value j0, Value nk) {
                          })[0];
       b.create<memref::StoreOp>(sum, wkk, e.add(e.mul(j, A), a));
     });
-    e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
       Value total = e.loop(
           e.index(0), A, 1, e.constant(0.0, vec),
           [&](Value a, ValueRange args) {
@@ -721,8 +728,13 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
         .getResult();
   };
   double log2e = 1.4426950408889634;
-  for (const auto &bias : buf.biases) {
-    Value values = e.toF32(gather(bias));
+  for (auto [bias, tensor] : llvm::zip_equal(buf.biases, op.getBiases())) {
+    Value values = gather(bias);
+    Type element = cast<ShapedType>(tensor.getType()).getElementType();
+    if (element != getElementTypeOrSelf(values.getType()))
+      values = b.create<arith::BitcastOp>(VectorType::get({W}, element),
+                                          values); // 16-bit float bits.
+    values = e.toF32(values);
     s = e.fma(values, e.constant(log2e, vec), s);
   }
   Value position; // i' - j per lane.
@@ -790,7 +802,7 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
   bool transforms = softcapScale || slope || keyScale || !buf.biases.empty() ||
                     !buf.masks.empty();
   bool positionMasks = op.getCausal() || op.getWindow();
-  e.loop(e.index(0), e.index(BQ), W, [&](Value i) {
+  e.loop(e.index(0), liveQueries, W, [&](Value i) {
     Value oldMax = b.create<vector::LoadOp>(vec, rowMax, i);
     auto maxPass = [&](bool masked) {
       return e.loop(e.index(0), nk, 1, ValueRange{oldMax},

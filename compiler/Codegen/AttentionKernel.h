@@ -21,8 +21,8 @@
 namespace attnc {
 
 /// The buffers of one attention op, each a 1-D memref over the tensor's
-/// dense elements (bool as i8), with the tensor's sizes. Absent operands and
-/// an unused lse are null.
+/// dense elements (bool as i8; f16 and bf16 biases as i16 bits), with the
+/// tensor's sizes. Absent operands and an unused lse are null.
 struct AttentionBuffers {
   struct Buffer {
     mlir::Value data;                       ///< memref<?xT>.

@@ -203,10 +203,15 @@ AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
                                   ArrayRef<Value> pointers,
                                   ArrayRef<SmallVector<Value>> sizes) {
   AttentionBuffers result;
-  auto flat = [&](Value tensor, unsigned position) -> AttentionBuffers::Buffer {
+  auto flat = [&](Value tensor, unsigned position,
+                  bool gathered = false) -> AttentionBuffers::Buffer {
     auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get({ShapedType::kDynamic},
-                                      bufferElementType(type));
+    Type element = bufferElementType(type);
+    // Gathers of 16-bit floats read their bits: the x86 backend would
+    // scalarise a bf16 gather through __truncsfbf2, which libgcc 12 lacks.
+    if (gathered && element.getIntOrFloatBitWidth() == 16)
+      element = builder.getI16Type();
+    auto memrefType = MemRefType::get({ShapedType::kDynamic}, element);
     Value elements = builder.create<arith::ConstantIndexOp>(loc, 1);
     for (Value size : sizes[position])
       elements = builder.create<arith::MulIOp>(loc, elements, size);
@@ -230,7 +235,7 @@ AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
   result.keyWeight = operandBuffer(op.getKeyWeight());
   result.scoreVector = operandBuffer(op.getScoreVector());
   for (Value bias : op.getBiases())
-    result.biases.push_back(operandBuffer(bias));
+    result.biases.push_back(flat(bias, position++, /*gathered=*/true));
   result.alibiSlopes = operandBuffer(op.getAlibiSlopes());
   result.keyLengths = operandBuffer(op.getKeyLengths());
   for (Value mask : op.getMasks())
