@@ -1,11 +1,14 @@
 #!/usr/bin/python3
-"""Check `attnc reference` against the independent float64 oracle.
+"""Check `attnc reference` (or a compiled backend) against the independent float64 oracle.
 
-    check_reference.py --attnc PATH [--family NAME] [--count N] [--seed S] [--keep DIR] [-j N]
+    check_reference.py --attnc PATH [--backend mlir] [--family NAME] [--count N] [--seed S]
+                       [--keep DIR] [-j N]
     check_reference.py --self-test
 
 For each generated case: write graph.json and one .npy per input, run
-`attnc reference graph.json --input n=f.npy ... [--dim N=V ...] --output-dir OUT`,
+`attnc reference graph.json --input n=f.npy ... [--dim N=V ...] --output-dir OUT`
+(with `--backend B`: `attnc run graph.json --backend B ... --output-dir OUT`, so the
+compiled kernels are checked against the oracle, not against attnc's own reference),
 load OUT/<output>.npy for every graph output and compare with oracle.py:
 normwise relative error <= 1e-4 for f32 outputs, <= 2e-2 for f16/bf16 outputs
 (an all-zero reference compares by absolute norm), NaN never passes, non-finite
@@ -62,12 +65,12 @@ def compare(arr, ref, dtype):
     return err <= tol, err, ("rel" if nref > 0 else "abs") + " err %.3g (tol %g)" % (err, tol)
 
 
-def write_case(case, d):
+def write_case(case, d, backend=None):
     os.makedirs(d, exist_ok=True)
     gpath = os.path.join(d, "graph.json")
     with open(gpath, "w") as f:
         json.dump(case.graph, f, indent=1)
-    args = ["reference", gpath]
+    args = ["reference", gpath] if backend is None else ["run", gpath, "--backend", backend]
     for name, arr in case.arrays.items():
         p = os.path.join(d, "in_%s.npy" % name)
         np.save(p, arr)
@@ -79,17 +82,39 @@ def write_case(case, d):
     return args, out
 
 
-def run_case(case, attnc, workdir):
+def kernel_path(attnc, graph_path):
+    """'attention' when `attnc explain` makes the graph attention kernels only,
+    else 'primitives: OP, ...' (the kernels lowered through linalg)."""
+    try:
+        p = subprocess.run([attnc, "explain", graph_path, "--json"], capture_output=True,
+                           text=True, timeout=60)
+        ops = sorted({k["op"] for k in json.loads(p.stdout)} - {"attention"})
+    except Exception as e:
+        return "unknown (explain failed: %s)" % e
+    return "primitives: " + ", ".join(ops) if ops else "attention"
+
+
+def run_case(case, attnc, workdir, backend=None):
+    """Returns (ok, summary, detail, path): path is kernel_path() with a backend."""
+    ok, summary, cmd = run_case_files(case, attnc, workdir, backend)
+    path = None
+    if backend is not None:
+        path = kernel_path(attnc, os.path.join(workdir, "%s_%d" % (case.family, case.index),
+                                               "graph.json"))
+    return ok, summary, cmd, path
+
+
+def run_case_files(case, attnc, workdir, backend=None):
     """Returns (ok, summary, detail)."""
     d = os.path.join(workdir, "%s_%d" % (case.family, case.index))
     try:
         ref = oracle.evaluate_typed(case.graph, case.oracle_inputs(), case.dims)
     except Exception as e:  # an oracle or generator bug, not an attnc one
         return False, "oracle error: %s" % e, ""
-    args, outdir = write_case(case, d)
+    args, outdir = write_case(case, d, backend)
     cmd = [attnc] + args
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
         return False, "attnc timed out", " ".join(shlex.quote(c) for c in cmd)
     except OSError as e:
@@ -125,6 +150,8 @@ def run_case(case, attnc, workdir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attnc", help="path of the attnc binary")
+    ap.add_argument("--backend", help="check `attnc run --backend B` (e.g. mlir) instead of "
+                    "`attnc reference`")
     ap.add_argument("--family", action="append", choices=cases.FAMILIES,
                     help="family to run (repeatable; default: all)")
     ap.add_argument("--count", type=int, help="cases per family (default: %d)" % cases.DEFAULT_COUNT["dot"])
@@ -156,29 +183,44 @@ def main():
         workdir = tempfile.mkdtemp(prefix="attnc_oracle_")
     failures = []
     passed = 0
+    by_path = {}     # with --backend: 'attention' / 'primitives' -> [passed, failed]
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-            futs = [ex.submit(run_case, c, attnc, workdir) for c in all_cases]
+            futs = [ex.submit(run_case, c, attnc, workdir, a.backend) for c in all_cases]
             for c, fut in zip(all_cases, futs):
-                ok, summary, cmd = fut.result()
-                print("%-4s %s #%d  %s  | %s" % ("ok" if ok else "FAIL", c.family, c.index, c.desc, summary),
+                ok, summary, cmd, path = fut.result()
+                print("%-4s %s #%d  %s  | %s%s" % ("ok" if ok else "FAIL", c.family, c.index, c.desc,
+                                                  summary, " [%s]" % path if path else ""),
                       flush=True)
+                if path:
+                    group = "attention" if path == "attention" else "primitives"
+                    by_path.setdefault(group, [0, 0])[0 if ok else 1] += 1
                 if ok:
                     passed += 1
                     if a.verbose:
                         print(json.dumps(c.graph))
                 else:
-                    failures.append((c, summary, cmd))
-        for c, summary, cmd in failures:
+                    failures.append((c, summary, cmd, path))
+        for c, summary, cmd, path in failures:
             print("\n==== FAILED %s #%d (seed %d): %s" % (c.family, c.index, a.seed, summary))
+            if path:
+                print("kernels: " + path)
             print("graph: " + json.dumps(c.graph))
             if cmd:
                 print("command: " + cmd)
             if not a.keep:
-                print("(rerun with --keep DIR --family %s --seed %d to keep the files)" % (c.family, a.seed))
+                print("(rerun with --keep DIR --family %s --seed %d%s to keep the files)" % (
+                    c.family, a.seed, " --backend " + a.backend if a.backend else ""))
     finally:
         if not a.keep:
             shutil.rmtree(workdir, ignore_errors=True)
+    if a.backend:
+        # exporter chains and blocks with projections also run primitive kernels
+        # (lowered through linalg), a second code path: report the two apart
+        for group, what in (("attention", "graphs compiled to attention kernels only"),
+                            ("primitives", "graphs that also need primitive kernels")):
+            if group in by_path:
+                print("%s: %d passed, %d failed" % (what, by_path[group][0], by_path[group][1]))
     print("%d passed, %d failed" % (passed, len(failures)))
     return 1 if failures else 0
 
