@@ -184,6 +184,15 @@ public:
   Value fma(Value x, Value y, Value acc) {
     return b.create<vector::FMAOp>(x, y, acc);
   }
+  /// accs[r][v] + rows[r] · columns[v] for a register block, row-major.
+  SmallVector<Value> outerProduct(ArrayRef<Value> rows, ArrayRef<Value> columns,
+                                  ValueRange accs) {
+    SmallVector<Value> next;
+    for (auto [r, row] : llvm::enumerate(rows))
+      for (auto [c, column] : llvm::enumerate(columns))
+        next.push_back(fma(row, column, accs[r * columns.size() + c]));
+    return next;
+  }
   Value fmax(Value x, Value y) {
     // cmpf + select: a strict maximumf adds NaN blends (cpu-codegen.md, 4).
     Value greater = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y);
@@ -617,14 +626,11 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
             for (int64_t s = 0; s < SV; ++s)
               queries.push_back(
                   b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
-            SmallVector<Value> next;
-            for (int64_t k = 0; k < SK; ++k) {
-              Value key = e.broadcast(
-                  e.loadF32(buf.key.data, e.add(keyRows[k], d)), W);
-              for (int64_t s = 0; s < SV; ++s)
-                next.push_back(e.fma(key, queries[s], accs[k * SV + s]));
-            }
-            return next;
+            SmallVector<Value> keys;
+            for (int64_t k = 0; k < SK; ++k)
+              keys.push_back(e.broadcast(
+                  e.loadF32(buf.key.data, e.add(keyRows[k], d)), W));
+            return e.outerProduct(keys, queries, accs);
           });
       for (int64_t k = 0; k < SK; ++k)
         for (int64_t s = 0; s < SV; ++s)
@@ -893,16 +899,13 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
           values.push_back(e.loadVector(
               buf.value.data, e.add(row, e.add(d0, v * W)), W,
               v == vectors - 1 ? lastCount : nullptr));
-        SmallVector<Value> next;
-        for (int64_t r = 0; r < R; ++r) {
-          Value p = e.broadcast(
+        SmallVector<Value> probabilities;
+        for (int64_t r = 0; r < R; ++r)
+          probabilities.push_back(e.broadcast(
               b.create<memref::LoadOp>(scores,
                                        e.add(e.mul(j, BQ), e.add(row0, r))),
-              W);
-          for (int64_t v = 0; v < vectors; ++v)
-            next.push_back(e.fma(p, values[v], accs[r * vectors + v]));
-        }
-        return next;
+              W));
+        return e.outerProduct(probabilities, values, accs);
       });
   for (int64_t r = 0; r < R; ++r)
     for (int64_t v = 0; v < vectors; ++v)
