@@ -258,18 +258,22 @@ private:
   // Sizes.
   Value B, Hq, Hkv, S, T, Dk, Dv, A;
   std::optional<int64_t> staticDk, staticDv;
-  // Task coordinates.
-  Value batch, head, kvHead, q0, nq, offset; // offset = T - S.
+  // Task coordinates. The rows of a tile are (query head, query) pairs of
+  // the G = Hq/Hkv query heads that share kv head `kvHead`, row = g·S + i:
+  // decoding (S = 1) fills the vector lanes with the group's heads instead
+  // of padding, and K and V are read once for the group.
+  Value batch, kvHead, group, r0, nq, offset; // offset = T - S.
+  Value firstQuery, lastQuery; // The tile's smallest and largest i'.
   // Queries the products and the softmax cover: nq rounded up to the
   // register blocks, so a short tile (decoding, S = 1) skips the padding.
   Value liveQueries;
-  RowLayout qRows, kRows, vRows, oRows;
+  RowLayout kRows, vRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
   Value softcapScale; // c·log2(e) when softcap, else null.
-  Value slope;        // ALiBi slope · log2(e), or null.
+  Value slopes;       // ALiBi slope · log2(e) per head of the group, or null.
   int64_t dvPadded = 0;
   Value dvPaddedValue;
 
@@ -281,6 +285,16 @@ private:
   }
   Value rowOffset(const RowLayout &layout, Value row) {
     return e.add(layout.base, e.mul(row, layout.stride));
+  }
+  /// The query head and query of tile row `row` (r0 + row).
+  std::pair<Value, Value> headAndQuery(Value row) {
+    Value global = e.add(r0, row);
+    return {e.add(e.mul(kvHead, group), e.div(global, S)),
+            e.rem(global, S)};
+  }
+  /// The offset of (batch, h, i, 0) in q (dim Dk) or the output (Dv).
+  Value queryOffset(Value h, Value i, Value dim) {
+    return rowOffset(rows(Hq, S, dim, h), i);
   }
   Value alloca(Value elements) {
     auto type = MemRefType::get({ShapedType::kDynamic}, e.f32);
@@ -327,24 +341,36 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   staticDk = getConstantIntValue(Dk);
   staticDv = getConstantIntValue(Dv);
 
-  // task = ((b · Hq) + h) · tiles + tile.
-  Value tiles = e.ceilDiv(S, t.queryTile);
+  // task = ((b · Hkv) + kv head) · tiles + tile, over G·S rows.
+  group = e.div(Hq, Hkv);
+  Value rowCount = e.mul(group, S);
+  Value tiles = e.ceilDiv(rowCount, t.queryTile);
   Value tile = e.rem(taskIndex, tiles);
-  Value bh = e.div(taskIndex, tiles);
-  head = e.rem(bh, Hq);
-  batch = e.div(bh, Hq);
-  kvHead = e.div(head, e.div(Hq, Hkv));
-  q0 = e.mul(tile, t.queryTile);
-  nq = e.min(e.index(t.queryTile), e.sub(S, q0));
+  Value bk = e.div(taskIndex, tiles);
+  kvHead = e.rem(bk, Hkv);
+  batch = e.div(bk, Hkv);
+  r0 = e.mul(tile, t.queryTile);
+  nq = e.min(e.index(t.queryTile), e.sub(rowCount, r0));
   int64_t queryBlock =
       std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
   liveQueries = e.min(e.index(t.queryTile),
                       e.mul(e.ceilDiv(nq, queryBlock), queryBlock));
   offset = e.sub(T, S);
-  qRows = rows(Hq, S, Dk, head);
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
-  oRows = rows(Hq, S, Dv, head);
+  // The positions i' the tile's rows span: its own range within one head,
+  // every query when it straddles two heads.
+  {
+    Value firstRow = r0, lastRow = e.add(r0, e.sub(nq, e.index(1)));
+    Value oneHead = e.b.create<arith::CmpIOp>(
+        arith::CmpIPredicate::eq, e.div(firstRow, S), e.div(lastRow, S));
+    Value firstI = e.b.create<arith::SelectOp>(oneHead, e.rem(firstRow, S),
+                                               e.index(0));
+    Value lastI = e.b.create<arith::SelectOp>(oneHead, e.rem(lastRow, S),
+                                              e.sub(S, e.index(1)));
+    firstQuery = e.add(firstI, offset);
+    lastQuery = e.add(lastI, offset);
+  }
 
   // Scratch tiles.
   int64_t BQ = t.queryTile, BK = t.keyTile;
@@ -390,8 +416,6 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
 
   // Keys [first, last): the tiles that causal, window and key_length masks
   // remove whole are never visited.
-  Value firstQuery = e.add(q0, offset);            // i' of the tile's first row
-  Value lastQuery = e.add(firstQuery, e.sub(nq, e.index(1)));
   Value first = e.index(0), last = T;
   if (op.getCausal())
     last = e.min(last, e.add(lastQuery, 1));
@@ -431,40 +455,45 @@ void AttentionTaskBuilder::computeScales() {
   }
   scoreFactor = e.f32Constant(factor);
   if (op.getAlibi()) {
-    Value slopeValue;
-    if (Value slopes = buf.alibiSlopes.data) {
-      slopeValue = e.loadF32(slopes, head);
-    } else {
-      // Standard slopes: n = 2^floor(log2 Hq); head h < n gets
-      // 2^(-8(h+1)/n), the others every other slope of the 2n list.
-      Value hq = b.create<arith::IndexCastOp>(b.getI64Type(), Hq);
-      Value leading = b.create<math::CountLeadingZerosOp>(hq);
-      Value n = b.create<arith::ShLIOp>(
-          b.create<arith::ConstantIntOp>(1, 64),
-          b.create<arith::SubIOp>(b.create<arith::ConstantIntOp>(63, 64),
-                                  leading));
-      Value h = b.create<arith::IndexCastOp>(b.getI64Type(), head);
-      Value inFirst =
-          b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, h, n);
-      // h < n: (h+1)/n; else (2(h-n)+1)/(2n).
-      Value one = b.create<arith::ConstantIntOp>(1, 64);
-      Value two = b.create<arith::ConstantIntOp>(2, 64);
-      Value numerator = b.create<arith::SelectOp>(
-          inFirst, b.create<arith::AddIOp>(h, one),
-          b.create<arith::AddIOp>(
-              b.create<arith::MulIOp>(two, b.create<arith::SubIOp>(h, n)),
-              one));
-      Value denominator = b.create<arith::SelectOp>(
-          inFirst, n, b.create<arith::MulIOp>(two, n));
-      Value ratio = b.create<arith::DivFOp>(
-          b.create<arith::SIToFPOp>(b.getF64Type(), numerator),
-          b.create<arith::SIToFPOp>(b.getF64Type(), denominator));
-      Value power = b.create<arith::MulFOp>(
-          b.create<arith::ConstantOp>(b.getF64FloatAttr(-8.0)), ratio);
-      slopeValue = b.create<arith::TruncFOp>(
-          e.f32, b.create<math::Exp2Op>(power));
-    }
-    slope = b.create<arith::MulFOp>(slopeValue, e.f32Constant(log2e));
+    slopes = alloca(group);
+    e.loop(e.index(0), group, 1, [&](Value g) {
+      Value head = e.add(e.mul(kvHead, group), g);
+      Value slope;
+      if (Value given = buf.alibiSlopes.data) {
+        slope = e.loadF32(given, head);
+      } else {
+        // Standard slopes: n = 2^floor(log2 Hq); head h < n gets
+        // 2^(-8(h+1)/n), the others every other slope of the 2n list:
+        // 2^(-8(2(h-n)+1)/(2n)).
+        Type i64 = b.getI64Type();
+        Value hq = b.create<arith::IndexCastOp>(i64, Hq);
+        Value leading = b.create<math::CountLeadingZerosOp>(hq);
+        Value one = b.create<arith::ConstantIntOp>(1, 64);
+        Value two = b.create<arith::ConstantIntOp>(2, 64);
+        Value n = b.create<arith::ShLIOp>(
+            one, b.create<arith::SubIOp>(
+                     b.create<arith::ConstantIntOp>(63, 64), leading));
+        Value h = b.create<arith::IndexCastOp>(i64, head);
+        Value inFirst =
+            b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, h, n);
+        Value numerator = b.create<arith::SelectOp>(
+            inFirst, b.create<arith::AddIOp>(h, one),
+            b.create<arith::AddIOp>(
+                b.create<arith::MulIOp>(two, b.create<arith::SubIOp>(h, n)),
+                one));
+        Value denominator = b.create<arith::SelectOp>(
+            inFirst, n, b.create<arith::MulIOp>(two, n));
+        Value ratio = b.create<arith::DivFOp>(
+            b.create<arith::SIToFPOp>(b.getF64Type(), numerator),
+            b.create<arith::SIToFPOp>(b.getF64Type(), denominator));
+        Value power = b.create<arith::MulFOp>(
+            b.create<arith::ConstantOp>(b.getF64FloatAttr(-8.0)), ratio);
+        slope = b.create<arith::TruncFOp>(e.f32,
+                                          b.create<math::Exp2Op>(power));
+      }
+      b.create<memref::StoreOp>(
+          b.create<arith::MulFOp>(slope, e.f32Constant(log2e)), slopes, g);
+    });
   }
   if (score == attn::ScoreKind::additive) {
     // va · factor once, so the per-key sum comes out in log2 units.
@@ -485,7 +514,9 @@ void AttentionTaskBuilder::packRaw(Value into, double factor) {
   Value scale = e.f32Constant(factor);
   e.loop(e.index(0), e.index(BQ), 1, [&](Value i) {
     Value inside = e.lt(i, nq);
-    Value row = rowOffset(qRows, e.min(e.add(q0, i), e.sub(S, e.index(1))));
+    // Padding rows read the tile's last row (then zeroed).
+    auto [head, query] = headAndQuery(e.min(i, e.sub(nq, e.index(1))));
+    Value row = queryOffset(head, query, Dk);
     e.loop(e.index(0), Dk, 1, [&](Value d) {
       Value x = b.create<arith::MulFOp>(e.loadF32(buf.query.data, e.add(row, d)),
                                         scale);
@@ -573,8 +604,6 @@ void AttentionTaskBuilder::keyTile(Value j0, Value nk, Value lastKey) {
     dotScores(j0, nk);
   // Causal and window masks cut only the tiles that straddle a diagonal.
   Value needMask = e.b.create<arith::ConstantIntOp>(0, 1);
-  Value firstQuery = e.add(q0, offset);
-  Value lastQuery = e.add(firstQuery, e.sub(nq, e.index(1)));
   auto orWith = [&](Value condition) {
     needMask = e.b.create<arith::OrIOp>(needMask, condition);
   };
@@ -690,7 +719,6 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
   // Lanes of real queries (the padding lanes past nq must not be read).
   Value laneCount = e.sub(nq, lane0);
   Value lanes = b.create<vector::CreateMaskOp>(i1Vec, laneCount);
-  Value query0 = e.add(q0, lane0);
   SmallVector<int32_t> laneNumbers(W);
   std::iota(laneNumbers.begin(), laneNumbers.end(), 0);
   Value iota = b.create<arith::ConstantOp>(
@@ -701,8 +729,22 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
   auto splatI32 = [&](Value scalar) {
     return b.create<vector::BroadcastOp>(i32Vec, toI32(scalar));
   };
-  // Offsets of (b, h, query0 + lane, key) in a tensor broadcast to
-  // [B, Hq, S, T]: a scalar base plus lane · (stride of S).
+  // Each lane's row: group member g (query head kvHead·G + g) and query i.
+  Value laneRows =
+      b.create<arith::AddIOp>(splatI32(e.add(r0, lane0)), iota);
+  Value laneMembers = b.create<arith::DivUIOp>(laneRows, splatI32(S));
+  Value laneQueries = b.create<arith::RemUIOp>(laneRows, splatI32(S));
+  auto i64Vec = VectorType::get({W}, b.getI64Type());
+  auto splatI64 = [&](Value index) {
+    return b.create<vector::BroadcastOp>(
+        i64Vec, b.create<arith::IndexCastOp>(b.getI64Type(), index));
+  };
+  Value laneHeads64 = b.create<arith::AddIOp>(
+      splatI64(e.mul(kvHead, group)),
+      b.create<arith::ExtUIOp>(i64Vec, laneMembers));
+  Value laneQueries64 = b.create<arith::ExtUIOp>(i64Vec, laneQueries);
+  // Offsets of (b, lane's head, lane's query, key) in a tensor broadcast to
+  // [B, Hq, S, T]: a scalar base plus per-lane 64-bit offsets.
   auto broadcastOffsets = [&](const AttentionBuffers::Buffer &buffer)
       -> std::pair<Value, Value> {
     SmallVector<Value> full = {B, Hq, S, T};
@@ -717,10 +759,10 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
       strides[target] = b.create<arith::SelectOp>(isOne, e.index(0), stride);
       stride = e.mul(stride, size);
     }
-    Value base = e.add(e.add(e.mul(batch, strides[0]), e.mul(head, strides[1])),
-                       e.add(e.mul(query0, strides[2]), e.mul(key, strides[3])));
-    Value laneOffsets =
-        b.create<arith::MulIOp>(iota, splatI32(strides[2]));
+    Value base = e.add(e.mul(batch, strides[0]), e.mul(key, strides[3]));
+    Value laneOffsets = b.create<arith::AddIOp>(
+        b.create<arith::MulIOp>(laneHeads64, splatI64(strides[1])),
+        b.create<arith::MulIOp>(laneQueries64, splatI64(strides[2])));
     return {base, laneOffsets};
   };
   auto gather = [&](const AttentionBuffers::Buffer &buffer) {
@@ -744,15 +786,17 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
     s = e.fma(values, e.constant(log2e, vec), s);
   }
   Value position; // i' - j per lane.
-  if (slope || positionMasks)
+  if (slopes || positionMasks)
     position = b.create<arith::SubIOp>(
-        b.create<arith::AddIOp>(iota, splatI32(e.add(query0, offset))),
+        b.create<arith::AddIOp>(laneQueries, splatI32(offset)),
         splatI32(key));
-  if (slope) {
+  if (slopes) {
     Value distance = b.create<math::AbsIOp>(position);
     Value penalty = b.create<arith::SIToFPOp>(vec, distance);
-    Value negSlope = e.broadcast(b.create<arith::NegFOp>(slope), W);
-    s = e.fma(penalty, negSlope, s);
+    Value laneSlopes = b.create<vector::GatherOp>(
+        vec, slopes, ValueRange{e.index(0)}, laneMembers, lanes,
+        e.constant(0.0, vec));
+    s = e.fma(penalty, b.create<arith::NegFOp>(laneSlopes), s);
   }
   Value keep;
   auto keepAlso = [&](Value condition) {
@@ -805,7 +849,7 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
                                        Value needPositionMask) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
-  bool transforms = softcapScale || slope || keyScale || !buf.biases.empty() ||
+  bool transforms = softcapScale || slopes || keyScale || !buf.biases.empty() ||
                     !buf.masks.empty();
   bool positionMasks = op.getCausal() || op.getWindow();
   e.loop(e.index(0), liveQueries, W, [&](Value i) {
@@ -953,8 +997,8 @@ void AttentionTaskBuilder::finish() {
         hasKeys, b.create<arith::DivFOp>(e.f32Constant(1.0), sum),
         e.f32Constant(0.0));
     Value scale = e.broadcast(inverse, W);
-    Value query = e.add(q0, i);
-    Value outRow = rowOffset(oRows, query);
+    auto [head, query] = headAndQuery(i);
+    Value outRow = queryOffset(head, query, Dv);
     e.loop(e.index(0), Dv, W, [&](Value d) {
       Value remaining = e.sub(Dv, d);
       Value count = nullptr;
@@ -987,10 +1031,13 @@ Value attentionTaskCount(OpBuilder &builder, Location loc, AttentionOp op,
                          const AttentionTiling &tiling) {
   Emitter e(builder, loc);
   bool bhsd = op.getLayout() == attn::Layout::bhsd;
-  const auto &q = buffers.query.sizes;
-  Value heads = bhsd ? q[1] : q[2];
+  const auto &q = buffers.query.sizes, &k = buffers.key.sizes;
+  Value queryHeads = bhsd ? q[1] : q[2], kvHeads = bhsd ? k[1] : k[2];
   Value length = bhsd ? q[2] : q[1];
-  return e.mul(e.mul(q[0], heads), e.ceilDiv(length, tiling.queryTile));
+  // B · Hkv · ceil(G·S / query tile): a tile holds rows of the G query heads
+  // that share a kv head.
+  Value rows = e.mul(e.div(queryHeads, kvHeads), length);
+  return e.mul(e.mul(q[0], kvHeads), e.ceilDiv(rows, tiling.queryTile));
 }
 
 void emitAttentionTask(OpBuilder &builder, Location loc, AttentionOp op,

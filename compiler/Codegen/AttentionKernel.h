@@ -1,8 +1,9 @@
 //===- AttentionKernel.h - attn.attention as a tiled CPU task ---*- C++ -*-===//
 //
-// The body of one task of a fused attention: one batch b, one query head h,
-// one tile of queries, online softmax over tiles of keys, never holding more
-// than a key tile of scores (docs/design/cpu-backend.md). The register
+// The body of one task of a fused attention: one batch b, one kv head, one
+// tile of rows (query head, query) of the query heads sharing that kv head,
+// online softmax over tiles of keys, never holding more than a key tile of
+// scores (docs/design/cpu-backend.md). The register
 // blocking follows ../shared/notes/cpu-codegen.md: queries in vector lanes,
 // Q packed transposed and prescaled by scale·log2(e), scores stored
 // [key][query] so the running max and sum are plain vectors, exp2 inline.
@@ -43,7 +44,8 @@ struct AttentionTiling {
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 
-/// The number of tasks: B · Hq · ceil(S / query tile).
+/// The number of tasks: B · Hkv · ceil(G · S / query tile), G = Hq / Hkv
+/// (`buffers` needs only the query's and the key's sizes).
 mlir::Value attentionTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                                mlir::attn::AttentionOp op,
                                const AttentionBuffers &buffers,

@@ -394,6 +394,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
     AttentionBuffers shapes;
     shapes.query.sizes = buffers.at(attention.getQuery()).sizes;
+    shapes.key.sizes = buffers.at(attention.getKey()).sizes;
     count = attentionTaskCount(builder, loc, attention, shapes, tiling);
   }
   func::FuncOp task = buildTask(op, layout);
