@@ -318,7 +318,7 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
     }
     for (Value result : op->getResults())
       results.push_back(memref(cast<RankedTensorType>(result.getType())));
-    emitPrimitive(builder, opLoc, op, operands, results);
+    emitPrimitive(builder, opLoc, op, operands, results, taskIndex);
   }
   // Wherever the emitters left the builder, the task ends here.
   builder.setInsertionPointToEnd(body);
@@ -390,12 +390,14 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   for (Value value : indexOperands)
     builder.create<LLVM::StoreOp>(loc, i64(value), word(closure, slot++));
 
-  Value count = indexConstant(1);
+  Value count;
   if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
     AttentionBuffers shapes;
     shapes.query.sizes = buffers.at(attention.getQuery()).sizes;
     shapes.key.sizes = buffers.at(attention.getKey()).sizes;
     count = attentionTaskCount(builder, loc, attention, shapes, tiling);
+  } else {
+    count = primitiveTaskCount(builder, loc, op, operandSizes);
   }
   func::FuncOp task = buildTask(op, layout);
   Value function = builder.create<func::ConstantOp>(

@@ -791,8 +791,12 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   run();
 }
 
+/// Rows of x one task of a `linear` computes: the unit the projections of a
+/// whole block are spread over threads by.
+constexpr int64_t kLinearRowsPerTask = 64;
+
 void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
-                Value bias, Value result) {
+                Value bias, Value result, Value taskIndex) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   // x [..., K] is a matrix [M, K] with M the product of the leading dims.
@@ -802,16 +806,28 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   Value rows = e.product(x);
   Value input2 = e.view(input, {rows, depth}),
         result2 = e.view(result, {rows, w[0]});
+  // A task's rows: [first, first + count).
+  Value first = e.index(0), count = rows;
+  if (taskIndex) {
+    first = e.b.create<arith::MulIOp>(e.loc, taskIndex,
+                                      e.index(kLinearRowsPerTask));
+    count = e.b.create<arith::MinSIOp>(
+        e.loc, e.index(kLinearRowsPerTask),
+        e.b.create<arith::SubIOp>(e.loc, rows, first));
+  }
+  auto row = [&](Value i) {
+    return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
+  };
   Gemm gemm;
-  gemm.rows = rows;
+  gemm.rows = count;
   gemm.cols = w[0];
   gemm.depth = depth;
-  gemm.a = [&](Value i, Value k) { return e.load(input2, {i, k}); };
+  gemm.a = [&](Value i, Value k) { return e.load(input2, {row(i), k}); };
   gemm.b = [&](Value k, Value j) { return e.load(weight, {j, k}); };
   gemm.store = [&](Value i, Value j, Value sum) {
     if (bias)
       sum = e.b.create<arith::AddFOp>(e.loc, sum, e.load(bias, {j}));
-    e.store(sum, result2, {i, j});
+    e.store(sum, result2, {row(i), j});
   };
   emitDotGemm(e, gemm);
 }
@@ -860,9 +876,23 @@ resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
   return results;
 }
 
+mlir::Value
+primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::Operation *op,
+                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands) {
+  Emitter e(builder, loc);
+  if (!isa<attn::LinearOp>(op))
+    return e.index(1);
+  // ceil(M / rows per task), M the product of x's leading dims.
+  ArrayRef<Value> x = operands[0];
+  Value rows = e.product(x.drop_back());
+  return builder.create<arith::CeilDivUIOp>(loc, rows,
+                                            e.index(kLinearRowsPerTask));
+}
+
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
-                   mlir::ValueRange results) {
+                   mlir::ValueRange results, mlir::Value taskIndex) {
   builder.getContext()
       ->loadDialect<arith::ArithDialect, math::MathDialect,
                     memref::MemRefDialect, scf::SCFDialect,
@@ -884,7 +914,8 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
     return emitMatmul(e, matmul, operands[0], operands[1], result);
   if (auto linear = dyn_cast<attn::LinearOp>(op))
     return emitLinear(e, linear, operands[0], operands[1],
-                      linear.getBias() ? operands[2] : Value(), result);
+                      linear.getBias() ? operands[2] : Value(), result,
+                      taskIndex);
   if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
     return emitBinary(e, op, operands[0], operands[1], result);
   if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp>(

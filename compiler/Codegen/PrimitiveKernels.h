@@ -32,14 +32,22 @@ llvm::SmallVector<llvm::SmallVector<mlir::Value>>
 resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
             llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands);
 
+/// How many tasks emitPrimitive splits `op` into (an index value; 1 for
+/// most ops, row blocks for `linear`). `operands` as for resultSizes().
+mlir::Value
+primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::Operation *op,
+                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands);
+
 /// Emits, at the builder's insertion point, the computation of `op` (an attn
 /// primitive, not attn.attention) from `operands` into `results`.
 /// `operands` holds, per operand of `op`, its buffer (tensor operands) or the
 /// mapped index value (index operands); `results` one buffer per result,
-/// already allocated with resultSizes().
+/// already allocated with resultSizes(). With `taskIndex`, only that task's
+/// share (of primitiveTaskCount()) is computed; without, the whole op.
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
-                   mlir::ValueRange results);
+                   mlir::ValueRange results, mlir::Value taskIndex = nullptr);
 
 } // namespace attnc
 
