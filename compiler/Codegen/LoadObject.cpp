@@ -43,9 +43,20 @@ void *LoadedObject::symbol(const std::string &name) const {
 }
 
 std::unique_ptr<LoadedObject> LoadedObject::load(const std::string &object) {
+  return link(object, /*isArchive=*/false);
+}
+
+std::unique_ptr<LoadedObject>
+LoadedObject::loadArchive(const std::string &archive) {
+  return link(archive, /*isArchive=*/true);
+}
+
+std::unique_ptr<LoadedObject> LoadedObject::link(const std::string &object,
+                                                 bool isArchive) {
   TemporaryFile objectFile, libraryFile;
   int fd;
-  if (llvm::sys::fs::createTemporaryFile("attnc-kernel", "o", fd,
+  if (llvm::sys::fs::createTemporaryFile("attnc-kernel", isArchive ? "a" : "o",
+                                         fd,
                                          objectFile.path) ||
       llvm::sys::fs::createTemporaryFile("attnc-kernel", "so",
                                          libraryFile.path))
@@ -56,7 +67,17 @@ std::unique_ptr<LoadedObject> LoadedObject::load(const std::string &object) {
   }
   std::string program = linker();
   llvm::SmallVector<llvm::StringRef> args{program, "-shared", "-o",
-                                          libraryFile.path, objectFile.path};
+                                          libraryFile.path};
+  if (isArchive) {
+    // Every member: nothing in the library references NAME_kernel. Halide's
+    // runtime symbols are weak and exported; -Bsymbolic keeps the kernel's
+    // calls on its own copy rather than any other Halide in this process.
+    args.append({"-Wl,--whole-archive", objectFile.path,
+                 "-Wl,--no-whole-archive", "-Wl,-Bsymbolic", "-lpthread",
+                 "-ldl"});
+  } else {
+    args.push_back(objectFile.path);
+  }
   std::string message;
   if (llvm::sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0,
                                 &message) != 0)

@@ -26,8 +26,13 @@ public:
   /// Links `object` (ELF bytes) into a shared library and loads it. Throws
   /// std::runtime_error naming what failed (no clang-19, a link error).
   static std::unique_ptr<LoadedObject> load(const std::string &object);
+  /// The same for a static library (the Halide backend's NAME.a): all of its
+  /// members are linked in.
+  static std::unique_ptr<LoadedObject> loadArchive(const std::string &archive);
 
 private:
+  static std::unique_ptr<LoadedObject> link(const std::string &bytes,
+                                            bool isArchive);
   explicit LoadedObject(void *handle) : handle(handle) {}
   void *handle;
 };

@@ -14,6 +14,8 @@
 namespace attnc {
 
 CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
+  if (options.backend == "halide")
+    return compileGraphHalide(graph, options);
   CompiledGraph result;
   result.target = cpuTarget(options.target);
   result.schedule = options.schedulePath.empty()

@@ -17,6 +17,7 @@
 namespace attnc {
 
 struct CompileOptions {
+  std::string backend = "mlir"; ///< "mlir" or "halide".
   std::string target = "host";
   std::string schedulePath; ///< Empty: the target class's default.
   bool emitMlir = false, emitLlvm = false;
@@ -25,15 +26,22 @@ struct CompileOptions {
 struct CompiledGraph {
   CpuTarget target;
   AttentionSchedule schedule;
-  std::string object;   ///< NAME.o
+  std::string object;   ///< NAME.o, or NAME.a for the halide backend.
+  bool isArchive = false; ///< `object` is a static library (NAME.a).
   std::string header;   ///< NAME.h
   std::string manifest; ///< NAME.json
   std::string mlir;     ///< The kernels before lowering, when asked for.
   std::string llvm;     ///< The optimised LLVM IR, when asked for.
 };
 
-/// Throws UserError for a bad --target or --schedule.
+/// Throws UserError for a bad --target or --schedule, and (halide) for what
+/// the backend cannot compile.
 CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options);
+
+/// The halide backend (compileGraph dispatches to it): NAME.a holding
+/// Halide's pipeline and runtime, NAME_entry and NAME_kernel.
+CompiledGraph compileGraphHalide(const Graph &graph,
+                                 const CompileOptions &options);
 
 } // namespace attnc
 

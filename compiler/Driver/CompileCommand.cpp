@@ -92,17 +92,15 @@ int compileCommand() {
   if (!options::outputFiles.getNumOccurrences() || options::outputFiles.empty())
     throw UserError("attnc compile: needs -o DIR, the directory for NAME.o, "
                     "NAME.h and NAME.json");
-  if (options::backend == "halide")
-    throw UserError("--backend halide: this build of attnc has no halide "
-                    "backend yet; use --backend mlir");
-  if (options::backend != "mlir")
+  if (options::backend != "mlir" && options::backend != "halide")
     throw UserError("--backend " + options::backend +
                     ": unknown backend; allowed: mlir, halide");
   CompileOptions settings = compileOptions();
+  settings.backend = options::backend;
   Graph graph = loadGraph(options::graph);
   CompiledGraph compiled = compileGraph(graph, settings);
   std::vector<std::pair<std::string, std::string>> files = {
-      {graph.name + ".o", compiled.object},
+      {graph.name + (compiled.isArchive ? ".a" : ".o"), compiled.object},
       {graph.name + ".h", compiled.header},
       {graph.name + ".json", compiled.manifest}};
   if (settings.emitMlir)

@@ -185,7 +185,9 @@ class LoadedKernel {
 public:
   LoadedKernel(const Graph &graph, const CompiledGraph &compiled,
                size_t threads)
-      : graph(graph), object(LoadedObject::load(compiled.object)) {
+      : graph(graph),
+        object(compiled.isArchive ? LoadedObject::loadArchive(compiled.object)
+                                  : LoadedObject::load(compiled.object)) {
     kernel = static_cast<const attnrt_kernel *>(
         object->symbol(graph.name + "_kernel"));
     if (!kernel)
@@ -257,18 +259,16 @@ int referenceCommand() {
 
 int runCommand() {
   const std::string &backend = options::backend;
-  if (backend == "halide")
-    throw UserError("--backend halide: this build of attnc has no halide "
-                    "backend yet; use --backend mlir or reference");
-  if (backend != "reference" && backend != "mlir")
+  if (backend != "reference" && backend != "mlir" && backend != "halide")
     throw UserError("--backend " + backend +
                     ": unknown backend; allowed: mlir, reference, halide");
-  bool compiled = backend == "mlir";
+  bool compiled = backend != "reference";
   uint64_t threads = options::integer(options::threads, 0);
   uint64_t repeat = options::integer(options::repeat, 0);
   uint64_t seed = options::integer(options::seed, 0);
   std::string directory = outputDirectory();
   CompileOptions settings;
+  settings.backend = backend;
   settings.target = options::target;
   settings.schedulePath = options::schedule;
 

@@ -97,6 +97,22 @@ def schedule_for(kind, target_class):
     return s
 
 
+def halide_schedule_for(kind, target_class):
+    """The Halide backend's counterpart of schedule_for: `small` tiles or `odd`
+    ones that divide nothing evenly."""
+    lanes = LANES[target_class]
+    if kind == "small":
+        s = {"task_queries": 16, "query_tile": 8, "vector_width": 4,
+             "score_block": [1, 2], "pv_block": [2, 1]}
+    else:
+        vw = min(8, lanes)
+        s = {"task_queries": 3 * 3 * vw, "query_tile": 3 * vw, "vector_width": vw,
+             "score_block": [1, 3], "pv_block": [3, 1]}
+    s.update({"attnc_halide_schedule": 1, "target_class": target_class,
+              "measured": "test schedule of tests/codegen/matrix.py"})
+    return s
+
+
 def host_target_class(attnc, workdir):
     """The target class `--target host` resolves to, from a compiled manifest."""
     g = {"attnc": 1, "name": "probe",
@@ -454,9 +470,10 @@ def run_case(case, attnc, workdir, backend, host_class):
         cmd += ["--target", target]
     if case.axes["schedule"] != "default":
         spath = os.path.join(d, "schedule.json")
+        make = halide_schedule_for if backend == "halide" else schedule_for
         with open(spath, "w") as f:
-            json.dump(schedule_for(case.axes["schedule"],
-                                   host_class if target == "host" else target), f, indent=1)
+            json.dump(make(case.axes["schedule"],
+                           host_class if target == "host" else target), f, indent=1)
         cmd += ["--schedule", spath]
     for n, val in case.dim_args.items():
         cmd += ["--dim", "%s=%d" % (n, val)]
@@ -637,7 +654,8 @@ def main():
         os.makedirs(workdir, exist_ok=True)
     else:
         workdir = tempfile.mkdtemp(prefix="attnc_matrix_")
-    host_class = host_target_class(attnc, workdir) if a.backend == "mlir" else "x86-64"
+    host_class = host_target_class(attnc, workdir) if a.backend in ("mlir", "halide") \
+        else "x86-64"
     if host_class is None:
         print("note: `attnc compile` of a probe graph failed; assuming the host is x86-64-avx2")
         host_class = "x86-64-avx2"

@@ -1,0 +1,275 @@
+//===- HalideEntry.cpp - NAME_entry for a Halide pipeline -----------------===//
+
+#include "Codegen/HalideEntry.h"
+#include "Codegen/EmitObject.h"
+#include "Codegen/KernelDescriptor.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ArchiveWriter.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <stdexcept>
+
+namespace attnc {
+
+namespace {
+
+/// halide_type_t {code, bits, lanes} of an attnrt dtype (bool as uint8).
+std::array<int, 3> halideType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return {2, 32, 1};
+  case DType::F16:
+    return {2, 16, 1};
+  case DType::BF16:
+    return {4, 16, 1};
+  case DType::I32:
+    return {0, 32, 1};
+  case DType::Bool:
+    return {1, 8, 1};
+  }
+  return {2, 32, 1};
+}
+
+class EntryBuilder {
+public:
+  EntryBuilder(llvm::Module &module, const Graph &graph,
+               const HalideEntrySpec &spec)
+      : module(module), graph(graph), spec(spec), context(module.getContext()),
+        i8(llvm::Type::getInt8Ty(context)),
+        i16(llvm::Type::getInt16Ty(context)),
+        i32(llvm::Type::getInt32Ty(context)),
+        i64(llvm::Type::getInt64Ty(context)),
+        ptr(llvm::PointerType::get(context, 0)) {
+    dimType = llvm::StructType::get(context, {i32, i32, i32, i32});
+    bufferType = llvm::StructType::get(
+        context, {i64, ptr, ptr, i64, i8, i8, i16, i32, ptr, ptr});
+    closureType = llvm::StructType::get(context, {ptr, ptr, i32});
+  }
+  void build();
+
+private:
+  llvm::Module &module;
+  const Graph &graph;
+  const HalideEntrySpec &spec;
+  llvm::LLVMContext &context;
+  llvm::Type *i8, *i16, *i32, *i64, *ptr;
+  llvm::StructType *dimType, *bufferType, *closureType;
+
+  /// A size as i64: a constant, or dims[k] for run-time size k.
+  llvm::Value *size(llvm::IRBuilder<> &b, llvm::Value *dims, const Dim &dim) {
+    if (dim.isFixed())
+      return b.getInt64(dim.size);
+    std::vector<std::string> names = graph.runtimeDims();
+    size_t k = std::find(names.begin(), names.end(), dim.symbol) -
+               names.begin();
+    return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
+  }
+  llvm::Function *buildTask();
+};
+
+llvm::Function *EntryBuilder::buildTask() {
+  auto *taskType = llvm::FunctionType::get(
+      llvm::Type::getVoidTy(context), {ptr, i64}, false);
+  auto *task = llvm::Function::Create(taskType,
+                                      llvm::GlobalValue::InternalLinkage,
+                                      graph.name + "_halide_task", module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", task));
+  llvm::Value *closure = task->getArg(0), *index = task->getArg(1);
+  llvm::Value *dims = b.CreateLoad(ptr, b.CreateStructGEP(closureType,
+                                                          closure, 0));
+  llvm::Value *buffers = b.CreateLoad(
+      ptr, b.CreateStructGEP(closureType, closure, 1));
+
+  // index = (batch · heads + head) · tiles + tile.
+  llvm::Value *heads = size(b, dims, spec.heads);
+  llvm::Value *queries = size(b, dims, spec.queries);
+  llvm::Value *tileSize = b.getInt64(spec.taskQueries);
+  llvm::Value *tiles = b.CreateUDiv(
+      b.CreateAdd(queries, b.getInt64(spec.taskQueries - 1)), tileSize);
+  llvm::Value *tile = b.CreateURem(index, tiles);
+  llvm::Value *rest = b.CreateUDiv(index, tiles);
+  llvm::Value *head = b.CreateURem(rest, heads);
+  llvm::Value *batch = b.CreateUDiv(rest, heads);
+  llvm::Value *first = b.CreateMul(tile, tileSize);
+  llvm::Value *count = b.CreateSub(queries, first);
+  count = b.CreateSelect(b.CreateICmpULT(count, tileSize), count, tileSize);
+
+  std::vector<llvm::Value *> arguments;
+  for (const HalideEntryArgument &argument : spec.arguments) {
+    int rank = int(argument.shape.size());
+    llvm::Value *dimArray =
+        b.CreateAlloca(llvm::ArrayType::get(dimType, std::max(rank, 1)));
+    llvm::Value *data = b.CreateLoad(
+        ptr, b.CreateConstGEP1_64(ptr, buffers, argument.buffer));
+    // Halide's dim n is graph dim rank - 1 - n; dense C order.
+    llvm::Value *stride = b.getInt64(1), *offset = b.getInt64(0);
+    for (int n = 0; n < rank; ++n) {
+      int graphDim = rank - 1 - n;
+      llvm::Value *extent = size(b, dims, argument.shape[graphDim]);
+      llvm::Value *min = b.getInt64(0);
+      if (graphDim == argument.batchDim)
+        min = batch, extent = b.getInt64(1);
+      else if (graphDim == argument.headDim)
+        min = head, extent = b.getInt64(1);
+      else if (graphDim == argument.queryDim)
+        min = first, extent = count;
+      offset = b.CreateAdd(offset, b.CreateMul(min, stride));
+      llvm::Value *fields[] = {b.CreateTrunc(min, i32),
+                               b.CreateTrunc(extent, i32),
+                               b.CreateTrunc(stride, i32), b.getInt32(0)};
+      for (int field = 0; field < 4; ++field)
+        b.CreateStore(fields[field],
+                      b.CreateInBoundsGEP(llvm::ArrayType::get(
+                                              dimType, std::max(rank, 1)),
+                                          dimArray,
+                                          {b.getInt32(0), b.getInt32(n),
+                                           b.getInt32(field)}));
+      stride = b.CreateMul(stride, size(b, dims, argument.shape[graphDim]));
+    }
+    std::array<int, 3> type = halideType(argument.dtype);
+    // host is the address of the element at the mins.
+    llvm::Value *host = b.CreateGEP(
+        i8, data, b.CreateMul(offset, b.getInt64(type[1] / 8)));
+    llvm::Value *buffer = b.CreateAlloca(bufferType);
+    llvm::Value *values[] = {b.getInt64(0),
+                             llvm::ConstantPointerNull::get(
+                                 llvm::PointerType::get(context, 0)),
+                             host,
+                             b.getInt64(0),
+                             b.getInt8(type[0]),
+                             b.getInt8(type[1]),
+                             b.getInt16(type[2]),
+                             b.getInt32(rank),
+                             dimArray,
+                             llvm::ConstantPointerNull::get(
+                                 llvm::PointerType::get(context, 0))};
+    for (unsigned field = 0; field < 10; ++field)
+      b.CreateStore(values[field],
+                    b.CreateStructGEP(bufferType, buffer, field));
+    arguments.push_back(buffer);
+  }
+  std::vector<llvm::Type *> types(arguments.size(), ptr);
+  llvm::FunctionCallee pipeline = module.getOrInsertFunction(
+      spec.function, llvm::FunctionType::get(i32, types, false));
+  llvm::Value *result = b.CreateCall(pipeline, arguments);
+  // Halide's error codes are negative; out of memory is -3.
+  llvm::Value *status = b.CreateSelect(
+      b.CreateICmpEQ(result, b.getInt32(-3)), b.getInt32(5), b.getInt32(8));
+  llvm::BasicBlock *failed = llvm::BasicBlock::Create(context, "failed", task);
+  llvm::BasicBlock *done = llvm::BasicBlock::Create(context, "done", task);
+  b.CreateCondBr(b.CreateICmpNE(result, b.getInt32(0)), failed, done);
+  b.SetInsertPoint(failed);
+  b.CreateStore(status, b.CreateStructGEP(closureType, closure, 2));
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+  b.CreateRetVoid();
+  return task;
+}
+
+void EntryBuilder::build() {
+  llvm::Function *task = buildTask();
+  auto *entryType = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
+  auto *entry = llvm::Function::Create(entryType,
+                                       llvm::GlobalValue::ExternalLinkage,
+                                       graph.name + "_entry", module);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", entry));
+  // Halide's default error handler prints and aborts; a kernel must return
+  // a status instead. The handler is process-wide (Halide's runtime symbols
+  // are shared by every Halide pipeline in the process): this one ignores
+  // the message, and the failing call's status says ATTNRT_INTERNAL or
+  // ATTNRT_OUT_OF_MEMORY.
+  auto *handlerType = llvm::FunctionType::get(
+      llvm::Type::getVoidTy(context), {ptr, ptr}, false);
+  auto *handler = llvm::Function::Create(
+      handlerType, llvm::GlobalValue::InternalLinkage,
+      graph.name + "_halide_error", module);
+  llvm::IRBuilder<>(llvm::BasicBlock::Create(context, "entry", handler))
+      .CreateRetVoid();
+  b.CreateCall(module.getOrInsertFunction(
+                   "halide_set_error_handler",
+                   llvm::FunctionType::get(ptr, {ptr}, false)),
+               {handler});
+  llvm::Value *dims = entry->getArg(1);
+  llvm::Value *closure = b.CreateAlloca(closureType);
+  b.CreateStore(dims, b.CreateStructGEP(closureType, closure, 0));
+  b.CreateStore(entry->getArg(2), b.CreateStructGEP(closureType, closure, 1));
+  b.CreateStore(b.getInt32(0), b.CreateStructGEP(closureType, closure, 2));
+  llvm::Value *queries = size(b, dims, spec.queries);
+  llvm::Value *tiles =
+      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(spec.taskQueries - 1)),
+                   b.getInt64(spec.taskQueries));
+  llvm::Value *count = b.CreateMul(
+      b.CreateMul(size(b, dims, spec.batch), size(b, dims, spec.heads)),
+      tiles);
+  llvm::FunctionCallee parallelFor = module.getOrInsertFunction(
+      "attnrt_parallel_for",
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context),
+                              {ptr, i64, ptr, ptr}, false));
+  b.CreateCall(parallelFor, {entry->getArg(0), count, task, closure});
+  // Tasks that fail store their status; any one is reported.
+  b.CreateRet(b.CreateLoad(i32, b.CreateStructGEP(closureType, closure, 2)));
+}
+
+} // namespace
+
+std::string emitHalideEntry(const Graph &graph, const HalideEntrySpec &spec,
+                            const CpuTarget &target,
+                            const std::string &manifest) {
+  // An empty MLIR module: emitObject's translation, optimisation and object
+  // emission then apply to what `extend` adds.
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+  return emitObject(*module, target, nullptr, [&](llvm::Module &llvmModule) {
+    EntryBuilder(llvmModule, graph, spec).build();
+    addKernelDescriptor(llvmModule, graph, target.name, manifest);
+  });
+}
+
+} // namespace attnc
+
+namespace attnc {
+
+std::string appendToArchive(const std::string &archive,
+                            const std::string &member,
+                            const std::string &object) {
+  auto fail = [](llvm::Error error) {
+    throw std::logic_error("cannot add to Halide's static library: " +
+                           llvm::toString(std::move(error)));
+  };
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      llvm::MemoryBuffer::getMemBuffer(archive, "halide.a", false);
+  llvm::Expected<std::unique_ptr<llvm::object::Archive>> parsed =
+      llvm::object::Archive::create(input->getMemBufferRef());
+  if (!parsed)
+    fail(parsed.takeError());
+  std::vector<llvm::NewArchiveMember> members;
+  llvm::Error error = llvm::Error::success();
+  for (const llvm::object::Archive::Child &child : (*parsed)->children(error)) {
+    llvm::Expected<llvm::NewArchiveMember> copy =
+        llvm::NewArchiveMember::getOldMember(child, /*Deterministic=*/true);
+    if (!copy)
+      fail(copy.takeError());
+    members.push_back(std::move(*copy));
+  }
+  if (error)
+    fail(std::move(error));
+  std::unique_ptr<llvm::MemoryBuffer> added =
+      llvm::MemoryBuffer::getMemBuffer(object, member, false);
+  members.emplace_back(added->getMemBufferRef());
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> written =
+      llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
+                                 llvm::object::Archive::K_GNU,
+                                 /*Deterministic=*/true, /*Thin=*/false);
+  if (!written)
+    fail(written.takeError());
+  return std::string((*written)->getBuffer());
+}
+
+} // namespace attnc

@@ -1,0 +1,126 @@
+//===- CompileHalide.cpp - A graph through the Halide backend -------------===//
+//
+// graph → attn IR → fusion → KernelPlan → Halide pipeline (compiler/Halide)
+// → NAME.a, plus NAME_entry and NAME_kernel (compiler/Codegen/HalideEntry)
+// so that the result follows the same attnrt ABI as the MLIR backend's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Codegen/HalideEntry.h"
+#include "Codegen/KernelInterface.h"
+#include "Driver/Compile.h"
+#include "Halide/HalideBackend.h"
+#include "Import/KernelPlan.h"
+#include "Support/Error.h"
+
+#include <nlohmann/json.hpp>
+
+namespace attnc {
+
+namespace {
+
+std::string targetClassOf(const CpuTarget &target) {
+  if (target.name != "host")
+    return target.name;
+  return target.vectorBits >= 512   ? "x86-64-avx512"
+         : target.vectorBits >= 256 ? "x86-64-avx2"
+                                    : "x86-64";
+}
+
+HalideSchedule scheduleFor(const CompileOptions &options,
+                           const std::string &targetClass) {
+  const std::string &path = options.schedulePath;
+  if (path.empty())
+    return defaultHalideSchedule(targetClass);
+  if (path.rfind("auto:", 0) == 0)
+    throw UserError("--schedule " + path +
+                    ": the halide backend has no autoscheduler support yet; "
+                    "give a schedules/halide-style JSON file or none");
+  return loadHalideSchedule(path, targetClass);
+}
+
+/// The one fused attention the graph must have become.
+const PlannedKernel &attentionKernel(const KernelPlan &plan) {
+  const PlannedKernel *found = nullptr;
+  for (const PlannedKernel &kernel : plan.kernels) {
+    if (kernel.op != "attention")
+      throw UserError(plan.graphFile + ": " +
+                      (kernel.pointer.empty() ? "" : kernel.pointer + ": ") +
+                      "node \"" + kernel.name + "\": op " + kernel.op +
+                      " is left after fusion, and the halide backend "
+                      "compiles only fused attention so far; use --backend "
+                      "mlir");
+    if (found)
+      throw UserError(plan.graphFile + ": " + kernel.pointer + ": node \"" +
+                      kernel.name +
+                      "\": a second attention; the halide backend compiles "
+                      "graphs of one fused attention so far; use --backend "
+                      "mlir");
+    found = &kernel;
+  }
+  if (!found)
+    throw UserError(plan.graphFile +
+                    ": no attention left after fusion; the halide backend "
+                    "compiles only fused attention so far; use --backend mlir");
+  return *found;
+}
+
+} // namespace
+
+CompiledGraph compileGraphHalide(const Graph &graph,
+                                 const CompileOptions &options) {
+  CompiledGraph result;
+  result.target = cpuTarget(options.target);
+  if (options.emitMlir || options.emitLlvm)
+    throw UserError("--emit: the halide backend writes no MLIR or LLVM IR");
+  std::string targetClass = targetClassOf(result.target);
+  HalideSchedule schedule = scheduleFor(options, targetClass);
+
+  KernelPlan plan = planKernels(graph);
+  const PlannedKernel &kernel = attentionKernel(plan);
+  const AttentionPlan &attention = *kernel.attention;
+  HalideLibrary library = compileHalideAttention(
+      plan, kernel, schedule, targetClass, graph.name + "_halide");
+
+  HalideEntrySpec spec;
+  spec.function = library.function;
+  spec.taskQueries = schedule.taskQueries;
+  bool bshd = attention.layout == Layout::BSHD;
+  const Shape &query = plan.values[attention.query].shape;
+  spec.batch = query[0];
+  spec.heads = query[bshd ? 2 : 1];
+  spec.queries = query[bshd ? 1 : 2];
+  for (int id : library.arguments) {
+    const PlanValue &value = plan.values[id];
+    HalideEntryArgument argument;
+    argument.buffer = value.buffer(plan.numInputs);
+    argument.dtype = value.dtype;
+    argument.shape = value.shape;
+    if (id == attention.output) {
+      argument.batchDim = 0;
+      argument.headDim = bshd ? 2 : 1;
+      argument.queryDim = bshd ? 1 : 2;
+    } else if (id == attention.lse) {
+      argument.batchDim = 0, argument.headDim = 1, argument.queryDim = 2;
+    }
+    spec.arguments.push_back(argument);
+  }
+
+  // The manifest is the MLIR backend's with the Halide schedule in it.
+  result.header = kernelHeader(graph);
+  nlohmann::ordered_json manifest = nlohmann::ordered_json::parse(
+      kernelManifest(graph, "halide", result.target,
+                     defaultSchedule(result.target)));
+  manifest["schedule"] = nlohmann::ordered_json::parse(schedule.toJson());
+  manifest["schedule_source"] = schedule.source;
+  result.manifest = manifest.dump(2) + "\n";
+
+  std::string entry =
+      emitHalideEntry(graph, spec, result.target, result.manifest);
+  result.object =
+      appendToArchive(library.archive, graph.name + "_entry.o", entry);
+  result.isArchive = true;
+  return result;
+}
+
+} // namespace attnc

@@ -1,0 +1,313 @@
+//===- AttentionAlgorithm.cpp - attn.attention as a Halide algorithm ------===//
+//
+// What one fused attention computes, with no scheduling: for each query row,
+// every score against all keys, the masks, the row max, exp, the row sum and
+// P·V, as docs/graph-format.md and compiler/Reference/AttentionReference.cpp
+// define it. Halide's dim 0 is the innermost (last graph) dim, so a bhsd
+// tensor [B, H, S, D] is indexed (d, s, h, b).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide/AttentionFuncs.h"
+#include "Support/Error.h"
+
+#include <cmath>
+#include <limits>
+
+namespace attnc {
+
+using namespace Halide;
+
+namespace {
+
+/// Scores of dropped keys; any real score is far above it.
+constexpr float kDropped = -3.0e38f;
+constexpr float kDroppedBelow = -1.0e38f;
+
+Type halideType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return Float(32);
+  case DType::F16:
+    return Float(16);
+  case DType::BF16:
+    return BFloat(16);
+  case DType::I32:
+    return Int(32);
+  case DType::Bool:
+    return UInt(8); // attnrt bool: one byte, 0 or 1.
+  }
+  return Float(32);
+}
+
+class AlgorithmBuilder {
+public:
+  AlgorithmBuilder(const KernelPlan &plan, const PlannedKernel &kernel,
+                   AttentionFuncs &f)
+      : plan(plan), kernel(kernel), op(*kernel.attention), f(f) {}
+  void build();
+
+private:
+  void chain(AttentionFuncs::Chain &c);
+  const KernelPlan &plan;
+  const PlannedKernel &kernel;
+  const AttentionPlan &op;
+  AttentionFuncs &f;
+  std::map<int, ImageParam> params;
+
+  [[noreturn]] void unsupported(const std::string &what) const {
+    throw UserError(plan.graphFile + ": " + kernel.pointer + ": node \"" +
+                    kernel.name + "\": " + what +
+                    " cannot be compiled by the halide backend; use "
+                    "--backend mlir");
+  }
+
+  /// The ImageParam of a plan value, made on first use; fixed sizes of the
+  /// graph become constraints Halide specialises on.
+  ImageParam &param(int value) {
+    auto it = params.find(value);
+    if (it != params.end())
+      return it->second;
+    const PlanValue &v = plan.values.at(value);
+    if (v.input < 0)
+      unsupported("an operand computed by another kernel (\"" + v.name +
+                  "\")");
+    int rank = int(v.shape.size());
+    ImageParam image(halideType(v.dtype), rank,
+                     "in" + std::to_string(v.input));
+    for (int n = 0; n < rank; ++n) {
+      const Dim &dim = v.shape[rank - 1 - n];
+      if (dim.isFixed())
+        image.dim(n).set_bounds(0, int(dim.size));
+      else
+        image.dim(n).set_min(0);
+    }
+    f.params.push_back(image);
+    f.paramValues.push_back(value);
+    return params.emplace(value, image).first->second;
+  }
+
+  /// A float tensor (or i1 mask) read as if broadcast to [B, Hq, S, T].
+  Expr broadcast4D(int value, const Expr &bb, const Expr &hh, const Expr &ii,
+                   const Expr &jj) {
+    ImageParam &image = param(value);
+    const Shape &shape = plan.values[value].shape;
+    int rank = int(shape.size());
+    Expr coordinates[4] = {bb, hh, ii, jj};
+    std::vector<Expr> args;
+    for (int n = 0; n < rank; ++n) {
+      int graphDim = rank - 1 - n;
+      args.push_back(shape[graphDim].isOne()
+                         ? Expr(0)
+                         : coordinates[4 - rank + graphDim]);
+    }
+    return image(args);
+  }
+
+  Expr f32(Expr e) { return cast<float>(e); }
+};
+
+void AlgorithmBuilder::build() {
+  for (const PlannedKernel &other : plan.kernels)
+    for (int operand : other.operands)
+      for (int result : kernel.results)
+        if (operand == result)
+          unsupported("a result used by another kernel (\"" +
+                      plan.values[result].name + "\")");
+  for (int result : {op.output, op.lse}) {
+    if (result < 0 || plan.values[result].output < 0)
+      continue;
+    AttentionFuncs::Chain c;
+    c.isLse = result == op.lse;
+    std::string suffix = c.isLse ? "_lse" : "";
+    for (auto [func, name] :
+         std::initializer_list<std::pair<Func *, const char *>>{
+          {&c.queryRows, "query_rows"},
+          {&c.queryNorm, "query_norm"},
+          {&c.queryProjection, "query_projection"},
+          {&c.keyNorm, "key_norm"},
+          {&c.keyProjection, "key_projection"},
+          {&c.product, "product"},
+          {&c.scores, "scores"},
+          {&c.rowMax, "row_max"},
+          {&c.probabilities, "probabilities"},
+          {&c.rowSum, "row_sum"},
+          {&c.accumulator, "accumulator"},
+          {&c.normalized, "normalized"},
+          {&c.result, c.isLse ? "lse" : "output"}})
+      *func = Func(std::string(name) + suffix);
+    chain(c);
+    f.chains.push_back(c);
+    f.resultValues.push_back(result);
+  }
+}
+
+void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
+  f.bshd = op.layout == Layout::BSHD;
+  f.score = op.score;
+  Var d = f.d, i = f.i, j = f.j, a = f.a, h = f.h, g = f.g, b = f.b;
+
+  ImageParam &q = param(op.query), &k = param(op.key), &v = param(op.value);
+  // Sizes from the buffers: run-time dims are buffer extents.
+  int headDim = f.bshd ? 1 : 2, positionDim = f.bshd ? 2 : 1;
+  Expr Hq = q.dim(headDim).extent(), Hkv = k.dim(headDim).extent();
+  Expr S = q.dim(positionDim).extent(), T = k.dim(positionDim).extent();
+  Expr Dk = q.dim(0).extent(), Dv = v.dim(0).extent();
+  Expr group = max(Hq / Hkv, 1);
+  // Clamped positions: tiles may round past the last query or key; what they
+  // compute there is never stored.
+  auto clampQ = [&](Expr e) { return clamp(e, 0, S - 1); };
+  auto clampK = [&](Expr e) { return clamp(e, 0, T - 1); };
+  auto at = [&](ImageParam &t, Expr dd, Expr pos, Expr head, Expr bb) {
+    return f.bshd ? t(dd, head, pos, bb) : t(dd, pos, head, bb);
+  };
+  Expr kvHead = clamp(h / group, 0, Hkv - 1);
+  c.overDepth = RDom(0, Dk, "rd");
+  c.overKeys = RDom(0, T, "rj");
+  RVar rd = c.overDepth.x, rj = c.overKeys.x;
+
+  auto query = [&](Expr dd, Expr ii, Expr hh, Expr bb) {
+    return f32(at(q, dd, clampQ(ii), hh, bb));
+  };
+  auto key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+    return f32(at(k, dd, clampK(jj), gg, bb));
+  };
+
+  // Raw scores: product(i, j, h, b), i innermost so that a vector of
+  // queries meets one broadcast key element.
+  Expr raw;
+  switch (op.score) {
+  case ScoreKind::Dot:
+  case ScoreKind::Cosine:
+    c.queryRows(i, d, h, b) = query(d, i, h, b);
+    break;
+  case ScoreKind::General: {
+    // qᵀW: W is [Dk, Dk] row-major, so W[d][e] is (e, d) here.
+    ImageParam &w = param(op.generalWeight);
+    c.queryRows(i, d, h, b) = 0.0f;
+    c.queryRows(i, d, h, b) += query(rd, i, h, b) * f32(w(d, rd));
+    break;
+  }
+  case ScoreKind::Additive:
+    break;
+  }
+  if (op.score != ScoreKind::Additive) {
+    c.product(i, j, h, b) = 0.0f;
+    c.product(i, j, h, b) +=
+        c.queryRows(i, rd, h, b) * key(rd, j, kvHead, b);
+    raw = c.product(i, j, h, b);
+  }
+  if (op.score == ScoreKind::Cosine) {
+    c.queryNorm(i, h, b) = 0.0f;
+    c.queryNorm(i, h, b) += query(rd, i, h, b) * query(rd, i, h, b);
+    c.keyNorm(j, g, b) = 0.0f;
+    c.keyNorm(j, g, b) += key(rd, j, g, b) * key(rd, j, g, b);
+    raw = raw / (max(sqrt(c.queryNorm(i, h, b)), 1e-12f) *
+                 max(sqrt(c.keyNorm(j, kvHead, b)), 1e-12f));
+  }
+  if (op.score == ScoreKind::Additive) {
+    // vaᵀ tanh(Wq q + Wk k); Wq, Wk are [A, Dk], so (d, a) here.
+    ImageParam &wq = param(op.queryWeight), &wk = param(op.keyWeight);
+    ImageParam &va = param(op.scoreVector);
+    Expr units = wq.dim(1).extent();
+    c.overUnits = RDom(0, units, "ra");
+    RVar ra = c.overUnits.x;
+    c.queryProjection(i, a, h, b) = 0.0f;
+    // Unit tiles may round past A; clamped like the positions.
+    Expr unit = clamp(a, 0, units - 1);
+    c.queryProjection(i, a, h, b) += f32(wq(rd, unit)) * query(rd, i, h, b);
+    c.keyProjection(a, j, g, b) = 0.0f;
+    c.keyProjection(a, j, g, b) += f32(wk(rd, unit)) * key(rd, j, g, b);
+    Expr vaAt = va.dimensions() == 2 ? va(0, ra) : va(ra);
+    c.product(i, j, h, b) = 0.0f;
+    c.product(i, j, h, b) +=
+        f32(vaAt) * tanh(c.queryProjection(i, ra, h, b) +
+                         c.keyProjection(ra, j, kvHead, b));
+    raw = c.product(i, j, h, b);
+  }
+
+  Expr scale = op.scale ? Expr(float(*op.scale))
+                        : 1.0f / sqrt(cast<float>(Dk));
+  Expr score = raw * scale;
+  if (op.softcap) {
+    float c = float(*op.softcap);
+    score = c * tanh(score / c);
+  }
+  Expr aligned = i + T - S; // i', bottom-right alignment.
+  Expr ci = clampQ(i), cj = clampK(j);
+  for (int bias : op.biases)
+    score += f32(broadcast4D(bias, b, h, ci, cj));
+  if (op.alibi) {
+    Expr slope;
+    if (op.alibiSlopes >= 0) {
+      slope = f32(param(op.alibiSlopes)(clamp(h, 0, Hq - 1)));
+    } else {
+      // The standard slopes: 2^(-8(h+1)/n) for the largest power of two
+      // n <= Hq, then every other slope of 2n heads.
+      Expr n = 1 << (31 - count_leading_zeros(max(Hq, 1)));
+      Expr exponent = select(h < n, cast<float>(h + 1) / cast<float>(n),
+                             cast<float>(2 * (h - n) + 1) / cast<float>(2 * n));
+      slope = pow(2.0f, -8.0f * exponent);
+    }
+    score -= slope * cast<float>(abs(aligned - j));
+  }
+
+  Expr keep = Internal::const_true();
+  if (op.causal)
+    keep = keep && j <= aligned;
+  if (op.window) {
+    // L and R may be huge; beyond int32 the bound never bites.
+    constexpr int64_t big = std::numeric_limits<int32_t>::max();
+    if (op.window->first < big)
+      keep = keep && aligned - j <= int(op.window->first);
+    if (op.window->second < big)
+      keep = keep && j - aligned <= int(op.window->second);
+  }
+  if (op.keyLengths >= 0)
+    keep = keep && j < param(op.keyLengths)(b);
+  for (size_t n = 0; n < op.masks.size(); ++n) {
+    Expr set = broadcast4D(op.masks[n], b, h, ci, cj) != 0;
+    keep = keep && (op.maskDrops[n] ? !set : set);
+  }
+  c.scores(i, j, h, b) = select(keep, score, kDropped);
+
+  c.rowMax(i, h, b) = kDropped;
+  c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.scores(i, rj, h, b));
+  Expr s = c.scores(i, j, h, b);
+  c.probabilities(i, j, h, b) =
+      select(s > kDroppedBelow, exp(s - c.rowMax(i, h, b)), 0.0f);
+  c.rowSum(i, h, b) = 0.0f;
+  c.rowSum(i, h, b) += c.probabilities(i, rj, h, b);
+  // A row with no kept key has sum 0: it is exactly 0, its lse -inf.
+  Expr sum = c.rowSum(i, h, b);
+  if (!c.isLse) {
+    c.accumulator(d, i, h, b) = 0.0f;
+    c.accumulator(d, i, h, b) +=
+        c.probabilities(i, rj, h, b) * f32(at(v, clamp(d, 0, Dv - 1), rj, kvHead, b));
+    c.normalized(d, i, h, b) =
+        select(sum > 0.0f, c.accumulator(d, i, h, b) / sum, 0.0f);
+  }
+
+  Var x = f.x, y = f.y;
+  if (!c.isLse) {
+    Type type = halideType(plan.values[op.output].dtype);
+    Expr result = f.bshd ? c.normalized(d, y, x, b) : c.normalized(d, x, y, b);
+    c.result(d, x, y, b) = cast(type, result);
+  } else {
+    Expr negativeInfinity =
+        reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
+    c.result(i, h, b) =
+        select(sum > 0.0f, c.rowMax(i, h, b) + log(sum), negativeInfinity);
+  }
+}
+
+} // namespace
+
+AttentionFuncs defineAttention(const KernelPlan &plan,
+                               const PlannedKernel &kernel) {
+  AttentionFuncs funcs;
+  AlgorithmBuilder(plan, kernel, funcs).build();
+  return funcs;
+}
+
+} // namespace attnc

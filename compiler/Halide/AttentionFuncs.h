@@ -1,0 +1,59 @@
+//===- AttentionFuncs.h - The attention algorithm as Halide Funcs -*- C++ -*-===//
+//
+// Shared by AttentionAlgorithm.cpp (what is computed) and
+// AttentionSchedule.cpp (how), so that schedules never touch the algorithm.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_HALIDE_ATTENTIONFUNCS_H
+#define ATTNC_HALIDE_ATTENTIONFUNCS_H
+
+#include "Halide/HalideBackend.h"
+
+#include <Halide.h>
+
+#include <map>
+
+namespace attnc {
+
+struct AttentionFuncs {
+  /// Loop variables: d (head dim), i (query), j (key), a (additive unit),
+  /// h (query head), g (kv head), b (batch); x, y are the output's two middle
+  /// dims (i, h for bhsd; h, i for bshd).
+  Halide::Var d{"d"}, i{"i"}, j{"j"}, a{"a"}, h{"h"}, g{"g"}, b{"b"},
+      x{"x"}, y{"y"};
+  bool bshd = false;
+  ScoreKind score = ScoreKind::Dot;
+
+  /// One chain of Funcs per pipeline output: Halide computes a Func at one
+  /// place only, so the output and the lse each get their own scores.
+  struct Chain {
+    bool isLse = false;
+    /// Per query tile: q as (i, d) rows (projected for general), query norms
+    /// or projections, raw products, masked scores, row max, probabilities,
+    /// row sum, the P·V accumulator and the normalised output.
+    Halide::Func queryRows, queryNorm, queryProjection;
+    /// Per kv head: key norms (cosine) or projections (additive).
+    Halide::Func keyNorm, keyProjection;
+    Halide::Func product, scores, rowMax, probabilities, rowSum, accumulator,
+        normalized;
+    /// The output, (d, x, y, b), or the lse, (i, h, b).
+    Halide::Func result;
+    Halide::RDom overDepth, overKeys, overUnits;
+  };
+  std::vector<Chain> chains; ///< In the order of the pipeline's outputs.
+  std::vector<int> resultValues; ///< Plan value of each chain's result.
+  std::vector<Halide::ImageParam> params; ///< In argument order.
+  std::vector<int> paramValues;           ///< Plan value of each param.
+};
+
+/// Builds the algorithm of `kernel` (an attention of `plan`). Throws
+/// UserError for what the backend cannot express.
+AttentionFuncs defineAttention(const KernelPlan &plan,
+                               const PlannedKernel &kernel);
+
+/// Applies the CPU hand schedule to the Funcs defineAttention made.
+void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule);
+
+} // namespace attnc
+
+#endif // ATTNC_HALIDE_ATTENTIONFUNCS_H

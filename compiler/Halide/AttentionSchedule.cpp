@@ -1,0 +1,115 @@
+//===- AttentionSchedule.cpp - The CPU hand schedule of attention ---------===//
+//
+// How the Funcs of AttentionAlgorithm.cpp are computed. One pipeline call
+// computes a crop of the output that NAME_entry hands it (a few query rows
+// of one head of one batch; attnrt_parallel_for spreads the crops over
+// threads), so nothing here is parallel. Within the crop, queries go in
+// tiles of queryTile rows; each tile's scores against all keys (queryTile ×
+// T floats, never the whole S × T matrix) are kept, with queries innermost so
+// that a vector of queries meets one broadcast key element and the row max
+// and sum stay vectors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide/AttentionFuncs.h"
+
+namespace attnc {
+
+using namespace Halide;
+
+namespace {
+
+void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
+                   const HalideSchedule &s) {
+  const int vw = int(s.vectorWidth), qt = int(s.queryTile);
+  // Intermediates round their tiles up: ShiftInwards (Halide's default for
+  // pure splits) would start a tile below 0 when it is wider than the data.
+  // The algorithm clamps every position it reads, so rounding up is safe.
+  const TailStrategy up = TailStrategy::RoundUp;
+  Var i = f.i, j = f.j, d = f.d, a = f.a;
+  Var io("io"), ii("ii");
+  // The loop over the crop's heads, where per-kv-head work goes.
+  Var perHead = f.h;
+  if (!c.isLse) {
+    Var query = f.bshd ? f.y : f.x, head = f.bshd ? f.x : f.y;
+    c.result.split(query, io, ii, qt, TailStrategy::GuardWithIf)
+        .reorder(d, ii, io, head, f.b)
+        .vectorize(d, vw, TailStrategy::GuardWithIf);
+    perHead = head;
+  } else {
+    c.result.split(i, io, ii, qt, TailStrategy::GuardWithIf)
+        .vectorize(ii, vw, TailStrategy::GuardWithIf);
+  }
+
+  // Q·Kᵀ in register blocks of scoreVectors query vectors × scoreKeys keys.
+  RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
+  const int block = vw * int(s.scoreVectors), keys = int(s.scoreKeys);
+  Var jo("jo"), ji("ji"), ib("ib"), iv("iv"), lane("lane");
+  c.scores.compute_at(c.result, io)
+      .split(j, jo, ji, keys, up)
+      .split(i, ib, iv, block, up)
+      .reorder(iv, ji, ib, jo)
+      .vectorize(iv, vw, up)
+      .unroll(ji);
+  c.product.compute_at(c.scores, ib).vectorize(i, vw, up).unroll(j);
+  c.product.update()
+      .split(i, iv, lane, vw, up)
+      .reorder(lane, iv, j, reduced)
+      .vectorize(lane)
+      .unroll(iv)
+      .unroll(j);
+
+  if (c.queryRows.defined()) {
+    c.queryRows.compute_at(c.result, io).vectorize(i, vw, up);
+    if (c.queryRows.has_update_definition())
+      c.queryRows.update().reorder(i, c.overDepth.x).vectorize(i, vw, up);
+  }
+  if (f.score == ScoreKind::Cosine) {
+    c.queryNorm.compute_at(c.result, io).vectorize(i, vw, up);
+    c.queryNorm.update().reorder(i, c.overDepth.x).vectorize(i, vw, up);
+    c.keyNorm.compute_at(c.result, perHead).vectorize(j, vw, up);
+    c.keyNorm.update().reorder(j, c.overDepth.x).vectorize(j, vw, up);
+  }
+  if (f.score == ScoreKind::Additive) {
+    c.queryProjection.compute_at(c.result, io).vectorize(i, vw, up);
+    c.queryProjection.update().reorder(i, a, c.overDepth.x).vectorize(i, vw, up);
+    c.keyProjection.compute_at(c.result, perHead).vectorize(a, vw, up);
+    c.keyProjection.update().reorder(a, j, c.overDepth.x).vectorize(a, vw, up);
+  }
+
+  // Row max, probabilities and row sum: vectors of queries, keys outside.
+  RVar rj = c.overKeys.x;
+  c.rowMax.compute_at(c.result, io).vectorize(i, vw, up);
+  c.rowMax.update().reorder(i, rj).vectorize(i, vw, up);
+  c.probabilities.compute_at(c.result, io).vectorize(i, vw, up);
+  c.rowSum.compute_at(c.result, io).vectorize(i, vw, up);
+  c.rowSum.update().reorder(i, rj).vectorize(i, vw, up);
+  if (c.isLse)
+    return;
+
+  // P·V in register blocks of pvRows queries × pvVectors vectors of d.
+  const int rows = int(s.pvRows), width = vw * int(s.pvVectors);
+  Var dO("dO"), dI("dI"), iO("iO"), iI("iI"), dv("dv");
+  c.normalized.compute_at(c.result, io)
+      .split(d, dO, dI, width, up)
+      .split(i, iO, iI, rows, up)
+      .reorder(dI, iI, dO, iO)
+      .vectorize(dI, vw, up)
+      .unroll(iI);
+  c.accumulator.compute_at(c.normalized, dO).vectorize(d, vw, up).unroll(i);
+  c.accumulator.update()
+      .split(d, dv, lane, vw, up)
+      .reorder(lane, dv, i, rj)
+      .vectorize(lane)
+      .unroll(dv)
+      .unroll(i);
+}
+
+} // namespace
+
+void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule) {
+  for (AttentionFuncs::Chain &chain : funcs.chains)
+    scheduleChain(funcs, chain, schedule);
+}
+
+} // namespace attnc

@@ -1,0 +1,59 @@
+//===- HalideBackend.h - Fused attention through Halide 14 -------*- C++ -*-===//
+//
+// The Halide backend's interface to the driver. Plain C++ only: the Halide
+// headers (which pull in LLVM 14) stay inside compiler/Halide, and the
+// driver and the LLVM 19 code never see them (toolchain trap 1).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_HALIDE_HALIDEBACKEND_H
+#define ATTNC_HALIDE_HALIDEBACKEND_H
+
+#include "Import/KernelPlan.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// How the attention pipeline is scheduled on a CPU (schedules/halide/).
+struct HalideSchedule {
+  std::string targetClass; ///< "x86-64", "x86-64-avx2", "x86-64-avx512".
+  std::string kind = "hand"; ///< "hand" or "auto:<autoscheduler>".
+  int64_t taskQueries = 0;   ///< Queries per attnrt_parallel_for task.
+  int64_t queryTile = 0;     ///< Queries whose scores are kept at once.
+  int64_t vectorWidth = 0;   ///< f32 lanes.
+  int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
+  int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.
+  std::string measured; ///< What it measured, free text.
+  std::string source;   ///< The file it came from, or "default".
+
+  std::string toJson() const;
+};
+
+/// The hand schedule of a target class (compiled in from schedules/halide).
+HalideSchedule defaultHalideSchedule(const std::string &targetClass);
+/// Reads a --schedule file; throws UserError("FILE: /pointer: message").
+HalideSchedule loadHalideSchedule(const std::string &path,
+                                  const std::string &targetClass);
+
+/// One attention kernel compiled by Halide: a static library holding the
+/// pipeline `function` (and Halide's runtime), whose arguments are
+/// halide_buffer_t pointers for the plan values in `arguments`, in order.
+struct HalideLibrary {
+  std::string archive; ///< The .a bytes of compile_to_static_library.
+  std::string function;
+  std::vector<int> arguments;
+};
+
+/// Throws UserError naming the node for what the Halide backend cannot
+/// compile, std::logic_error for Halide failures on valid input.
+HalideLibrary compileHalideAttention(const KernelPlan &plan,
+                                     const PlannedKernel &kernel,
+                                     const HalideSchedule &schedule,
+                                     const std::string &targetClass,
+                                     const std::string &function);
+
+} // namespace attnc
+
+#endif // ATTNC_HALIDE_HALIDEBACKEND_H

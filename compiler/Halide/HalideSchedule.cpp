@@ -1,0 +1,139 @@
+//===- HalideSchedule.cpp - Halide schedules as data ----------------------===//
+//
+// schedules/halide/<target class>.json (compiled in) or a --schedule file:
+// the tile sizes the hand schedule of AttentionSchedule.cpp takes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Halide/HalideBackend.h"
+#include "Support/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace attnc {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// schedules/halide/*.json as kDefaultSchedules: {class, JSON text} pairs.
+#include "DefaultHalideSchedules.inc"
+
+int64_t lanesOf(const std::string &targetClass) {
+  return targetClass == "x86-64-avx512" ? 16
+         : targetClass == "x86-64-avx2" ? 8
+                                        : 4;
+}
+
+HalideSchedule parse(const std::string &text, const std::string &file,
+                     const std::string &targetClass) {
+  auto fail = [&](const std::string &pointer, const std::string &message) {
+    throw UserError(file + ": " + pointer + ": " + message);
+  };
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::exception &error) {
+    throw UserError(file + ": not valid JSON (" + std::string(error.what()) +
+                    ")");
+  }
+  if (!document.is_object())
+    fail("", "a halide schedule is a JSON object");
+  if (document.value("attnc_halide_schedule", json()) != json(1))
+    fail("/attnc_halide_schedule",
+         "must be 1 (is this a schedule for --backend mlir?)");
+  auto integer = [&](const json &value, const std::string &pointer,
+                     int64_t low, int64_t high) {
+    if (!value.is_number_integer() || value.get<int64_t>() < low ||
+        value.get<int64_t>() > high)
+      fail(pointer, "must be an integer in [" + std::to_string(low) + ", " +
+                        std::to_string(high) + "]");
+    return value.get<int64_t>();
+  };
+  auto pair = [&](const char *key) {
+    const json &value = document.value(key, json());
+    if (!value.is_array() || value.size() != 2)
+      fail(std::string("/") + key, "must be an array of two integers");
+    std::string pointer = std::string("/") + key + "/";
+    return std::make_pair(integer(value[0], pointer + "0", 1, 8),
+                          integer(value[1], pointer + "1", 1, 16));
+  };
+  for (const auto &[key, value] : document.items())
+    if (key != "attnc_halide_schedule" && key != "target_class" &&
+        key != "task_queries" && key != "query_tile" &&
+        key != "vector_width" && key != "score_block" && key != "pv_block" &&
+        key != "measured")
+      fail("/" + key, "unknown key");
+  HalideSchedule s;
+  const json &target = document.value("target_class", json());
+  if (!target.is_string())
+    fail("/target_class", "must be a string");
+  s.targetClass = target.get<std::string>();
+  if (s.targetClass != targetClass)
+    fail("/target_class", "is \"" + s.targetClass + "\"; the target is " +
+                              targetClass);
+  s.vectorWidth = integer(document.value("vector_width", json()),
+                          "/vector_width", 1, 64);
+  if (s.vectorWidth & (s.vectorWidth - 1))
+    fail("/vector_width", "must be a power of two");
+  if (s.vectorWidth > lanesOf(targetClass))
+    fail("/vector_width", "is wider than " + targetClass + "'s " +
+                              std::to_string(lanesOf(targetClass)) +
+                              " f32 lanes");
+  s.queryTile =
+      integer(document.value("query_tile", json()), "/query_tile", 1, 1024);
+  s.taskQueries = integer(document.value("task_queries", json()),
+                          "/task_queries", 1, 1 << 20);
+  if (s.taskQueries % s.queryTile)
+    fail("/task_queries", "must be a multiple of query_tile");
+  std::tie(s.scoreVectors, s.scoreKeys) = pair("score_block");
+  std::tie(s.pvRows, s.pvVectors) = pair("pv_block");
+  const json &measured = document.value("measured", json(""));
+  if (!measured.is_string())
+    fail("/measured", "must be a string");
+  s.measured = measured.get<std::string>();
+  s.source = file;
+  return s;
+}
+
+} // namespace
+
+std::string HalideSchedule::toJson() const {
+  json document = {{"attnc_halide_schedule", 1},
+                   {"target_class", targetClass},
+                   {"kind", kind},
+                   {"task_queries", taskQueries},
+                   {"query_tile", queryTile},
+                   {"vector_width", vectorWidth},
+                   {"score_block", {scoreVectors, scoreKeys}},
+                   {"pv_block", {pvRows, pvVectors}},
+                   {"measured", measured}};
+  return document.dump(2);
+}
+
+HalideSchedule defaultHalideSchedule(const std::string &targetClass) {
+  for (const auto &[name, text] : kDefaultSchedules)
+    if (targetClass == name) {
+      HalideSchedule s = parse(text, "schedules/halide/" + targetClass +
+                                         ".json", targetClass);
+      s.source = "default";
+      return s;
+    }
+  throw std::logic_error("no default halide schedule for " + targetClass);
+}
+
+HalideSchedule loadHalideSchedule(const std::string &path,
+                                  const std::string &targetClass) {
+  std::ifstream stream(path, std::ios::binary);
+  if (!stream)
+    throw UserError("--schedule " + path + ": cannot read the file");
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return parse(text.str(), path, targetClass);
+}
+
+} // namespace attnc

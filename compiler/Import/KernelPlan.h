@@ -1,0 +1,88 @@
+//===- KernelPlan.h - The fused kernels of a graph, without MLIR -*- C++ -*-===//
+//
+// What a backend that is not MLIR-based (the Halide backend) needs to know
+// about a graph after fusion: the kernels left once the attn pipeline has
+// run, every attribute of each fused attention, and which graph inputs,
+// outputs or intermediates feed each operand. It is read off the attn IR
+// (import, canonicalize, fuse), so such backends see exactly the fusion the
+// MLIR backend sees; this header deliberately names no MLIR type.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_IMPORT_KERNELPLAN_H
+#define ATTNC_IMPORT_KERNELPLAN_H
+
+#include "Graph/Graph.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// A tensor a kernel reads or writes.
+struct PlanValue {
+  std::string name;  ///< Graph value name ("q", "o.lse"), or "" if unnamed.
+  DType dtype = DType::F32;
+  Shape shape;       ///< Symbolic, in terms of the graph's dims.
+  int input = -1;    ///< Position among the graph inputs, or -1.
+  int output = -1;   ///< Position among the graph outputs, or -1.
+  int producer = -1; ///< The kernel that computes it; -1 for graph inputs.
+
+  /// Index into the attnrt entry's `buffers` (inputs, then outputs), or -1
+  /// for an intermediate.
+  int buffer(int numInputs) const {
+    return input >= 0 ? input : output >= 0 ? numInputs + output : -1;
+  }
+};
+
+/// One fused attn.attention. Operands are indices into KernelPlan::values;
+/// -1 means absent.
+struct AttentionPlan {
+  ScoreKind score = ScoreKind::Dot;
+  Layout layout = Layout::BHSD;
+  /// The scale, resolved: the attribute, or 1/sqrt(Dk) (dot, general) and 1
+  /// (additive, cosine) for the default. Unset only for a default scale of a
+  /// dot or general score whose Dk is a run-time size.
+  std::optional<double> scale;
+  std::optional<double> softcap;
+  bool alibi = false; ///< -slope_h·|i' - j|; standard slopes unless given.
+  bool causal = false;
+  std::optional<std::pair<int64_t, int64_t>> window; ///< {left, right}.
+  int query = -1, key = -1, value = -1;
+  int generalWeight = -1;                              ///< general: W.
+  int queryWeight = -1, keyWeight = -1, scoreVector = -1; ///< additive.
+  int alibiSlopes = -1, keyLengths = -1;
+  std::vector<int> biases;
+  std::vector<int> masks;
+  std::vector<bool> maskDrops; ///< Per mask: true entries drop the key.
+  int output = -1, lse = -1;   ///< Results; lse is -1 without return_lse.
+};
+
+struct PlannedKernel {
+  std::string op;                 ///< "attention", "linear", ...
+  std::string name;               ///< The last graph node it covers.
+  std::vector<std::string> nodes; ///< Every graph node it covers.
+  std::string pointer;            ///< JSON pointer of `name`'s node.
+  std::vector<int> operands, results; ///< Indices into values.
+  std::optional<AttentionPlan> attention; ///< Set for op == "attention".
+};
+
+struct KernelPlan {
+  std::string graphName, graphFile;
+  std::vector<std::string> runtimeDims;
+  int numInputs = 0, numOutputs = 0;
+  std::vector<PlanValue> values;
+  std::vector<PlannedKernel> kernels; ///< In execution order.
+};
+
+/// Imports `graph`, runs the attn pipeline (fusion included) and describes
+/// the kernels that are left. Throws UserError for graphs attn IR cannot
+/// express (as importGraph does).
+KernelPlan planKernels(const Graph &graph);
+
+/// The plan as JSON text, for tests and `--emit plan`-style inspection.
+std::string planToJson(const KernelPlan &plan);
+
+} // namespace attnc
+
+#endif // ATTNC_IMPORT_KERNELPLAN_H
