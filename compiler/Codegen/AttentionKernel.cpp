@@ -315,6 +315,8 @@ private:
   void computeScales();
   void packQueries();
   void packRaw(Value into, double factor);
+  void projectQueries(Value weights, Value outputs, Value into,
+                      function_ref<Value(Value, Value)> weightIndex);
   void keyTile(Value j0, Value nk, Value lastKey);
   void dotScores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
@@ -526,6 +528,28 @@ void AttentionTaskBuilder::packRaw(Value into, double factor) {
   });
 }
 
+/// into[o][:] = sum_k weights[weightIndex(o, k)] · raw[k][:] for o < outputs,
+/// k < Dk: a weight matrix applied to the packed queries, vectors of queries.
+void AttentionTaskBuilder::projectQueries(
+    Value weights, Value outputs, Value into,
+    function_ref<Value(Value, Value)> weightIndex) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  e.loop(e.index(0), liveQueries, W, [&](Value i) {
+    e.loop(e.index(0), outputs, 1, [&](Value o) {
+      Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
+                         [&](Value k, ValueRange args) {
+                           Value w = e.broadcast(
+                               e.loadF32(weights, weightIndex(o, k)), W);
+                           Value x = b.create<vector::LoadOp>(
+                               vec, raw, e.add(e.mul(k, BQ), i));
+                           return SmallVector<Value>{e.fma(w, x, args[0])};
+                         })[0];
+      b.create<vector::StoreOp>(sum, into, e.add(e.mul(o, BQ), i));
+    });
+  });
+}
+
 void AttentionTaskBuilder::packQueries() {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
@@ -554,39 +578,13 @@ void AttentionTaskBuilder::packQueries() {
   } else if (score == attn::ScoreKind::general) {
     // QT[d][:] = sum_e W[e][d] · raw[e][:]: score = (q W) · k.
     packRaw(raw, 1.0);
-    Value weights = buf.generalWeight.data;
-    e.loop(e.index(0), liveQueries, W, [&](Value i) {
-      e.loop(e.index(0), Dk, 1, [&](Value d) {
-        Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
-                           [&](Value k, ValueRange args) {
-                             Value w = e.broadcast(
-                                 e.loadF32(weights, e.add(e.mul(k, Dk), d)),
-                                 W);
-                             Value x = b.create<vector::LoadOp>(
-                                 vec, raw, e.add(e.mul(k, BQ), i));
-                             return SmallVector<Value>{e.fma(w, x, args[0])};
-                           })[0];
-        b.create<vector::StoreOp>(sum, qt, e.add(e.mul(d, BQ), i));
-      });
-    });
+    projectQueries(buf.generalWeight.data, Dk, qt,
+                   [&](Value d, Value k) { return e.add(e.mul(k, Dk), d); });
   } else {
     // Additive: wqq[a][:] = sum_d Wq[a][d] · raw[d][:].
     packRaw(raw, 1.0);
-    Value weights = buf.queryWeight.data;
-    e.loop(e.index(0), liveQueries, W, [&](Value i) {
-      e.loop(e.index(0), A, 1, [&](Value a) {
-        Value sum = e.loop(e.index(0), Dk, 1, e.constant(0.0, vec),
-                           [&](Value d, ValueRange args) {
-                             Value w = e.broadcast(
-                                 e.loadF32(weights, e.add(e.mul(a, Dk), d)),
-                                 W);
-                             Value x = b.create<vector::LoadOp>(
-                                 vec, raw, e.add(e.mul(d, BQ), i));
-                             return SmallVector<Value>{e.fma(w, x, args[0])};
-                           })[0];
-        b.create<vector::StoreOp>(sum, wqq, e.add(e.mul(a, BQ), i));
-      });
-    });
+    projectQueries(buf.queryWeight.data, A, wqq,
+                   [&](Value a, Value d) { return e.add(e.mul(a, Dk), d); });
     return;
   }
   // Fold scale·log2(e) (or scale/c) into QT.

@@ -19,14 +19,6 @@ using json = nlohmann::ordered_json;
 /// kDefaultSchedules: {target class, JSON text} pairs).
 #include "DefaultSchedules.inc"
 
-std::string targetClassOf(const CpuTarget &target) {
-  if (target.name != "host")
-    return target.name;
-  return target.vectorBits >= 512   ? "x86-64-avx512"
-         : target.vectorBits >= 256 ? "x86-64-avx2"
-                                    : "x86-64";
-}
-
 int64_t maxLanes(const std::string &targetClass) {
   return targetClass == "x86-64-avx512" ? 16
          : targetClass == "x86-64-avx2" ? 8

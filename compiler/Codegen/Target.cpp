@@ -41,4 +41,12 @@ CpuTarget cpuTarget(const std::string &name) {
                   "x86-64-avx512, cuda-sm80, cuda-sm90");
 }
 
+std::string targetClassOf(const CpuTarget &target) {
+  if (target.name != "host")
+    return target.name;
+  return target.vectorBits >= 512   ? "x86-64-avx512"
+         : target.vectorBits >= 256 ? "x86-64-avx2"
+                                    : "x86-64";
+}
+
 } // namespace attnc

@@ -25,6 +25,10 @@ struct CpuTarget {
 /// unknown or non-CPU target.
 CpuTarget cpuTarget(const std::string &name);
 
+/// "x86-64", "x86-64-avx2" or "x86-64-avx512": the class whose default
+/// schedules serve `target` (for `host`, by its widest vectors).
+std::string targetClassOf(const CpuTarget &target);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_TARGET_H

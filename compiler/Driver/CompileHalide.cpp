@@ -19,14 +19,6 @@ namespace attnc {
 
 namespace {
 
-std::string targetClassOf(const CpuTarget &target) {
-  if (target.name != "host")
-    return target.name;
-  return target.vectorBits >= 512   ? "x86-64-avx512"
-         : target.vectorBits >= 256 ? "x86-64-avx2"
-                                    : "x86-64";
-}
-
 HalideSchedule scheduleFor(const CompileOptions &options,
                            const std::string &targetClass) {
   const std::string &path = options.schedulePath;
