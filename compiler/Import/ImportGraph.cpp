@@ -345,19 +345,23 @@ void runAttnPipeline(mlir::ModuleOp module) {
       (diagnostics.empty() ? std::string() : ": " + diagnostics));
 }
 
+Kernel describeKernel(const Graph &graph, mlir::Operation &op) {
+  Kernel kernel;
+  llvm::StringRef name = op.getName().getStringRef();
+  name.consume_front("attn.");
+  kernel.op = name.str();
+  kernel.nodes = coveredNodes(graph, op.getLoc());
+  kernel.name = kernel.nodes.empty() ? kernel.op : kernel.nodes.back();
+  return kernel;
+}
+
 std::vector<Kernel> listKernels(const Graph &graph, mlir::ModuleOp module) {
   std::vector<Kernel> kernels;
   for (auto func : module.getOps<mlir::func::FuncOp>())
     for (mlir::Operation &op : func.getBody().getOps()) {
       if (op.hasTrait<mlir::OpTrait::IsTerminator>())
         continue;
-      Kernel kernel;
-      llvm::StringRef name = op.getName().getStringRef();
-      name.consume_front("attn.");
-      kernel.op = name.str();
-      kernel.nodes = coveredNodes(graph, op.getLoc());
-      kernel.name = kernel.nodes.empty() ? kernel.op : kernel.nodes.back();
-      kernels.push_back(std::move(kernel));
+      kernels.push_back(describeKernel(graph, op));
     }
   return kernels;
 }

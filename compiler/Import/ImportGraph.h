@@ -51,6 +51,9 @@ struct Kernel {
   std::vector<std::string> nodes; ///< coveredNodes() of its location.
 };
 
+/// One op of the graph function as a kernel.
+Kernel describeKernel(const Graph &graph, mlir::Operation &op);
+
 /// The kernels of an imported (and usually pipelined) module, in the order of
 /// the function body: every op but the terminator.
 std::vector<Kernel> listKernels(const Graph &graph, mlir::ModuleOp module);

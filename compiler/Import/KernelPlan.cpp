@@ -166,11 +166,10 @@ void PlanBuilder::build(mlir::func::FuncOp func) {
       continue;
     }
     PlannedKernel kernel;
-    llvm::StringRef opName = op.getName().getStringRef();
-    opName.consume_front("attn.");
-    kernel.op = opName.str();
-    kernel.nodes = coveredNodes(graph, op.getLoc());
-    kernel.name = kernel.nodes.empty() ? kernel.op : kernel.nodes.back();
+    Kernel described = describeKernel(graph, op);
+    kernel.op = described.op;
+    kernel.name = described.name;
+    kernel.nodes = described.nodes;
     for (const Node &node : graph.nodes)
       if (node.name == kernel.name)
         kernel.pointer = node.pointer;
