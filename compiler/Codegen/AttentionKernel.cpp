@@ -193,6 +193,16 @@ public:
         next.push_back(fma(row, column, accs[r * columns.size() + c]));
     return next;
   }
+  /// Stores a rows × columns register block (row-major, as outerProduct
+  /// makes it) at offset(row, column) of `buffer`.
+  void storeBlock(ValueRange block, int64_t rows, int64_t columns,
+                  Value buffer,
+                  function_ref<Value(int64_t, int64_t)> offset) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < columns; ++c)
+        b.create<vector::StoreOp>(block[r * columns + c], buffer,
+                                  offset(r, c));
+  }
   Value fmax(Value x, Value y) {
     // cmpf + select: a strict maximumf adds NaN blends (cpu-codegen.md, 4).
     Value greater = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y);
@@ -659,11 +669,9 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
                   e.loadF32(buf.key.data, e.add(keyRows[k], d)), W));
             return e.outerProduct(keys, queries, accs);
           });
-      for (int64_t k = 0; k < SK; ++k)
-        for (int64_t s = 0; s < SV; ++s)
-          b.create<vector::StoreOp>(
-              sums[k * SV + s], scores,
-              e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W)));
+      e.storeBlock(sums, SK, SV, scores, [&](int64_t k, int64_t s) {
+        return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
+      });
     });
   });
 }
@@ -949,11 +957,9 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
               W));
         return e.outerProduct(probabilities, values, accs);
       });
-  for (int64_t r = 0; r < R; ++r)
-    for (int64_t v = 0; v < vectors; ++v)
-      b.create<vector::StoreOp>(
-          sums[r * vectors + v], acc,
-          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W)));
+  e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
+    return e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+  });
 }
 
 void AttentionTaskBuilder::accumulateValues(Value j0, Value nk) {
