@@ -101,7 +101,15 @@ llvm::Function *EntryBuilder::buildTask() {
   count = b.CreateSelect(b.CreateICmpULT(count, tileSize), count, tileSize);
 
   std::vector<llvm::Value *> arguments;
-  for (const HalideEntryArgument &argument : spec.arguments) {
+  std::vector<llvm::Type *> types;
+  for (size_t n = 0; n < spec.arguments.size(); ++n) {
+    const HalideEntryArgument &argument = spec.arguments[n];
+    if (int(n) == spec.cropAt) {
+      for (llvm::Value *crop : {batch, first, count}) {
+        arguments.push_back(b.CreateTrunc(crop, i32));
+        types.push_back(i32);
+      }
+    }
     int rank = int(argument.shape.size());
     llvm::Value *dimArray =
         b.CreateAlloca(llvm::ArrayType::get(dimType, std::max(rank, 1)));
@@ -153,8 +161,8 @@ llvm::Function *EntryBuilder::buildTask() {
       b.CreateStore(values[field],
                     b.CreateStructGEP(bufferType, buffer, field));
     arguments.push_back(buffer);
+    types.push_back(ptr);
   }
-  std::vector<llvm::Type *> types(arguments.size(), ptr);
   llvm::FunctionCallee pipeline = module.getOrInsertFunction(
       spec.function, llvm::FunctionType::get(i32, types, false));
   llvm::Value *result = b.CreateCall(pipeline, arguments);

@@ -32,6 +32,9 @@ struct HalideEntryArgument {
 struct HalideEntrySpec {
   std::string function; ///< The Halide pipeline's symbol.
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
+  /// The task's crop (int32 batch, first query, query count) is passed
+  /// before arguments[cropAt].
+  int cropAt = 0;
   Dim batch, heads, queries; ///< The task space: B × Hq × ceil(S / tile).
   int64_t taskQueries = 64;
 };

@@ -77,6 +77,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   HalideEntrySpec spec;
   spec.function = library.function;
   spec.taskQueries = schedule.taskQueries;
+  spec.cropAt = library.cropAt;
   bool bshd = attention.layout == Layout::BSHD;
   const Shape &query = plan.values[attention.query].shape;
   spec.batch = query[0];

@@ -105,6 +105,33 @@ private:
   }
 
   Expr f32(Expr e) { return cast<float>(e); }
+
+  /// The keys some query of the crop can see: [0, T) narrowed by causal,
+  /// the window and the key length of the crop's batch. Bounds in int64, as
+  /// a window may be as wide as int32 allows; an empty range is a row of
+  /// fully masked queries (sum 0: output 0, lse -inf).
+  RDom keysOfCrop(Expr T, Expr S) {
+    Expr first = cast<int64_t>(f.queryFirst) + cast<int64_t>(T - S);
+    Expr last = first + cast<int64_t>(f.queryCount) - 1;
+    Expr lo = cast<int64_t>(0), hi = cast<int64_t>(T);
+    if (op.causal)
+      hi = min(hi, last + 1);
+    if (op.window) {
+      constexpr int64_t big = std::numeric_limits<int32_t>::max();
+      if (op.window->first < big)
+        lo = max(lo, first - Expr(op.window->first));
+      if (op.window->second < big)
+        hi = min(hi, last + Expr(op.window->second) + 1);
+    }
+    lo = clamp(lo, cast<int64_t>(0), cast<int64_t>(T));
+    hi = clamp(hi, lo, cast<int64_t>(T));
+    RDom keys(cast<int32_t>(lo), cast<int32_t>(hi - lo), "rj");
+    // RDom bounds cannot read a buffer; a predicate can, and Halide
+    // tightens the loop to it.
+    if (op.keyLengths >= 0)
+      keys.where(keys.x < param(op.keyLengths)(f.batchIndex));
+    return keys;
+  }
 };
 
 void AlgorithmBuilder::build() {
@@ -129,6 +156,7 @@ void AlgorithmBuilder::build() {
           {&c.keyProjection, "key_projection"},
           {&c.product, "product"},
           {&c.scores, "scores"},
+          {&c.masked, "masked"},
           {&c.rowMax, "row_max"},
           {&c.probabilities, "probabilities"},
           {&c.rowSum, "row_sum"},
@@ -163,7 +191,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   };
   Expr kvHead = clamp(h / group, 0, Hkv - 1);
   c.overDepth = RDom(0, Dk, "rd");
-  c.overKeys = RDom(0, T, "rj");
+  c.overKeys = keysOfCrop(T, S);
   RVar rd = c.overDepth.x, rj = c.overKeys.x;
 
   auto query = [&](Expr dd, Expr ii, Expr hh, Expr bb) {
@@ -269,11 +297,16 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     Expr set = broadcast4D(op.masks[n], b, h, ci, cj) != 0;
     keep = keep && (op.maskDrops[n] ? !set : set);
   }
-  c.scores(i, j, h, b) = select(keep, score, kDropped);
+  // The masks apply after the scores, not inside them: Halide narrows what
+  // a select's true branch needs to where its condition holds, which would
+  // cut the register blocks of Q·Kᵀ into guarded pieces along a causal
+  // diagonal. Unmasked scores keep the blocks dense; `masked` is inlined.
+  c.scores(i, j, h, b) = score;
+  c.masked(i, j, h, b) = select(keep, c.scores(i, j, h, b), kDropped);
 
   c.rowMax(i, h, b) = kDropped;
-  c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.scores(i, rj, h, b));
-  Expr s = c.scores(i, j, h, b);
+  c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.masked(i, rj, h, b));
+  Expr s = c.masked(i, j, h, b);
   c.probabilities(i, j, h, b) =
       select(s > kDroppedBelow, exp(s - c.rowMax(i, h, b)), 0.0f);
   c.rowSum(i, h, b) = 0.0f;

@@ -29,12 +29,12 @@ struct AttentionFuncs {
   struct Chain {
     bool isLse = false;
     /// Per query tile: q as (i, d) rows (projected for general), query norms
-    /// or projections, raw products, masked scores, row max, probabilities,
+    /// or projections, raw products, scores, masked scores, row max, probabilities,
     /// row sum, the P·V accumulator and the normalised output.
     Halide::Func queryRows, queryNorm, queryProjection;
     /// Per kv head: key norms (cosine) or projections (additive).
     Halide::Func keyNorm, keyProjection;
-    Halide::Func product, scores, rowMax, probabilities, rowSum, accumulator,
+    Halide::Func product, scores, masked, rowMax, probabilities, rowSum, accumulator,
         normalized;
     /// The output, (d, x, y, b), or the lse, (i, h, b).
     Halide::Func result;
@@ -44,6 +44,12 @@ struct AttentionFuncs {
   std::vector<int> resultValues; ///< Plan value of each chain's result.
   std::vector<Halide::ImageParam> params; ///< In argument order.
   std::vector<int> paramValues;           ///< Plan value of each param.
+  /// The crop one call computes (NAME_entry's task: one batch, one query
+  /// head, queryCount queries from queryFirst), passed after the buffer
+  /// params. The key loops visit only keys some row of the crop can see
+  /// (causal, window, key lengths), so a task skips what its rows mask.
+  Halide::Param<int32_t> batchIndex{"batch_index"}, queryFirst{"query_first"},
+      queryCount{"query_count"};
 };
 
 /// Builds the algorithm of `kernel` (an attention of `plan`). Throws

@@ -58,6 +58,9 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
     Halide::Pipeline pipeline(outputs);
     std::vector<Halide::Argument> arguments(funcs.params.begin(),
                                             funcs.params.end());
+    for (const Halide::Param<int32_t> *crop :
+         {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount})
+      arguments.push_back(*crop);
     TemporaryDirectory directory;
     std::string prefix = (directory.path / function).string();
     pipeline.compile_to_static_library(prefix, arguments, function,
@@ -74,6 +77,7 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                            " failed: " + error.what());
   }
   library.arguments = funcs.paramValues;
+  library.cropAt = int(library.arguments.size());
   library.arguments.insert(library.arguments.end(),
                            funcs.resultValues.begin(),
                            funcs.resultValues.end());

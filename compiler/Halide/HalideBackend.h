@@ -39,11 +39,14 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 
 /// One attention kernel compiled by Halide: a static library holding the
 /// pipeline `function` (and Halide's runtime), whose arguments are
-/// halide_buffer_t pointers for the plan values in `arguments`, in order.
+/// halide_buffer_t pointers for the plan values in `arguments`, in order,
+/// with the crop (int32 batch, first query, query count) before
+/// `arguments[cropAt]`, the first output.
 struct HalideLibrary {
   std::string archive; ///< The .a bytes of compile_to_static_library.
   std::string function;
   std::vector<int> arguments;
+  int cropAt = 0;
 };
 
 /// Throws UserError naming the node for what the Halide backend cannot
