@@ -106,6 +106,19 @@ private:
 
   Expr f32(Expr e) { return cast<float>(e); }
 
+  /// The head dim of a V read. Schedules round depth loops up to whole
+  /// vectors (at most 16 f32 lanes), which may reach past Dv; a clamp keeps
+  /// those reads in the buffer but turns vector loads into gathers, so it is
+  /// left out where Dv is a fixed multiple of 16.
+  Expr valueDepth(Expr d, Expr Dv) {
+    const Dim &depth = plan.values[op.value].shape.back();
+    if (depth.isFixed() && depth.size % 16 == 0) {
+      f.exactValueDepth = depth.size;
+      return d;
+    }
+    return clamp(d, 0, Dv - 1);
+  }
+
   /// The keys some query of the crop can see: [0, T) narrowed by causal,
   /// the window and the key length of the crop's batch. Bounds in int64, as
   /// a window may be as wide as int32 allows; an empty range is a row of
@@ -316,7 +329,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   if (!c.isLse) {
     c.accumulator(d, i, h, b) = 0.0f;
     c.accumulator(d, i, h, b) +=
-        c.probabilities(i, rj, h, b) * f32(at(v, clamp(d, 0, Dv - 1), rj, kvHead, b));
+        c.probabilities(i, rj, h, b) * f32(at(v, valueDepth(d, Dv), rj, kvHead, b));
     c.normalized(d, i, h, b) =
         select(sum > 0.0f, c.accumulator(d, i, h, b) / sum, 0.0f);
   }

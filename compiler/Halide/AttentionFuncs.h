@@ -23,6 +23,9 @@ struct AttentionFuncs {
       x{"x"}, y{"y"};
   bool bshd = false;
   ScoreKind score = ScoreKind::Dot;
+  /// Dv when it is a fixed multiple of 16, else 0. Only then are V reads
+  /// unclamped, and a schedule's depth blocks must divide it.
+  int64_t exactValueDepth = 0;
 
   /// One chain of Funcs per pipeline output: Halide computes a Func at one
   /// place only, so the output and the lse each get their own scores.

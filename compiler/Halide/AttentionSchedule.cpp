@@ -88,7 +88,11 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
     return;
 
   // P·V in register blocks of pvRows queries × pvVectors vectors of d.
-  const int rows = int(s.pvRows), width = vw * int(s.pvVectors);
+  // Unclamped V reads (exactValueDepth) need blocks that divide Dv.
+  int vectors = int(s.pvVectors);
+  while (f.exactValueDepth && f.exactValueDepth % (vw * vectors) != 0)
+    --vectors;
+  const int rows = int(s.pvRows), width = vw * vectors;
   Var dO("dO"), dI("dI"), iO("iO"), iI("iI"), dv("dv");
   c.normalized.compute_at(c.result, io)
       .split(d, dO, dI, width, up)
