@@ -20,7 +20,7 @@
 //
 // Usage:
 //   attention_baseline --heads 8 --len 2048 --dim 64 [--causal] --threads 1
-//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|attnc|sgemm-only]
+//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|attnc|attnc-halide|sgemm-only]
 //
 // With --method all (the default) the program first checks every method
 // against a float64 reference at a small size, then runs each method in its
@@ -42,6 +42,12 @@
 #include "bench_attention_d128_causal.h"
 #include "bench_attention_d64.h"
 #include "bench_attention_d64_causal.h"
+#endif
+#ifdef ATTNC_BENCH_HAVE_HALIDE
+#include "bench_halide_attention_d128.h"
+#include "bench_halide_attention_d128_causal.h"
+#include "bench_halide_attention_d64.h"
+#include "bench_halide_attention_d64_causal.h"
 #endif
 
 #include <cblas.h>
@@ -354,17 +360,18 @@ Runner prepare_naive(const Problem &p, Tensors &t, const Options &o, std::string
 // run-time dims, so one kernel per D and mask serves every size), called
 // through attnrt_invoke on a context with p.threads threads. The context is
 // created here, outside the timed function; the timed function builds the
-// four tensor views (negligible) and invokes.
-#ifdef ATTNC_BENCH_HAVE_ATTNC
-const attnrt_kernel *attnc_kernel_for(int64_t dim, bool causal) {
-  if (dim == 64) return causal ? &bench_attention_d64_causal_kernel : &bench_attention_d64_kernel;
-  if (dim == 128)
-    return causal ? &bench_attention_d128_causal_kernel : &bench_attention_d128_kernel;
-  return nullptr;
-}
+// four tensor views (negligible) and invokes. One set of kernels per backend.
+struct KernelSet {
+  const attnrt_kernel *d64, *d64_causal, *d128, *d128_causal;
+  const attnrt_kernel *find(int64_t dim, bool causal) const {
+    if (dim == 64) return causal ? d64_causal : d64;
+    if (dim == 128) return causal ? d128_causal : d128;
+    return nullptr;
+  }
+};
 
-Runner prepare_attnc(const Problem &p, Tensors &t, const Options &, std::string *skip) {
-  const attnrt_kernel *kernel = attnc_kernel_for(p.dim, p.causal);
+Runner prepare_kernel(const KernelSet &set, const Problem &p, Tensors &t, std::string *skip) {
+  const attnrt_kernel *kernel = set.find(p.dim, p.causal);
   if (!kernel) {
     *skip = "no attnc kernel for D=" + std::to_string(p.dim) + " (benchmarks/graphs: D=64, 128)";
     return {};
@@ -391,12 +398,32 @@ Runner prepare_attnc(const Problem &p, Tensors &t, const Options &, std::string 
     }
   };
 }
+
+Runner prepare_attnc(const Problem &p, Tensors &t, const Options &, std::string *skip) {
+#ifdef ATTNC_BENCH_HAVE_ATTNC
+  static const KernelSet mlir = {&bench_attention_d64_kernel, &bench_attention_d64_causal_kernel,
+                                 &bench_attention_d128_kernel,
+                                 &bench_attention_d128_causal_kernel};
+  return prepare_kernel(mlir, p, t, skip);
 #else
-Runner prepare_attnc(const Problem &, Tensors &, const Options &, std::string *skip) {
+  (void)p, (void)t;
   *skip = "built without attnc kernels (-DATTNC_BENCH_ATTNC=OFF)";
   return {};
-}
 #endif
+}
+
+Runner prepare_attnc_halide(const Problem &p, Tensors &t, const Options &, std::string *skip) {
+#ifdef ATTNC_BENCH_HAVE_HALIDE
+  static const KernelSet halide = {
+      &bench_halide_attention_d64_kernel, &bench_halide_attention_d64_causal_kernel,
+      &bench_halide_attention_d128_kernel, &bench_halide_attention_d128_causal_kernel};
+  return prepare_kernel(halide, p, t, skip);
+#else
+  (void)p, (void)t;
+  *skip = "built without the halide backend's kernels (-DATTNC_BENCH_HALIDE=OFF)";
+  return {};
+#endif
+}
 
 struct Method {
   const char *name;
@@ -411,7 +438,9 @@ const Method kMethods[] = {
     {"unfused-vexp", "as unfused, softmax vectorised (-ffast-math, libmvec)",
      prepare_unfused_vexp},
     {"naive", "scalar loops, one query row at a time", prepare_naive},
-    {"attnc", "attnc-compiled kernel through attnrt", prepare_attnc},
+    {"attnc", "attnc-compiled kernel through attnrt (--backend mlir)", prepare_attnc},
+    {"attnc-halide", "attnc-compiled kernel, --backend halide, hand schedule",
+     prepare_attnc_halide},
     {"sgemm-only", "calibration: unfused's two sgemms, no softmax", prepare_sgemm_only, false},
 };
 

@@ -2,17 +2,20 @@
 # time and make a library of it, like Halide's add_halide_library.
 #
 #   attnc_add_kernel(<target> GRAPH <graph.json>
+#                    [BACKEND <mlir|halide>]    # mlir (default)
 #                    [SCHEDULE <schedule.json>]
 #                    [TARGET <cpu target>]      # host (default), x86-64,
 #                                               # x86-64-avx2, x86-64-avx512
-#                    [NAME <graph name>]        # default: "name" in the graph
+#                    [NAME <kernel name>]       # default: "name" in the graph
 #                    [EMIT <mlir|llvm>...])     # also NAME.mlir / NAME.ll
 #
 # Runs `attnc compile <graph> -o <dir> --target <cpu> [--schedule <schedule>]`
 # whenever the graph, the schedule or attnc itself changes, writing
 # <dir>/NAME.o, NAME.h and NAME.json (dir: ${CMAKE_CURRENT_BINARY_DIR}/<target>.attnc),
-# and creates the STATIC library <target> holding NAME.o. Linking <target>
-# gives the include directory of NAME.h and links attnc::attnrt:
+# and creates the STATIC library <target> holding NAME.o (BACKEND halide:
+# the library is NAME.a itself, Halide's pipeline and runtime with NAME_entry
+# and NAME_kernel). Linking <target> gives the include directory of NAME.h
+# and links attnc::attnrt, whichever the backend:
 #
 #   attnc_add_kernel(decode_attention GRAPH decode.json)
 #   target_link_libraries(app PRIVATE decode_attention)   # #include "NAME.h"
@@ -21,8 +24,10 @@
 # ATTNC_KERNEL_MANIFEST give NAME and the paths of NAME.h and NAME.json.
 #
 # NAME is read from the graph when CMake configures (and CMake reconfigures
-# when the graph changes); give NAME for a graph that is itself generated at
-# build time. `host` compiles for the machine that builds: name a target
+# when the graph changes); a NAME given is passed as `attnc compile --name`,
+# so one graph can be compiled twice into one program (two backends or two
+# schedules), and a graph generated at build time needs no reading.
+# SCHEDULE is a file, or `auto:<autoscheduler>` for BACKEND halide. `host` compiles for the machine that builds: name a target
 # when the program runs elsewhere.
 #
 # Works from the installed package (find_package(attnc), which runs the
@@ -32,7 +37,7 @@
 include_guard(GLOBAL)
 
 function(attnc_add_kernel target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "GRAPH;SCHEDULE;TARGET;NAME" "EMIT")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "GRAPH;SCHEDULE;TARGET;NAME;BACKEND" "EMIT")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "attnc_add_kernel(${target}): unknown arguments "
                         "'${ARG_UNPARSED_ARGUMENTS}'")
@@ -42,6 +47,13 @@ function(attnc_add_kernel target)
   endif()
   if(NOT ARG_TARGET)
     set(ARG_TARGET host)
+  endif()
+  if(NOT ARG_BACKEND)
+    set(ARG_BACKEND mlir)
+  endif()
+  if(NOT ARG_BACKEND MATCHES "^(mlir|halide)$")
+    message(FATAL_ERROR "attnc_add_kernel(${target}): BACKEND '${ARG_BACKEND}': "
+                        "expected mlir or halide")
   endif()
 
   # The compiler: the imported one of the installed package, or attnc's own
@@ -78,14 +90,25 @@ function(attnc_add_kernel target)
 
   set(schedule_args "")
   set(schedule "")
-  if(ARG_SCHEDULE)
+  if(ARG_SCHEDULE MATCHES "^auto:")
+    set(schedule_args --schedule "${ARG_SCHEDULE}")
+  elseif(ARG_SCHEDULE)
     get_filename_component(schedule "${ARG_SCHEDULE}" ABSOLUTE
                            BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     set(schedule_args --schedule "${schedule}")
   endif()
+  set(name_args "")
+  if(ARG_NAME)
+    set(name_args --name "${name}")
+  endif()
 
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/${target}.attnc")
+  # Exists before the build: an imported target's include directory must.
+  file(MAKE_DIRECTORY "${dir}")
   set(object "${dir}/${name}.o")
+  if(ARG_BACKEND STREQUAL "halide")
+    set(object "${dir}/${name}.a")
+  endif()
   set(header "${dir}/${name}.h")
   set(manifest "${dir}/${name}.json")
 
@@ -109,29 +132,41 @@ function(attnc_add_kernel target)
   add_custom_command(
     OUTPUT "${object}" "${header}" "${manifest}" ${extra_outputs}
     COMMAND ${compiler} compile "${graph}" -o "${dir}" --target "${ARG_TARGET}"
-            ${schedule_args} ${emit_args}
+            --backend "${ARG_BACKEND}" ${name_args} ${schedule_args} ${emit_args}
     DEPENDS "${graph}" ${schedule} "$<TARGET_FILE:${compiler}>"
     COMMENT "attnc compile ${name} (${ARG_TARGET})"
     VERBATIM)
 
-  add_library(${target} STATIC "${object}" "${header}")
-  set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE
-                                                     GENERATED TRUE)
-  # An archive of one foreign object: any enabled language can archive it.
-  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
-  if("CXX" IN_LIST languages)
-    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+  if(ARG_BACKEND STREQUAL "halide")
+    # NAME.a is already the library: import it, built by the command above.
+    add_custom_target(${target}_attnc_compile DEPENDS "${object}" "${header}")
+    add_library(${target} STATIC IMPORTED)
+    set_target_properties(${target} PROPERTIES IMPORTED_LOCATION "${object}")
+    add_dependencies(${target} ${target}_attnc_compile)
+    # Halide's runtime uses threads and dlopen.
+    find_package(Threads REQUIRED)
+    target_link_libraries(${target} INTERFACE Threads::Threads ${CMAKE_DL_LIBS})
   else()
-    set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+    add_library(${target} STATIC "${object}" "${header}")
+    set_source_files_properties("${object}" PROPERTIES EXTERNAL_OBJECT TRUE
+                                                       GENERATED TRUE)
+    # An archive of one foreign object: any enabled language can archive it.
+    get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+    if("CXX" IN_LIST languages)
+      set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX)
+    else()
+      set_target_properties(${target} PROPERTIES LINKER_LANGUAGE C)
+    endif()
   endif()
   set_target_properties(${target} PROPERTIES
     ATTNC_KERNEL_NAME "${name}"
     ATTNC_KERNEL_HEADER "${header}"
     ATTNC_KERNEL_MANIFEST "${manifest}")
-  target_include_directories(${target} PUBLIC "$<BUILD_INTERFACE:${dir}>")
-  # NAME.o needs libattnrt, libc and libm, nothing else.
-  target_link_libraries(${target} PUBLIC attnc::attnrt)
+  # NAME.o needs libattnrt, libc and libm, nothing else. (IMPORTED targets
+  # take INTERFACE properties only; INTERFACE is what consumers see anyway.)
+  target_include_directories(${target} INTERFACE "$<BUILD_INTERFACE:${dir}>")
+  target_link_libraries(${target} INTERFACE attnc::attnrt)
   if(UNIX AND NOT APPLE)
-    target_link_libraries(${target} PUBLIC m)
+    target_link_libraries(${target} INTERFACE m)
   endif()
 endfunction()

@@ -71,7 +71,43 @@ private:
     return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
   }
   llvm::Function *buildTask();
+  void installScratchAllocator(llvm::IRBuilder<> &b);
 };
+
+/// Halide's pipelines malloc their score tiles on every call, one call per
+/// task; halide_malloc and halide_free go to attnrt's per-thread scratch
+/// cache instead, so steady-state calls reuse memory rather than fault in
+/// new pages (process-wide, as the error handler).
+void EntryBuilder::installScratchAllocator(llvm::IRBuilder<> &b) {
+  auto define = [&](const char *name, llvm::FunctionType *type,
+                    const char *target, llvm::FunctionType *targetType) {
+    auto *function = llvm::Function::Create(
+        type, llvm::GlobalValue::InternalLinkage, graph.name + name, module);
+    llvm::IRBuilder<> body(llvm::BasicBlock::Create(context, "entry", function));
+    llvm::Value *call = body.CreateCall(
+        module.getOrInsertFunction(target, targetType), {function->getArg(1)});
+    if (type->getReturnType()->isVoidTy())
+      body.CreateRetVoid();
+    else
+      body.CreateRet(call);
+    return function;
+  };
+  llvm::Type *voidType = llvm::Type::getVoidTy(context);
+  llvm::Function *allocate = define(
+      "_halide_malloc", llvm::FunctionType::get(ptr, {ptr, i64}, false),
+      "attnrt_scratch_allocate", llvm::FunctionType::get(ptr, {i64}, false));
+  llvm::Function *release = define(
+      "_halide_free", llvm::FunctionType::get(voidType, {ptr, ptr}, false),
+      "attnrt_scratch_release", llvm::FunctionType::get(voidType, {ptr}, false));
+  b.CreateCall(module.getOrInsertFunction(
+                   "halide_set_custom_malloc",
+                   llvm::FunctionType::get(ptr, {ptr}, false)),
+               {allocate});
+  b.CreateCall(module.getOrInsertFunction(
+                   "halide_set_custom_free",
+                   llvm::FunctionType::get(ptr, {ptr}, false)),
+               {release});
+}
 
 llvm::Function *EntryBuilder::buildTask() {
   auto *taskType = llvm::FunctionType::get(
@@ -203,6 +239,7 @@ void EntryBuilder::build() {
                    "halide_set_error_handler",
                    llvm::FunctionType::get(ptr, {ptr}, false)),
                {handler});
+  installScratchAllocator(b);
   llvm::Value *dims = entry->getArg(1);
   llvm::Value *closure = b.CreateAlloca(closureType);
   b.CreateStore(dims, b.CreateStructGEP(closureType, closure, 0));

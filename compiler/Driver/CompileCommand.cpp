@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,15 @@ int compileCommand() {
   CompileOptions settings = compileOptions();
   settings.backend = options::backend;
   Graph graph = loadGraph(options::graph);
+  if (options::name.getNumOccurrences()) {
+    // The same graph compiled twice (two backends, two schedules) into one
+    // program needs two names.
+    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
+    if (!std::regex_match(options::name.getValue(), identifier))
+      throw UserError("--name " + options::name +
+                      ": must match [A-Za-z_][A-Za-z0-9_]*");
+    graph.name = options::name;
+  }
   CompiledGraph compiled = compileGraph(graph, settings);
   std::vector<std::pair<std::string, std::string>> files = {
       {graph.name + (compiled.isArchive ? ".a" : ".o"), compiled.object},

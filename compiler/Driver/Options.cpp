@@ -64,8 +64,8 @@ cl::opt<std::string> outputDir("output-dir",
                                cl::sub(run), cl::cat(category));
 
 cl::opt<std::string> backend("backend",
-                             cl::desc("Code generator: mlir (default) or "
-                                      "reference (run only)"),
+                             cl::desc("Code generator: mlir (default), "
+                                      "halide, or reference (run only)"),
                              cl::value_desc("B"), cl::init("mlir"),
                              cl::sub(compile), cl::sub(run), cl::cat(category));
 cl::opt<std::string> target("target",
@@ -83,6 +83,11 @@ cl::opt<std::string> outputFiles("o",
                                           "NAME.json (created when missing)"),
                                  cl::value_desc("DIR"), cl::sub(compile),
                                  cl::cat(category));
+cl::opt<std::string> name("name",
+                          cl::desc("Name of the kernel's symbols and files "
+                                   "(default: the graph's \"name\")"),
+                          cl::value_desc("NAME"), cl::sub(compile),
+                          cl::cat(category));
 cl::opt<std::string> emit("emit",
                           cl::desc("Also write NAME.mlir and/or NAME.ll"),
                           cl::value_desc("mlir,llvm"), cl::sub(compile),

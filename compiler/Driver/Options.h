@@ -37,6 +37,7 @@ extern llvm::cl::opt<std::string> backend;
 extern llvm::cl::opt<std::string> target;
 extern llvm::cl::opt<std::string> schedule;
 extern llvm::cl::opt<std::string> outputFiles;
+extern llvm::cl::opt<std::string> name;
 extern llvm::cl::opt<std::string> emit;
 extern llvm::cl::opt<std::string> threads;
 extern llvm::cl::opt<std::string> repeat;

@@ -1,5 +1,6 @@
 # cmake -DATTNC_BINARY_DIR=... -DEXAMPLE_SOURCE_DIR=... -DWORK_DIR=...
-#       -DGENERATOR=... [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] -P install_and_build.cmake
+#       -DGENERATOR=... [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] [-DBACKEND=halide]
+#       -P install_and_build.cmake
 #
 # 1. cmake --install ATTNC_BINARY_DIR --prefix WORK_DIR/stage
 # 2. renames WORK_DIR/stage to WORK_DIR/prefix (the package must not remember
@@ -58,6 +59,9 @@ file(RENAME "${stage}" "${prefix}")
 set(configure "${CMAKE_COMMAND}" -S "${EXAMPLE_SOURCE_DIR}" -B "${build}"
     -G "${GENERATOR}" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=${prefix}"
     -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF)
+if(BACKEND)
+  list(APPEND configure "-DATTNC_EMBED_BACKEND=${BACKEND}")
+endif()
 if(MAKE_PROGRAM)
   list(APPEND configure "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
 endif()

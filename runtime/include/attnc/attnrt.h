@@ -168,6 +168,15 @@ void attnrt_parallel_for(attnrt_invocation *invocation, int64_t count,
  * freed when the invocation ends. Null when out of memory. */
 void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
 
+/* Scratch memory a kernel's own code allocates and releases, often the same
+ * sizes on every call (the Halide backend's pipelines, one call per task):
+ * released blocks are kept for reuse by the same thread (a few per thread,
+ * freed when the thread exits), so steady-state calls fault no new pages.
+ * Aligned to 64 bytes; null when out of memory. Release from the thread that
+ * allocated, or any thread: blocks are plain heap memory. */
+void *attnrt_scratch_allocate(size_t bytes);
+void attnrt_scratch_release(void *pointer);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
