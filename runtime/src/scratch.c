@@ -30,9 +30,7 @@ typedef struct scratch_cache {
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
-static void release_block(void *pointer) {
-  free((char *)pointer - kAlignment);
-}
+static void release_block(void *pointer) { free((char *)pointer - kAlignment); }
 
 static void free_cache(void *opaque) {
   scratch_cache *cache = opaque;
