@@ -13,6 +13,7 @@
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cstdint>
 #include <stdexcept>
 
 namespace attnc {
@@ -141,10 +142,18 @@ llvm::Function *EntryBuilder::buildTask() {
   for (size_t n = 0; n < spec.arguments.size(); ++n) {
     const HalideEntryArgument &argument = spec.arguments[n];
     if (int(n) == spec.cropAt) {
+      llvm::Value *keyLimit = b.getInt32(INT32_MAX);
+      if (spec.keyLengthsBuffer >= 0) {
+        llvm::Value *lengths = b.CreateLoad(
+            ptr, b.CreateConstGEP1_64(ptr, buffers, spec.keyLengthsBuffer));
+        keyLimit = b.CreateLoad(i32, b.CreateGEP(i32, lengths, batch));
+      }
       for (llvm::Value *crop : {batch, first, count}) {
         arguments.push_back(b.CreateTrunc(crop, i32));
         types.push_back(i32);
       }
+      arguments.push_back(keyLimit);
+      types.push_back(i32);
     }
     int rank = int(argument.shape.size());
     llvm::Value *dimArray =

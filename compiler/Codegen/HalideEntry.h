@@ -32,9 +32,12 @@ struct HalideEntryArgument {
 struct HalideEntrySpec {
   std::string function; ///< The Halide pipeline's symbol.
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
-  /// The task's crop (int32 batch, first query, query count) is passed
-  /// before arguments[cropAt].
+  /// The task's crop (int32 batch, first query, query count, and the
+  /// batch's key length) is passed before arguments[cropAt].
   int cropAt = 0;
+  /// The entry's buffer holding the i32 key lengths [B], or -1 (then the
+  /// key length passed is INT32_MAX).
+  int keyLengthsBuffer = -1;
   Dim batch, heads, queries; ///< The task space: B × Hq × ceil(S / tile).
   int64_t taskQueries = 64;
 };

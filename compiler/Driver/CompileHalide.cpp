@@ -78,6 +78,9 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   spec.function = library.function;
   spec.taskQueries = schedule.taskQueries;
   spec.cropAt = library.cropAt;
+  if (attention.keyLengths >= 0)
+    spec.keyLengthsBuffer =
+        plan.values[attention.keyLengths].buffer(plan.numInputs);
   bool bshd = attention.layout == Layout::BSHD;
   const Shape &query = plan.values[attention.query].shape;
   spec.batch = query[0];

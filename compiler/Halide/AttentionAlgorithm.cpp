@@ -136,14 +136,14 @@ private:
       if (op.window->second < big)
         hi = min(hi, last + Expr(op.window->second) + 1);
     }
+    // RDom bounds cannot read a buffer: NAME_entry reads the key length and
+    // passes it. (An RDom::where predicate reading it instead made Halide 14
+    // size a tile for no keys and then write a rounded-up block into it.)
+    if (op.keyLengths >= 0)
+      hi = min(hi, cast<int64_t>(f.keyLimit));
     lo = clamp(lo, cast<int64_t>(0), cast<int64_t>(T));
     hi = clamp(hi, lo, cast<int64_t>(T));
-    RDom keys(cast<int32_t>(lo), cast<int32_t>(hi - lo), "rj");
-    // RDom bounds cannot read a buffer; a predicate can, and Halide
-    // tightens the loop to it.
-    if (op.keyLengths >= 0)
-      keys.where(keys.x < param(op.keyLengths)(f.batchIndex));
-    return keys;
+    return RDom(cast<int32_t>(lo), cast<int32_t>(hi - lo), "rj");
   }
 };
 

@@ -48,11 +48,12 @@ struct AttentionFuncs {
   std::vector<Halide::ImageParam> params; ///< In argument order.
   std::vector<int> paramValues;           ///< Plan value of each param.
   /// The crop one call computes (NAME_entry's task: one batch, one query
-  /// head, queryCount queries from queryFirst), passed after the buffer
-  /// params. The key loops visit only keys some row of the crop can see
-  /// (causal, window, key lengths), so a task skips what its rows mask.
+  /// head, queryCount queries from queryFirst) and the batch's key length
+  /// (INT32_MAX without key lengths), passed after the buffer params. The
+  /// key loops visit only keys some row of the crop can see (causal, window,
+  /// key length), so a task skips what its rows mask.
   Halide::Param<int32_t> batchIndex{"batch_index"}, queryFirst{"query_first"},
-      queryCount{"query_count"};
+      queryCount{"query_count"}, keyLimit{"key_limit"};
 };
 
 /// Builds the algorithm of `kernel` (an attention of `plan`). Throws

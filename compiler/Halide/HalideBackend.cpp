@@ -59,7 +59,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
     std::vector<Halide::Argument> arguments(funcs.params.begin(),
                                             funcs.params.end());
     for (const Halide::Param<int32_t> *crop :
-         {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount})
+         {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount,
+          &funcs.keyLimit})
       arguments.push_back(*crop);
     TemporaryDirectory directory;
     std::string prefix = (directory.path / function).string();

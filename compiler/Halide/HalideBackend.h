@@ -40,8 +40,8 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 /// One attention kernel compiled by Halide: a static library holding the
 /// pipeline `function` (and Halide's runtime), whose arguments are
 /// halide_buffer_t pointers for the plan values in `arguments`, in order,
-/// with the crop (int32 batch, first query, query count) before
-/// `arguments[cropAt]`, the first output.
+/// with the crop (int32 batch, first query, query count, key length)
+/// before `arguments[cropAt]`, the first output.
 struct HalideLibrary {
   std::string archive; ///< The .a bytes of compile_to_static_library.
   std::string function;
