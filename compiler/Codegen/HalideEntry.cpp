@@ -71,7 +71,22 @@ private:
                names.begin();
     return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
   }
-  llvm::Function *buildTask();
+  llvm::Function *buildTask(const HalideEntryKernel &kernel, size_t number);
+  /// The bytes of a buffer of `argument`'s shape, as i64.
+  llvm::Value *byteSize(llvm::IRBuilder<> &b, llvm::Value *dims,
+                        const HalideEntryArgument &argument) {
+    llvm::Value *bytes = b.getInt64(halideType(argument.dtype)[1] / 8);
+    for (const Dim &dim : argument.shape)
+      bytes = b.CreateMul(bytes, size(b, dims, dim));
+    return bytes;
+  }
+  /// Runs the kernels in order over `buffers` (inputs, outputs, then the
+  /// intermediates); returns the first failing status, else 0.
+  void runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
+                  llvm::Value *closure, llvm::Value *buffers);
+  /// The buffer array the kernels use: the entry's own, or a copy extended
+  /// with the intermediates; a failed allocation returns OUT_OF_MEMORY.
+  llvm::Value *withIntermediates(llvm::IRBuilder<> &b, llvm::Function *entry);
   void installScratchAllocator(llvm::IRBuilder<> &b);
 };
 
@@ -84,7 +99,8 @@ void EntryBuilder::installScratchAllocator(llvm::IRBuilder<> &b) {
                     const char *target, llvm::FunctionType *targetType) {
     auto *function = llvm::Function::Create(
         type, llvm::GlobalValue::InternalLinkage, graph.name + name, module);
-    llvm::IRBuilder<> body(llvm::BasicBlock::Create(context, "entry", function));
+    llvm::IRBuilder<> body(
+        llvm::BasicBlock::Create(context, "entry", function));
     llvm::Value *call = body.CreateCall(
         module.getOrInsertFunction(target, targetType), {function->getArg(1)});
     if (type->getReturnType()->isVoidTy())
@@ -99,23 +115,23 @@ void EntryBuilder::installScratchAllocator(llvm::IRBuilder<> &b) {
       "attnrt_scratch_allocate", llvm::FunctionType::get(ptr, {i64}, false));
   llvm::Function *release = define(
       "_halide_free", llvm::FunctionType::get(voidType, {ptr, ptr}, false),
-      "attnrt_scratch_release", llvm::FunctionType::get(voidType, {ptr}, false));
-  b.CreateCall(module.getOrInsertFunction(
-                   "halide_set_custom_malloc",
-                   llvm::FunctionType::get(ptr, {ptr}, false)),
-               {allocate});
-  b.CreateCall(module.getOrInsertFunction(
-                   "halide_set_custom_free",
-                   llvm::FunctionType::get(ptr, {ptr}, false)),
-               {release});
+      "attnrt_scratch_release",
+      llvm::FunctionType::get(voidType, {ptr}, false));
+  for (auto [setter, function] :
+       {std::pair{"halide_set_custom_malloc", allocate},
+        std::pair{"halide_set_custom_free", release}})
+    b.CreateCall(module.getOrInsertFunction(
+                     setter, llvm::FunctionType::get(ptr, {ptr}, false)),
+                 {function});
 }
 
-llvm::Function *EntryBuilder::buildTask() {
+llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
+                                        size_t number) {
   auto *taskType = llvm::FunctionType::get(
       llvm::Type::getVoidTy(context), {ptr, i64}, false);
-  auto *task = llvm::Function::Create(taskType,
-                                      llvm::GlobalValue::InternalLinkage,
-                                      graph.name + "_halide_task", module);
+  auto *task = llvm::Function::Create(
+      taskType, llvm::GlobalValue::InternalLinkage,
+      graph.name + "_halide_task" + std::to_string(number), module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", task));
   llvm::Value *closure = task->getArg(0), *index = task->getArg(1);
   llvm::Value *dims = b.CreateLoad(ptr, b.CreateStructGEP(closureType,
@@ -124,11 +140,11 @@ llvm::Function *EntryBuilder::buildTask() {
       ptr, b.CreateStructGEP(closureType, closure, 1));
 
   // index = (batch · heads + head) · tiles + tile.
-  llvm::Value *heads = size(b, dims, spec.heads);
-  llvm::Value *queries = size(b, dims, spec.queries);
-  llvm::Value *tileSize = b.getInt64(spec.taskQueries);
+  llvm::Value *heads = size(b, dims, kernel.heads);
+  llvm::Value *queries = size(b, dims, kernel.queries);
+  llvm::Value *tileSize = b.getInt64(kernel.taskQueries);
   llvm::Value *tiles = b.CreateUDiv(
-      b.CreateAdd(queries, b.getInt64(spec.taskQueries - 1)), tileSize);
+      b.CreateAdd(queries, b.getInt64(kernel.taskQueries - 1)), tileSize);
   llvm::Value *tile = b.CreateURem(index, tiles);
   llvm::Value *rest = b.CreateUDiv(index, tiles);
   llvm::Value *head = b.CreateURem(rest, heads);
@@ -139,13 +155,13 @@ llvm::Function *EntryBuilder::buildTask() {
 
   std::vector<llvm::Value *> arguments;
   std::vector<llvm::Type *> types;
-  for (size_t n = 0; n < spec.arguments.size(); ++n) {
-    const HalideEntryArgument &argument = spec.arguments[n];
-    if (int(n) == spec.cropAt) {
+  for (size_t n = 0; n < kernel.arguments.size(); ++n) {
+    const HalideEntryArgument &argument = kernel.arguments[n];
+    if (int(n) == kernel.cropAt) {
       llvm::Value *keyLimit = b.getInt32(INT32_MAX);
-      if (spec.keyLengthsBuffer >= 0) {
+      if (kernel.keyLengthsBuffer >= 0) {
         llvm::Value *lengths = b.CreateLoad(
-            ptr, b.CreateConstGEP1_64(ptr, buffers, spec.keyLengthsBuffer));
+            ptr, b.CreateConstGEP1_64(ptr, buffers, kernel.keyLengthsBuffer));
         keyLimit = b.CreateLoad(i32, b.CreateGEP(i32, lengths, batch));
       }
       for (llvm::Value *crop : {batch, first, count}) {
@@ -209,7 +225,7 @@ llvm::Function *EntryBuilder::buildTask() {
     types.push_back(ptr);
   }
   llvm::FunctionCallee pipeline = module.getOrInsertFunction(
-      spec.function, llvm::FunctionType::get(i32, types, false));
+      kernel.function, llvm::FunctionType::get(i32, types, false));
   llvm::Value *result = b.CreateCall(pipeline, arguments);
   // Halide's error codes are negative; out of memory is -3.
   llvm::Value *status = b.CreateSelect(
@@ -225,8 +241,51 @@ llvm::Function *EntryBuilder::buildTask() {
   return task;
 }
 
+void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
+                              llvm::Value *closure, llvm::Value *buffers) {
+  llvm::Value *dims = entry->getArg(1);
+  llvm::FunctionCallee parallelFor = module.getOrInsertFunction(
+      "attnrt_parallel_for",
+      llvm::FunctionType::get(llvm::Type::getVoidTy(context),
+                              {ptr, i64, ptr, ptr}, false));
+  for (auto [number, kernel] : llvm::enumerate(spec.kernels)) {
+    if (kernel.function.empty()) {
+      // reshape, unsqueeze, copy: the same bytes in the same order.
+      const HalideEntryArgument &from = kernel.arguments.at(0),
+                                &to = kernel.arguments.at(1);
+      auto pointer = [&](int buffer) {
+        return b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, buffers, buffer));
+      };
+      b.CreateMemCpy(pointer(to.buffer), llvm::MaybeAlign(1),
+                     pointer(from.buffer), llvm::MaybeAlign(1),
+                     byteSize(b, dims, to));
+      continue;
+    }
+    llvm::Function *task = buildTask(kernel, number);
+    llvm::Value *queries = size(b, dims, kernel.queries);
+    llvm::Value *tiles =
+        b.CreateUDiv(b.CreateAdd(queries, b.getInt64(kernel.taskQueries - 1)),
+                     b.getInt64(kernel.taskQueries));
+    llvm::Value *count = b.CreateMul(
+        b.CreateMul(size(b, dims, kernel.batch), size(b, dims, kernel.heads)),
+        tiles);
+    b.CreateCall(parallelFor, {entry->getArg(0), count, task, closure});
+    // Tasks that fail store their status; any one is reported, and no later
+    // kernel runs.
+    llvm::Value *status =
+        b.CreateLoad(i32, b.CreateStructGEP(closureType, closure, 2));
+    llvm::BasicBlock *failed =
+        llvm::BasicBlock::Create(context, "kernel_failed", entry);
+    llvm::BasicBlock *next =
+        llvm::BasicBlock::Create(context, "kernel_done", entry);
+    b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(0)), failed, next);
+    b.SetInsertPoint(failed);
+    b.CreateRet(status);
+    b.SetInsertPoint(next);
+  }
+}
+
 void EntryBuilder::build() {
-  llvm::Function *task = buildTask();
   auto *entryType = llvm::FunctionType::get(i32, {ptr, ptr, ptr}, false);
   auto *entry = llvm::Function::Create(entryType,
                                        llvm::GlobalValue::ExternalLinkage,
@@ -249,25 +308,45 @@ void EntryBuilder::build() {
                    llvm::FunctionType::get(ptr, {ptr}, false)),
                {handler});
   installScratchAllocator(b);
-  llvm::Value *dims = entry->getArg(1);
+  llvm::Value *buffers = withIntermediates(b, entry);
   llvm::Value *closure = b.CreateAlloca(closureType);
-  b.CreateStore(dims, b.CreateStructGEP(closureType, closure, 0));
-  b.CreateStore(entry->getArg(2), b.CreateStructGEP(closureType, closure, 1));
+  b.CreateStore(entry->getArg(1), b.CreateStructGEP(closureType, closure, 0));
+  b.CreateStore(buffers, b.CreateStructGEP(closureType, closure, 1));
   b.CreateStore(b.getInt32(0), b.CreateStructGEP(closureType, closure, 2));
-  llvm::Value *queries = size(b, dims, spec.queries);
-  llvm::Value *tiles =
-      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(spec.taskQueries - 1)),
-                   b.getInt64(spec.taskQueries));
-  llvm::Value *count = b.CreateMul(
-      b.CreateMul(size(b, dims, spec.batch), size(b, dims, spec.heads)),
-      tiles);
-  llvm::FunctionCallee parallelFor = module.getOrInsertFunction(
-      "attnrt_parallel_for",
-      llvm::FunctionType::get(llvm::Type::getVoidTy(context),
-                              {ptr, i64, ptr, ptr}, false));
-  b.CreateCall(parallelFor, {entry->getArg(0), count, task, closure});
-  // Tasks that fail store their status; any one is reported.
-  b.CreateRet(b.CreateLoad(i32, b.CreateStructGEP(closureType, closure, 2)));
+  runKernels(b, entry, closure, buffers);
+  b.CreateRet(b.getInt32(0));
+}
+
+llvm::Value *EntryBuilder::withIntermediates(llvm::IRBuilder<> &b,
+                                             llvm::Function *entry) {
+  if (spec.intermediates.empty())
+    return entry->getArg(2);
+  // The entry's buffers, then one from attnrt_allocate per intermediate.
+  size_t external = graph.inputs.size() + graph.outputs.size();
+  auto *arrayType =
+      llvm::ArrayType::get(ptr, external + spec.intermediates.size());
+  llvm::Value *buffers = b.CreateAlloca(arrayType);
+  for (size_t n = 0; n < external; ++n)
+    b.CreateStore(
+        b.CreateLoad(ptr, b.CreateConstGEP1_64(ptr, entry->getArg(2), n)),
+        b.CreateConstGEP1_64(ptr, buffers, n));
+  llvm::FunctionCallee allocate = module.getOrInsertFunction(
+      "attnrt_allocate", llvm::FunctionType::get(ptr, {ptr, i64}, false));
+  llvm::BasicBlock *outOfMemory =
+      llvm::BasicBlock::Create(context, "out_of_memory", entry);
+  for (const HalideEntryArgument &intermediate : spec.intermediates) {
+    llvm::Value *pointer =
+        b.CreateCall(allocate, {entry->getArg(0),
+                                byteSize(b, entry->getArg(1), intermediate)});
+    b.CreateStore(pointer,
+                  b.CreateConstGEP1_64(ptr, buffers, intermediate.buffer));
+    llvm::BasicBlock *next =
+        llvm::BasicBlock::Create(context, "allocated", entry);
+    b.CreateCondBr(b.CreateIsNull(pointer), outOfMemory, next);
+    b.SetInsertPoint(next);
+  }
+  llvm::IRBuilder<>(outOfMemory).CreateRet(b.getInt32(5)); // OUT_OF_MEMORY
+  return buffers;
 }
 
 } // namespace
@@ -290,39 +369,19 @@ std::string emitHalideEntry(const Graph &graph, const HalideEntrySpec &spec,
 
 namespace attnc {
 
-std::string appendToArchive(const std::string &archive,
-                            const std::string &member,
-                            const std::string &object) {
-  auto fail = [](llvm::Error error) {
-    throw std::logic_error("cannot add to Halide's static library: " +
-                           llvm::toString(std::move(error)));
-  };
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      llvm::MemoryBuffer::getMemBuffer(archive, "halide.a", false);
-  llvm::Expected<std::unique_ptr<llvm::object::Archive>> parsed =
-      llvm::object::Archive::create(input->getMemBufferRef());
-  if (!parsed)
-    fail(parsed.takeError());
-  std::vector<llvm::NewArchiveMember> members;
-  llvm::Error error = llvm::Error::success();
-  for (const llvm::object::Archive::Child &child : (*parsed)->children(error)) {
-    llvm::Expected<llvm::NewArchiveMember> copy =
-        llvm::NewArchiveMember::getOldMember(child, /*Deterministic=*/true);
-    if (!copy)
-      fail(copy.takeError());
-    members.push_back(std::move(*copy));
-  }
-  if (error)
-    fail(std::move(error));
-  std::unique_ptr<llvm::MemoryBuffer> added =
-      llvm::MemoryBuffer::getMemBuffer(object, member, false);
-  members.emplace_back(added->getMemBufferRef());
+std::string
+writeArchive(const std::vector<std::pair<std::string, std::string>> &members) {
+  std::vector<llvm::NewArchiveMember> list;
+  for (const auto &[name, bytes] : members)
+    list.emplace_back(
+        llvm::MemoryBufferRef(llvm::StringRef(bytes), llvm::StringRef(name)));
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> written =
-      llvm::writeArchiveToBuffer(members, llvm::SymtabWritingMode::NormalSymtab,
+      llvm::writeArchiveToBuffer(list, llvm::SymtabWritingMode::NormalSymtab,
                                  llvm::object::Archive::K_GNU,
                                  /*Deterministic=*/true, /*Thin=*/false);
   if (!written)
-    fail(written.takeError());
+    throw std::logic_error("cannot write the static library: " +
+                           llvm::toString(written.takeError()));
   return std::string((*written)->getBuffer());
 }
 

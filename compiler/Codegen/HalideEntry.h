@@ -1,11 +1,13 @@
 //===- HalideEntry.h - NAME_entry for a Halide pipeline ----------*- C++ -*-===//
+//-*-===//
 //
-// The Halide backend's NAME.a holds Halide's pipeline function, which takes
+// The Halide backend's NAME.a holds Halide's pipeline functions, which take
 // halide_buffer_t pointers, and this adapter, emitted as LLVM 19 IR beside
-// the attnrt_kernel descriptor: NAME_entry(invocation, dims, buffers) splits
-// the output into tasks of (batch, head, query tile), runs them with
-// attnrt_parallel_for, and in each task describes every argument as a
-// halide_buffer_t (the outputs cropped to the task) and calls the pipeline.
+// the attnrt_kernel descriptor: NAME_entry(invocation, dims, buffers)
+// allocates the intermediates and runs the kernels in order. An attention is
+// split into tasks of (batch, head, query tile) run with attnrt_parallel_for,
+// each describing every argument as a halide_buffer_t (the outputs cropped to
+// the task) and calling the pipeline; a primitive is one such task.
 // Plain C++ here: no Halide header reaches this code (toolchain trap 1).
 //
 //===----------------------------------------------------------------------===//
@@ -29,17 +31,30 @@ struct HalideEntryArgument {
   int batchDim = -1, headDim = -1, queryDim = -1;
 };
 
-struct HalideEntrySpec {
-  std::string function; ///< The Halide pipeline's symbol.
+/// One kernel, run in plan order.
+struct HalideEntryKernel {
+  /// The Halide pipeline's symbol; empty for a byte copy (reshape,
+  /// unsqueeze, copy) from arguments[0] to arguments[1].
+  std::string function;
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
-  /// The task's crop (int32 batch, first query, query count, and the
-  /// batch's key length) is passed before arguments[cropAt].
-  int cropAt = 0;
-  /// The entry's buffer holding the i32 key lengths [B], or -1 (then the
-  /// key length passed is INT32_MAX).
+  /// An attention's crop (int32 batch, first query, query count, and the
+  /// batch's key length) is passed before arguments[cropAt]; -1 for a
+  /// primitive, which is one call.
+  int cropAt = -1;
+  /// The buffer of an attention's i32 key lengths [B], or -1 (then the key
+  /// length passed is INT32_MAX).
   int keyLengthsBuffer = -1;
-  Dim batch, heads, queries; ///< The task space: B × Hq × ceil(S / tile).
-  int64_t taskQueries = 64;
+  /// The task space: B × Hq × ceil(S / tile); 1 × 1 × 1 for a primitive.
+  Dim batch{1, ""}, heads{1, ""}, queries{1, ""};
+  int64_t taskQueries = 1;
+};
+
+struct HalideEntrySpec {
+  std::vector<HalideEntryKernel> kernels;
+  /// Buffers past the entry's inputs and outputs (their `buffer` indices
+  /// continue from numInputs + numOutputs): intermediates from
+  /// attnrt_allocate, freed when the invocation ends.
+  std::vector<HalideEntryArgument> intermediates;
 };
 
 /// The object holding NAME_entry and NAME_kernel for `graph`.
@@ -47,10 +62,10 @@ std::string emitHalideEntry(const Graph &graph, const HalideEntrySpec &spec,
                             const CpuTarget &target,
                             const std::string &manifest);
 
-/// `archive` (a static library's bytes) with `object` added as `member`.
-std::string appendToArchive(const std::string &archive,
-                            const std::string &member,
-                            const std::string &object);
+/// A static library (GNU format, with a symbol table) of `members`, each
+/// (name, object bytes).
+std::string
+writeArchive(const std::vector<std::pair<std::string, std::string>> &members);
 
 } // namespace attnc
 

@@ -1,8 +1,9 @@
 //===- CompileHalide.cpp - A graph through the Halide backend -------------===//
 //
-// graph → attn IR → fusion → KernelPlan → Halide pipeline (compiler/Halide)
-// → NAME.a, plus NAME_entry and NAME_kernel (compiler/Codegen/HalideEntry)
-// so that the result follows the same attnrt ABI as the MLIR backend's.
+// graph → attn IR → fusion → KernelPlan → one Halide pipeline per kernel
+// (compiler/Halide) → NAME.a: the pipelines, one shared Halide runtime, and
+// NAME_entry and NAME_kernel (compiler/Codegen/HalideEntry), so that the
+// result follows the same attnrt ABI as the MLIR backend's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +14,11 @@
 #include "Import/KernelPlan.h"
 #include "Support/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace attnc {
 
@@ -31,32 +36,52 @@ HalideSchedule scheduleFor(const CompileOptions &options,
   return loadHalideSchedule(path, targetClass);
 }
 
-/// The one fused attention the graph must have become.
-const PlannedKernel &attentionKernel(const KernelPlan &plan) {
-  const PlannedKernel *found = nullptr;
-  for (const PlannedKernel &kernel : plan.kernels) {
-    if (kernel.op != "attention")
-      throw UserError(plan.graphFile + ": " +
-                      (kernel.pointer.empty() ? "" : kernel.pointer + ": ") +
-                      "node \"" + kernel.name + "\": op " + kernel.op +
-                      " is left after fusion, and the halide backend "
-                      "compiles only fused attention so far; use --backend "
-                      "mlir");
-    if (found)
-      throw UserError(plan.graphFile + ": " + kernel.pointer + ": node \"" +
-                      kernel.name +
-                      "\": a second attention; the halide backend compiles "
-                      "graphs of one fused attention so far; use --backend "
-                      "mlir");
-    found = &kernel;
-  }
-  if (!found)
-    throw UserError(plan.graphFile +
-                    ": no attention left after fusion; the halide backend "
-                    "compiles only fused attention so far; use --backend mlir");
-  return *found;
+std::string where(const KernelPlan &plan, const PlannedKernel &kernel) {
+  return plan.graphFile + ": " +
+         (kernel.pointer.empty() ? "" : kernel.pointer + ": ") + "node \"" +
+         kernel.name + "\": ";
 }
 
+/// Every value a kernel touches must have its size in graph dims: NAME_entry
+/// computes buffer sizes from them.
+void checkShapes(const KernelPlan &plan) {
+  for (const PlannedKernel &kernel : plan.kernels)
+    for (const std::vector<int> *values : {&kernel.operands, &kernel.results})
+      for (int id : *values)
+        for (const Dim &dim : plan.values.at(id).shape)
+          if (!dim.isFixed() &&
+              std::find(plan.runtimeDims.begin(), plan.runtimeDims.end(),
+                        dim.symbol) == plan.runtimeDims.end())
+            throw UserError(where(plan, kernel) + "op " + kernel.op +
+                            " has a value whose size is not a graph dim; "
+                            "the halide backend cannot compile it; use "
+                            "--backend mlir");
+}
+
+/// Kernels whose result is their operand's bytes, copied by NAME_entry.
+bool isByteCopy(const PlannedKernel &kernel) {
+  return kernel.op == "reshape" || kernel.op == "unsqueeze" ||
+         kernel.op == "copy";
+}
+
+/// The entry's view of one plan value: its buffer (entry buffers, then the
+/// intermediates in `intermediates`' order).
+HalideEntryArgument entryArgument(const KernelPlan &plan, int id,
+                                  std::vector<int> &intermediates) {
+  const PlanValue &value = plan.values.at(id);
+  HalideEntryArgument argument;
+  argument.buffer = value.buffer(plan.numInputs);
+  if (argument.buffer < 0) {
+    auto it = std::find(intermediates.begin(), intermediates.end(), id);
+    argument.buffer =
+        plan.numInputs + plan.numOutputs + int(it - intermediates.begin());
+    if (it == intermediates.end())
+      intermediates.push_back(id);
+  }
+  argument.dtype = value.dtype;
+  argument.shape = value.shape;
+  return argument;
+}
 } // namespace
 
 CompiledGraph compileGraphHalide(const Graph &graph,
@@ -69,38 +94,59 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   HalideSchedule schedule = scheduleFor(options, targetClass);
 
   KernelPlan plan = planKernels(graph);
-  const PlannedKernel &kernel = attentionKernel(plan);
-  const AttentionPlan &attention = *kernel.attention;
-  HalideLibrary library = compileHalideAttention(
-      plan, kernel, schedule, targetClass, graph.name + "_halide");
-
+  checkShapes(plan);
+  // One pipeline per kernel (byte copies need none), one shared runtime.
   HalideEntrySpec spec;
-  spec.function = library.function;
-  spec.taskQueries = schedule.taskQueries;
-  spec.cropAt = library.cropAt;
-  if (attention.keyLengths >= 0)
-    spec.keyLengthsBuffer =
-        plan.values[attention.keyLengths].buffer(plan.numInputs);
-  bool bshd = attention.layout == Layout::BSHD;
-  const Shape &query = plan.values[attention.query].shape;
-  spec.batch = query[0];
-  spec.heads = query[bshd ? 2 : 1];
-  spec.queries = query[bshd ? 1 : 2];
-  for (int id : library.arguments) {
-    const PlanValue &value = plan.values[id];
-    HalideEntryArgument argument;
-    argument.buffer = value.buffer(plan.numInputs);
-    argument.dtype = value.dtype;
-    argument.shape = value.shape;
-    if (id == attention.output) {
-      argument.batchDim = 0;
-      argument.headDim = bshd ? 2 : 1;
-      argument.queryDim = bshd ? 1 : 2;
-    } else if (id == attention.lse) {
-      argument.batchDim = 0, argument.headDim = 1, argument.queryDim = 2;
+  std::vector<int> intermediates;
+  std::vector<std::pair<std::string, std::string>> members;
+  for (auto [number, kernel] : llvm::enumerate(plan.kernels)) {
+    HalideEntryKernel entryKernel;
+    if (isByteCopy(kernel)) {
+      for (int id : {kernel.operands.at(0), kernel.results.at(0)})
+        entryKernel.arguments.push_back(entryArgument(plan, id, intermediates));
+      spec.kernels.push_back(entryKernel);
+      continue;
     }
-    spec.arguments.push_back(argument);
+    std::string function =
+        graph.name + "_halide" + (number ? std::to_string(number) : "");
+    HalideLibrary library = kernel.attention
+                                ? compileHalideAttention(plan, kernel, schedule,
+                                                         targetClass, function)
+                                : compileHalidePrimitive(plan, kernel, schedule,
+                                                         targetClass, function);
+    members.push_back({function + ".o", std::move(library.object)});
+    entryKernel.function = library.function;
+    entryKernel.cropAt = library.cropAt;
+    for (int id : library.arguments)
+      entryKernel.arguments.push_back(entryArgument(plan, id, intermediates));
+    if (const std::optional<AttentionPlan> &attention = kernel.attention) {
+      entryKernel.taskQueries = schedule.taskQueries;
+      if (attention->keyLengths >= 0)
+        entryKernel.keyLengthsBuffer =
+            entryArgument(plan, attention->keyLengths, intermediates).buffer;
+      bool bshd = attention->layout == Layout::BSHD;
+      const Shape &query = plan.values[attention->query].shape;
+      entryKernel.batch = query[0];
+      entryKernel.heads = query[bshd ? 2 : 1];
+      entryKernel.queries = query[bshd ? 1 : 2];
+      for (size_t n = 0; n < library.arguments.size(); ++n) {
+        HalideEntryArgument &argument = entryKernel.arguments[n];
+        int id = library.arguments[n];
+        if (id == attention->output) {
+          argument.batchDim = 0;
+          argument.headDim = bshd ? 2 : 1;
+          argument.queryDim = bshd ? 1 : 2;
+        } else if (id == attention->lse) {
+          argument.batchDim = 0, argument.headDim = 1, argument.queryDim = 2;
+        }
+      }
+    }
+    spec.kernels.push_back(std::move(entryKernel));
   }
+  for (int id : intermediates)
+    spec.intermediates.push_back(entryArgument(plan, id, intermediates));
+  members.push_back(
+      {graph.name + "_halide_runtime.o", compileHalideRuntime(targetClass)});
 
   // The manifest is the MLIR backend's with the Halide schedule in it.
   result.header = kernelHeader(graph);
@@ -111,10 +157,10 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   manifest["schedule_source"] = schedule.source;
   result.manifest = manifest.dump(2) + "\n";
 
-  std::string entry =
-      emitHalideEntry(graph, spec, result.target, result.manifest);
-  result.object =
-      appendToArchive(library.archive, graph.name + "_entry.o", entry);
+  members.push_back(
+      {graph.name + "_entry.o",
+       emitHalideEntry(graph, spec, result.target, result.manifest)});
+  result.object = writeArchive(members);
   result.isArchive = true;
   return result;
 }

@@ -24,22 +24,6 @@ namespace {
 constexpr float kDropped = -3.0e38f;
 constexpr float kDroppedBelow = -1.0e38f;
 
-Type halideType(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return Float(32);
-  case DType::F16:
-    return Float(16);
-  case DType::BF16:
-    return BFloat(16);
-  case DType::I32:
-    return Int(32);
-  case DType::Bool:
-    return UInt(8); // attnrt bool: one byte, 0 or 1.
-  }
-  return Float(32);
-}
-
 class AlgorithmBuilder {
 public:
   AlgorithmBuilder(const KernelPlan &plan, const PlannedKernel &kernel,
@@ -68,13 +52,10 @@ private:
     auto it = params.find(value);
     if (it != params.end())
       return it->second;
+    // A graph input or a buffer another kernel wrote: either way a buffer.
     const PlanValue &v = plan.values.at(value);
-    if (v.input < 0)
-      unsupported("an operand computed by another kernel (\"" + v.name +
-                  "\")");
     int rank = int(v.shape.size());
-    ImageParam image(halideType(v.dtype), rank,
-                     "in" + std::to_string(v.input));
+    ImageParam image(halideType(v.dtype), rank, "v" + std::to_string(value));
     for (int n = 0; n < rank; ++n) {
       const Dim &dim = v.shape[rank - 1 - n];
       if (dim.isFixed())
@@ -148,14 +129,19 @@ private:
 };
 
 void AlgorithmBuilder::build() {
-  for (const PlannedKernel &other : plan.kernels)
-    for (int operand : other.operands)
-      for (int result : kernel.results)
+  // A result is computed when the graph returns it or another kernel reads
+  // it (then it is an intermediate buffer).
+  auto used = [&](int result) {
+    if (plan.values[result].output >= 0)
+      return true;
+    for (const PlannedKernel &other : plan.kernels)
+      for (int operand : other.operands)
         if (operand == result)
-          unsupported("a result used by another kernel (\"" +
-                      plan.values[result].name + "\")");
+          return true;
+    return false;
+  };
   for (int result : {op.output, op.lse}) {
-    if (result < 0 || plan.values[result].output < 0)
+    if (result < 0 || !used(result))
       continue;
     AttentionFuncs::Chain c;
     c.isLse = result == op.lse;
@@ -348,6 +334,22 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
 }
 
 } // namespace
+
+Type halideType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return Float(32);
+  case DType::F16:
+    return Float(16);
+  case DType::BF16:
+    return BFloat(16);
+  case DType::I32:
+    return Int(32);
+  case DType::Bool:
+    return UInt(8); // attnrt bool: one byte, 0 or 1.
+  }
+  return Float(32);
+}
 
 AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel) {

@@ -56,6 +56,9 @@ struct AttentionFuncs {
       queryCount{"query_count"}, keyLimit{"key_limit"};
 };
 
+/// Halide's type for an attnrt dtype (bool as one byte).
+Halide::Type halideType(DType dtype);
+
 /// Builds the algorithm of `kernel` (an attention of `plan`). Throws
 /// UserError for what the backend cannot express.
 AttentionFuncs defineAttention(const KernelPlan &plan,

@@ -1,6 +1,7 @@
-//===- HalideBackend.cpp - Attention kernels through Halide 14 ------------===//
+//===- HalideBackend.cpp - Kernels through Halide 14 ----------------------===//
 
 #include "Halide/AttentionFuncs.h"
+#include "Halide/PrimitiveFuncs.h"
 #include "Support/Error.h"
 
 #include <cstdlib>
@@ -40,6 +41,31 @@ struct TemporaryDirectory {
   }
 };
 
+/// The bytes of a file Halide wrote.
+std::string readFile(const std::string &path) {
+  std::ifstream stream(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << stream.rdbuf();
+  if (!stream || bytes.str().empty())
+    throw std::runtime_error("Halide wrote no " + path);
+  return bytes.str();
+}
+
+/// `pipeline` as an object without Halide's runtime.
+std::string compileObject(Halide::Pipeline &pipeline,
+                          const std::vector<Halide::Argument> &arguments,
+                          const std::string &function,
+                          const std::string &targetClass, bool strictFloat) {
+  Halide::Target target = Halide::Target(halideTarget(targetClass))
+                              .with_feature(Halide::Target::NoRuntime);
+  if (strictFloat)
+    target = target.with_feature(Halide::Target::StrictFloat);
+  TemporaryDirectory directory;
+  std::string path = (directory.path / (function + ".o")).string();
+  pipeline.compile_to_object(path, arguments, function, target);
+  return readFile(path);
+}
+
 } // namespace
 
 HalideLibrary compileHalideAttention(const KernelPlan &plan,
@@ -62,17 +88,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
          {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount,
           &funcs.keyLimit})
       arguments.push_back(*crop);
-    TemporaryDirectory directory;
-    std::string prefix = (directory.path / function).string();
-    pipeline.compile_to_static_library(prefix, arguments, function,
-                                       Halide::Target(halideTarget(
-                                           targetClass)));
-    std::ifstream stream(prefix + ".a", std::ios::binary);
-    std::ostringstream bytes;
-    bytes << stream.rdbuf();
-    if (!stream || bytes.str().empty())
-      throw std::runtime_error("Halide wrote no static library");
-    library.archive = bytes.str();
+    library.object = compileObject(pipeline, arguments, function, targetClass,
+                                   /*strictFloat=*/false);
   } catch (const Halide::Error &error) {
     throw std::logic_error("halide backend: compiling " + kernel.name +
                            " failed: " + error.what());
@@ -83,6 +100,56 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                            funcs.resultValues.begin(),
                            funcs.resultValues.end());
   return library;
+}
+
+HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
+                                     const PlannedKernel &kernel,
+                                     const HalideSchedule &schedule,
+                                     const std::string &targetClass,
+                                     const std::string &function) {
+  HalideLibrary library;
+  library.function = function;
+  try {
+    PrimitiveFuncs funcs = definePrimitive(plan, kernel);
+    schedulePrimitive(funcs, schedule);
+    // Fixed sizes of the result are promises Halide specialises on, as for
+    // the inputs.
+    const Shape &shape = plan.values[funcs.resultValue].shape;
+    int rank = int(shape.size());
+    Halide::OutputImageParam output = funcs.result.output_buffer();
+    for (int n = 0; n < rank; ++n) {
+      const Dim &dim = shape[rank - 1 - n];
+      if (dim.isFixed())
+        output.dim(n).set_bounds(0, int(dim.size));
+      else
+        output.dim(n).set_min(0);
+    }
+    Halide::Pipeline pipeline(funcs.result);
+    std::vector<Halide::Argument> arguments(funcs.params.begin(),
+                                            funcs.params.end());
+    library.object = compileObject(pipeline, arguments, function, targetClass,
+                                   funcs.strictFloat);
+    library.arguments = funcs.paramValues;
+    library.arguments.push_back(funcs.resultValue);
+  } catch (const Halide::Error &error) {
+    throw std::logic_error("halide backend: compiling " + kernel.name +
+                           " failed: " + error.what());
+  }
+  return library;
+}
+
+std::string compileHalideRuntime(const std::string &targetClass) {
+  try {
+    TemporaryDirectory directory;
+    std::string path = (directory.path / "halide_runtime.o").string();
+    Halide::compile_standalone_runtime(
+        path, Halide::Target(halideTarget(targetClass)));
+    return readFile(path);
+  } catch (const Halide::Error &error) {
+    throw std::logic_error(std::string("halide backend: compiling the "
+                                       "runtime failed: ") +
+                           error.what());
+  }
 }
 
 } // namespace attnc

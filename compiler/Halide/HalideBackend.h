@@ -1,4 +1,4 @@
-//===- HalideBackend.h - Fused attention through Halide 14 -------*- C++ -*-===//
+//===- HalideBackend.h - Kernels through Halide 14 --------------*- C++ -*-===//
 //
 // The Halide backend's interface to the driver. Plain C++ only: the Halide
 // headers (which pull in LLVM 14) stay inside compiler/Halide, and the
@@ -37,16 +37,17 @@ HalideSchedule defaultHalideSchedule(const std::string &targetClass);
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass);
 
-/// One attention kernel compiled by Halide: a static library holding the
-/// pipeline `function` (and Halide's runtime), whose arguments are
-/// halide_buffer_t pointers for the plan values in `arguments`, in order,
-/// with the crop (int32 batch, first query, query count, key length)
-/// before `arguments[cropAt]`, the first output.
+/// One kernel compiled by Halide: an object holding the pipeline `function`
+/// (compiled with no_runtime: every pipeline of a graph shares the one
+/// runtime of compileHalideRuntime), whose arguments are halide_buffer_t
+/// pointers for the plan values in `arguments`, in order. An attention takes
+/// its crop (int32 batch, first query, query count, key length) before
+/// `arguments[cropAt]`, the first output; a primitive has no crop (-1).
 struct HalideLibrary {
-  std::string archive; ///< The .a bytes of compile_to_static_library.
+  std::string object; ///< The object file's bytes.
   std::string function;
   std::vector<int> arguments;
-  int cropAt = 0;
+  int cropAt = -1;
 };
 
 /// Throws UserError naming the node for what the Halide backend cannot
@@ -56,6 +57,18 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
                                      const std::string &function);
+
+/// A primitive kernel (kernel.primitive set; not reshape, unsqueeze or
+/// copy, whose bytes NAME_entry copies itself) as one serial pipeline.
+HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
+                                     const PlannedKernel &kernel,
+                                     const HalideSchedule &schedule,
+                                     const std::string &targetClass,
+                                     const std::string &function);
+
+/// Halide's runtime for `targetClass` as one object
+/// (compile_standalone_runtime), shared by all pipelines of a library.
+std::string compileHalideRuntime(const std::string &targetClass);
 
 } // namespace attnc
 

@@ -47,7 +47,35 @@ private:
   /// there is one (its symbolic shape), else the IR type's static sizes.
   PlanValue resultValue(const std::string &name, mlir::Value result) const;
   AttentionPlan attention(mlir::attn::AttentionOp op) const;
+  static PrimitivePlan primitive(mlir::Operation &op);
 };
+
+PrimitivePlan PlanBuilder::primitive(mlir::Operation &op) {
+  namespace attn = mlir::attn;
+  PrimitivePlan result;
+  if (auto matmul = mlir::dyn_cast<attn::MatmulOp>(op))
+    result.transposeB = matmul.getTransposeB();
+  else if (auto linear = mlir::dyn_cast<attn::LinearOp>(op))
+    result.hasBias = bool(linear.getBias());
+  else if (auto scale = mlir::dyn_cast<attn::ScaleOp>(op))
+    result.value = scale.getValue().convertToDouble();
+  else if (auto fill = mlir::dyn_cast<attn::MaskedFillOp>(op))
+    result.value = fill.getValue().convertToDouble();
+  else if (auto softmax = mlir::dyn_cast<attn::SoftmaxOp>(op))
+    result.axis = softmax.getAxis();
+  else if (auto unsqueeze = mlir::dyn_cast<attn::UnsqueezeOp>(op))
+    result.axis = unsqueeze.getAxis();
+  else if (auto repeat = mlir::dyn_cast<attn::RepeatOp>(op))
+    result.axis = repeat.getAxis(), result.times = repeat.getTimes();
+  else if (auto sum = mlir::dyn_cast<attn::ReduceSumOp>(op))
+    result.axis = sum.getAxis(), result.keepdims = sum.getKeepdims();
+  else if (auto concat = mlir::dyn_cast<attn::ConcatOp>(op))
+    result.axis = concat.getAxis();
+  else if (auto transpose = mlir::dyn_cast<attn::TransposeOp>(op))
+    result.permutation.assign(transpose.getPermutation().begin(),
+                              transpose.getPermutation().end());
+  return result;
+}
 
 PlanValue PlanBuilder::resultValue(const std::string &name,
                                    mlir::Value result) const {
@@ -188,6 +216,8 @@ void PlanBuilder::build(mlir::func::FuncOp func) {
       kernel.attention = this->attention(attention);
       kernel.attention->output = lookup(attention.getOutput());
       kernel.attention->lse = lookup(attention.getLse());
+    } else {
+      kernel.primitive = primitive(op);
     }
     plan.kernels.push_back(std::move(kernel));
   }
@@ -259,6 +289,16 @@ std::string planToJson(const KernelPlan &plan) {
           {"lse", a->lse}};
       entry["attention"] = attributes;
     }
+    if (const std::optional<PrimitivePlan> &p = kernel.primitive)
+      entry["attributes"] = {{"transpose_b", p->transposeB},
+                             {"bias", p->hasBias},
+                             {"value", std::isinf(p->value)
+                                           ? json(p->value < 0 ? "-inf" : "inf")
+                                           : json(p->value)},
+                             {"axis", p->axis},
+                             {"times", p->times},
+                             {"keepdims", p->keepdims},
+                             {"permutation", p->permutation}};
     kernels.push_back(entry);
   }
   json result = {{"name", plan.graphName},

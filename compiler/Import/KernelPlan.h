@@ -58,6 +58,20 @@ struct AttentionPlan {
   int output = -1, lse = -1;   ///< Results; lse is -1 without return_lse.
 };
 
+/// The attributes of a primitive kernel (any op but attention and copy), as
+/// its attn op carries them after canonicalization: axes are non-negative,
+/// a reshape's or unsqueeze's result shape is its result value's.
+struct PrimitivePlan {
+  bool transposeB = false; ///< matmul: b is [..., N, K].
+  bool hasBias = false;    ///< linear: the operands are x, w and b.
+  double value = 0; ///< scale: the factor; masked_fill: the fill (may be -inf).
+  int64_t axis = 0; ///< softmax, unsqueeze, repeat, reduce_sum, concat.
+  int64_t times = 1;     ///< repeat.
+  bool keepdims = false; ///< reduce_sum.
+  /// transpose: result dim d is input dim permutation[d].
+  std::vector<int64_t> permutation;
+};
+
 struct PlannedKernel {
   std::string op;                 ///< "attention", "linear", ...
   std::string name;               ///< The last graph node it covers.
@@ -65,6 +79,7 @@ struct PlannedKernel {
   std::string pointer;            ///< JSON pointer of `name`'s node.
   std::vector<int> operands, results; ///< Indices into values.
   std::optional<AttentionPlan> attention; ///< Set for op == "attention".
+  std::optional<PrimitivePlan> primitive; ///< Set for the other ops.
 };
 
 struct KernelPlan {
