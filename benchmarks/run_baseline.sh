@@ -92,6 +92,25 @@ for r in rows:
     print(f'{head} {r["median_ms"]:.1f} | {r["gflops"]:.1f} | '
           f'{r["min_ms"]:.1f}–{r["max_ms"]:.1f}{runs} | {r["peak_rss_kib"] / 1024:.1f} |')
 print()
+# The issue targets as ratios within this run: each attnc method against
+# unfused (scalar expf) at the same shape and threads, and causal against
+# non-causal at L=2048, D=64.
+ok = {(r["heads"], r["len"], r["dim"], r["causal"], r["threads"], r["method"]): r["median_ms"]
+      for r in rows if r["status"] == "ok"}
+methods = [m for m in dict.fromkeys(r["method"] for r in rows) if m.startswith("attnc")]
+for m in methods:
+    parts = []
+    for (h, l, d, c, t, name), ms in ok.items():
+        if name != m or (h, l, d, c, t, "unfused") not in ok:
+            continue
+        parts.append(f'{l}/{d}{" causal" if c else ""} {t}T {ok[(h, l, d, c, t, "unfused")] / ms:.2f}×')
+    for t in sorted({k[4] for k in ok}):
+        a, b = ok.get((8, 2048, 64, False, t, m)), ok.get((8, 2048, 64, True, t, m))
+        if a and b:
+            parts.append(f"causal vs non-causal {t}T {a / b:.2f}×")
+    if parts:
+        print(f"{m} vs unfused: " + ", ".join(parts) + ".")
+print()
 bad = [c for c in checks if not c["ok"]]
 worst = max((m["max_abs_diff_vs_f64"] for c in checks for m in c["methods"]), default=float("nan"))
 worst_pair = max((m["max_abs_diff_vs_naive"] for c in checks for m in c["methods"]), default=float("nan"))
