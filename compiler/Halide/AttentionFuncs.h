@@ -52,10 +52,18 @@ struct AttentionFuncs {
       queryCount{"query_count"};
 };
 
+/// Choices that change how the algorithm is written, not what it computes.
+struct AlgorithmOptions {
+  /// Key lengths also bound the key loops (a reduction predicate reading
+  /// the key-length buffer), not only the mask.
+  bool keyLengthPredicate = true;
+};
+
 /// Builds the algorithm of `kernel` (an attention of `plan`). Throws
 /// UserError for what the backend cannot express.
 AttentionFuncs defineAttention(const KernelPlan &plan,
-                               const PlannedKernel &kernel);
+                               const PlannedKernel &kernel,
+                               const AlgorithmOptions &options = {});
 
 /// Applies the CPU hand schedule to the Funcs defineAttention made.
 void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule);
