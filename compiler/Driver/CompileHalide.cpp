@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 namespace attnc {
 
 namespace {
@@ -25,10 +27,42 @@ HalideSchedule scheduleFor(const CompileOptions &options,
   if (path.empty())
     return defaultHalideSchedule(targetClass);
   if (path.rfind("auto:", 0) == 0)
-    throw UserError("--schedule " + path +
-                    ": the halide backend has no autoscheduler support yet; "
-                    "give a schedules/halide-style JSON file or none");
+    return autoHalideSchedule(path.substr(5), targetClass);
   return loadHalideSchedule(path, targetClass);
+}
+
+/// The size an autoscheduler plans for, per run-time dim: the value given
+/// (`run --dim`, `compile --dim`), else a default by the dim's role in the
+/// attention: batch 1 (NAME_entry's tasks see one batch anyway), 8 heads,
+/// 1024 positions, head dims and additive units 64.
+void chooseEstimates(HalideSchedule &schedule, const KernelPlan &plan,
+                     const AttentionPlan &attention, const DimBindings &given) {
+  std::map<std::string, int64_t> byRole;
+  auto role = [&](int value, std::initializer_list<int64_t> sizes) {
+    if (value < 0)
+      return;
+    const Shape &shape = plan.values[value].shape;
+    size_t n = 0;
+    for (int64_t size : sizes) {
+      if (n < shape.size() && !shape[n].isFixed())
+        byRole.emplace(shape[n].symbol, size); // The first role wins.
+      ++n;
+    }
+  };
+  bool bshd = attention.layout == Layout::BSHD;
+  for (int value : {attention.query, attention.key, attention.value})
+    role(value, {1, bshd ? 1024 : 8, bshd ? 8 : 1024, 64});
+  role(attention.queryWeight, {64, 64});
+  for (const std::string &symbol : plan.runtimeDims) {
+    auto it = given.find(symbol);
+    if (it != given.end()) {
+      schedule.estimates[symbol] = it->second;
+      continue;
+    }
+    auto guess = byRole.find(symbol);
+    schedule.estimates[symbol] = guess != byRole.end() ? guess->second : 64;
+    schedule.defaultedEstimates.push_back(symbol);
+  }
 }
 
 /// The one fused attention the graph must have become.
@@ -71,6 +105,8 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   KernelPlan plan = planKernels(graph);
   const PlannedKernel &kernel = attentionKernel(plan);
   const AttentionPlan &attention = *kernel.attention;
+  if (schedule.isAuto())
+    chooseEstimates(schedule, plan, attention, options.dimEstimates);
   HalideLibrary library = compileHalideAttention(
       plan, kernel, schedule, targetClass, graph.name + "_halide");
 
