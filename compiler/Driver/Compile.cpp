@@ -6,6 +6,7 @@
 #include "Codegen/KernelDescriptor.h"
 #include "Codegen/KernelInterface.h"
 #include "Import/ImportGraph.h"
+#include "Support/Error.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -16,6 +17,9 @@ namespace attnc {
 CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
   if (options.backend == "halide")
     return compileGraphHalide(graph, options);
+  if (options.schedulePath.rfind("auto:", 0) == 0)
+    throw UserError("--schedule " + options.schedulePath +
+                    ": Halide's autoschedulers need --backend halide");
   CompiledGraph result;
   result.target = cpuTarget(options.target);
   result.schedule = options.schedulePath.empty()

@@ -20,6 +20,9 @@ struct CompileOptions {
   std::string backend = "mlir"; ///< "mlir" or "halide".
   std::string target = "host";
   std::string schedulePath; ///< Empty: the target class's default.
+  /// Sizes of run-time dims for an autoscheduler to plan for (halide,
+  /// `--schedule auto:NAME`); the others get defaults.
+  DimBindings dimEstimates;
   bool emitMlir = false, emitLlvm = false;
 };
 

@@ -108,6 +108,15 @@ int compileCommand() {
                       ": must match [A-Za-z_][A-Za-z0-9_]*");
     graph.name = options::name;
   }
+  if (!options::dims.empty()) {
+    // The code serves every size; only an autoscheduler plans for one.
+    if (settings.backend != "halide" ||
+        settings.schedulePath.rfind("auto:", 0) != 0)
+      throw UserError("--dim: attnc compile takes sizes only as estimates "
+                      "for an autoscheduler (--backend halide --schedule "
+                      "auto:NAME); the compiled code accepts any size");
+    settings.dimEstimates = bindDimFlags(graph, options::dims);
+  }
   CompiledGraph compiled = compileGraph(graph, settings);
   std::vector<std::pair<std::string, std::string>> files = {
       {graph.name + (compiled.isArchive ? ".a" : ".o"), compiled.object},

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 
 namespace attnc {
 
@@ -30,9 +31,7 @@ HalideSchedule scheduleFor(const CompileOptions &options,
   if (path.empty())
     return defaultHalideSchedule(targetClass);
   if (path.rfind("auto:", 0) == 0)
-    throw UserError("--schedule " + path +
-                    ": the halide backend has no autoscheduler support yet; "
-                    "give a schedules/halide-style JSON file or none");
+    return autoHalideSchedule(path.substr(5), targetClass);
   return loadHalideSchedule(path, targetClass);
 }
 
@@ -40,6 +39,40 @@ std::string where(const KernelPlan &plan, const PlannedKernel &kernel) {
   return plan.graphFile + ": " +
          (kernel.pointer.empty() ? "" : kernel.pointer + ": ") + "node \"" +
          kernel.name + "\": ";
+}
+
+/// The size an autoscheduler plans for, per run-time dim: the value given
+/// (`run --dim`, `compile --dim`), else a default by the dim's role in the
+/// attention: batch 1 (NAME_entry's tasks see one batch anyway), 8 heads,
+/// 1024 positions, head dims and additive units 64.
+void chooseEstimates(HalideSchedule &schedule, const KernelPlan &plan,
+                     const AttentionPlan &attention, const DimBindings &given) {
+  std::map<std::string, int64_t> byRole;
+  auto role = [&](int value, std::initializer_list<int64_t> sizes) {
+    if (value < 0)
+      return;
+    const Shape &shape = plan.values[value].shape;
+    size_t n = 0;
+    for (int64_t size : sizes) {
+      if (n < shape.size() && !shape[n].isFixed())
+        byRole.emplace(shape[n].symbol, size); // The first role wins.
+      ++n;
+    }
+  };
+  bool bshd = attention.layout == Layout::BSHD;
+  for (int value : {attention.query, attention.key, attention.value})
+    role(value, {1, bshd ? 1024 : 8, bshd ? 8 : 1024, 64});
+  role(attention.queryWeight, {64, 64});
+  for (const std::string &symbol : plan.runtimeDims) {
+    auto it = given.find(symbol);
+    if (it != given.end()) {
+      schedule.estimates[symbol] = it->second;
+      continue;
+    }
+    auto guess = byRole.find(symbol);
+    schedule.estimates[symbol] = guess != byRole.end() ? guess->second : 64;
+    schedule.defaultedEstimates.push_back(symbol);
+  }
 }
 
 /// Every value a kernel touches must have its size in graph dims: NAME_entry
@@ -96,6 +129,13 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   KernelPlan plan = planKernels(graph);
   checkShapes(plan);
   // One pipeline per kernel (byte copies need none), one shared runtime.
+  if (schedule.isAuto())
+    for (const PlannedKernel &kernel : plan.kernels)
+      if (kernel.attention) {
+        chooseEstimates(schedule, plan, *kernel.attention,
+                        options.dimEstimates);
+        break;
+      }
   HalideEntrySpec spec;
   std::vector<int> intermediates;
   std::vector<std::pair<std::string, std::string>> members;

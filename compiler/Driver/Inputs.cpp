@@ -151,15 +151,11 @@ Tensor randomInput(const Graph &graph, const DimBindings &dims, int inputIndex,
   return fromDoubles(type.dtype, shape, values);
 }
 
-RunInputs bindInputs(const Graph &graph,
-                     const std::vector<std::string> &dimFlags,
-                     const std::vector<std::string> &inputFlags) {
-  RunInputs run;
-  run.tensors.resize(graph.inputs.size());
-  // Where each bound size came from, to explain conflicts.
-  std::map<std::string, std::string> dimSource;
+DimBindings bindDimFlags(const Graph &graph,
+                         const std::vector<std::string> &dimFlags,
+                         std::map<std::string, std::string> *flagOf) {
+  DimBindings dims;
   std::vector<std::string> runtimeDims = graph.runtimeDims();
-
   for (const std::string &text : dimFlags) {
     auto [name, valueText] = splitAssignment("--dim", text, "NAME=SIZE");
     std::string flag = "--dim " + text;
@@ -178,12 +174,24 @@ RunInputs bindInputs(const Graph &graph,
           flag + ": the graph " + graph.file + " has no run-time size " + name +
           (runtimeDims.empty() ? std::string(" (it has none)") : ""));
     int64_t value = parseSize(flag, valueText);
-    if (run.dims.count(name) && run.dims[name] != value)
+    if (dims.count(name) && dims[name] != value)
       throw UserError(flag + ": " + name + " was already given as " +
-                      std::to_string(run.dims[name]));
-    run.dims[name] = value;
-    dimSource[name] = flag;
+                      std::to_string(dims[name]));
+    dims[name] = value;
+    if (flagOf)
+      (*flagOf)[name] = flag;
   }
+  return dims;
+}
+
+RunInputs bindInputs(const Graph &graph,
+                     const std::vector<std::string> &dimFlags,
+                     const std::vector<std::string> &inputFlags) {
+  RunInputs run;
+  run.tensors.resize(graph.inputs.size());
+  // Where each bound size came from, to explain conflicts.
+  std::map<std::string, std::string> dimSource;
+  run.dims = bindDimFlags(graph, dimFlags, &dimSource);
 
   std::vector<std::string> givenFlag(graph.inputs.size());
   for (const std::string &text : inputFlags) {

@@ -13,6 +13,7 @@
 #include "Support/Tensor.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -24,6 +25,13 @@ struct RunInputs {
   /// In Graph::inputs order; empty for inputs no --input flag gives.
   std::vector<std::optional<Tensor>> tensors;
 };
+
+/// The run-time sizes `dimFlags` ("NAME=V") give, not necessarily all of
+/// them; `flagOf` (if given) gets the flag behind each. Throws UserError
+/// naming the flag at fault.
+DimBindings bindDimFlags(const Graph &graph,
+                         const std::vector<std::string> &dimFlags,
+                         std::map<std::string, std::string> *flagOf = nullptr);
 
 /// Binds the run-time sizes from `dimFlags` ("NAME=V") and the shapes of the
 /// files in `inputFlags` ("NAME=PATH"), and reads those files. Throws

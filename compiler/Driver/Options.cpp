@@ -44,9 +44,11 @@ cl::opt<bool> fused("fused",
                     cl::sub(import), cl::cat(category));
 
 cl::list<std::string> dims("dim",
-                           cl::desc("Value of a run-time size (repeatable)"),
+                           cl::desc("Value of a run-time size (repeatable; "
+                                    "compile: the size an autoscheduler "
+                                    "plans for)"),
                            cl::value_desc("NAME=SIZE"), cl::sub(reference),
-                           cl::sub(run), cl::cat(category));
+                           cl::sub(run), cl::sub(compile), cl::cat(category));
 cl::list<std::string>
     inputs("input",
            cl::desc("Read an input from a .npy file (repeatable); the others "
@@ -75,7 +77,9 @@ cl::opt<std::string> target("target",
                             cl::sub(compile), cl::sub(run), cl::cat(category));
 cl::opt<std::string> schedule("schedule",
                               cl::desc("Schedule file (default: the "
-                                       "target's, under schedules/)"),
+                                       "target's, under schedules/); halide "
+                                       "also auto:adams2019, "
+                                       "auto:mullapudi2016 or auto:li2018"),
                               cl::value_desc("S.json"), cl::sub(compile),
                               cl::sub(run), cl::cat(category));
 cl::opt<std::string> outputFiles("o",

@@ -27,7 +27,7 @@ extern llvm::cl::opt<std::string> graph;
 extern llvm::cl::opt<bool> json;
 /// import
 extern llvm::cl::opt<bool> fused;
-/// reference and run
+/// reference and run (and compile: estimates for an autoscheduler)
 extern llvm::cl::list<std::string> dims;
 extern llvm::cl::list<std::string> inputs;
 extern llvm::cl::opt<std::string> seed;

@@ -274,6 +274,8 @@ int runCommand() {
 
   PreparedRun run = prepareRun(seed, !compiled || options::compare);
   const Graph &graph = run.graph;
+  // An autoscheduler plans for the sizes of this run.
+  settings.dimEstimates = run.dims;
   std::vector<F64Tensor> reference;
   std::function<std::vector<Tensor>()> compute;
   std::unique_ptr<LoadedKernel> kernel;

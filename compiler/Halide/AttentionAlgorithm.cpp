@@ -27,8 +27,9 @@ constexpr float kDroppedBelow = -1.0e38f;
 class AlgorithmBuilder {
 public:
   AlgorithmBuilder(const KernelPlan &plan, const PlannedKernel &kernel,
-                   AttentionFuncs &f)
-      : plan(plan), kernel(kernel), op(*kernel.attention), f(f) {}
+                   const AlgorithmOptions &options, AttentionFuncs &f)
+      : plan(plan), kernel(kernel), op(*kernel.attention), options(options),
+        f(f) {}
   void build();
 
 private:
@@ -36,6 +37,7 @@ private:
   const KernelPlan &plan;
   const PlannedKernel &kernel;
   const AttentionPlan &op;
+  const AlgorithmOptions &options;
   AttentionFuncs &f;
   std::map<int, ImageParam> params;
 
@@ -90,10 +92,12 @@ private:
   /// The head dim of a V read. Schedules round depth loops up to whole
   /// vectors (at most 16 f32 lanes), which may reach past Dv; a clamp keeps
   /// those reads in the buffer but turns vector loads into gathers, so it is
-  /// left out where Dv is a fixed multiple of 16.
+  /// left out where Dv is a fixed multiple of 16 and the schedule keeps to
+  /// whole vectors that divide it (options.depthInWholeVectors).
   Expr valueDepth(Expr d, Expr Dv) {
     const Dim &depth = plan.values[op.value].shape.back();
-    if (depth.isFixed() && depth.size % 16 == 0) {
+    if (options.depthInWholeVectors && depth.isFixed() &&
+        depth.size % 16 == 0) {
       f.exactValueDepth = depth.size;
       return d;
     }
@@ -181,10 +185,17 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   Expr S = q.dim(positionDim).extent(), T = k.dim(positionDim).extent();
   Expr Dk = q.dim(0).extent(), Dv = v.dim(0).extent();
   Expr group = max(Hq / Hkv, 1);
-  // Clamped positions: tiles may round past the last query or key; what they
-  // compute there is never stored.
+  Expr B = q.dim(3).extent();
+  // Clamped coordinates: tiles may round past the last query or key, and an
+  // autoscheduler's tiles of fused loops past any dim (a shifted tail of
+  // (i, j, h, b) fused reaches the previous batch); what is computed there
+  // is never stored.
   auto clampQ = [&](Expr e) { return clamp(e, 0, S - 1); };
   auto clampK = [&](Expr e) { return clamp(e, 0, T - 1); };
+  auto clampD = [&](Expr e) { return clamp(e, 0, Dk - 1); };
+  auto clampH = [&](Expr e) { return clamp(e, 0, Hq - 1); };
+  auto clampG = [&](Expr e) { return clamp(e, 0, Hkv - 1); };
+  auto clampB = [&](Expr e) { return clamp(e, 0, B - 1); };
   auto at = [&](ImageParam &t, Expr dd, Expr pos, Expr head, Expr bb) {
     return f.bshd ? t(dd, head, pos, bb) : t(dd, pos, head, bb);
   };
@@ -194,10 +205,10 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   RVar rd = c.overDepth.x, rj = c.overKeys.x;
 
   auto query = [&](Expr dd, Expr ii, Expr hh, Expr bb) {
-    return f32(at(q, dd, clampQ(ii), hh, bb));
+    return f32(at(q, clampD(dd), clampQ(ii), clampH(hh), clampB(bb)));
   };
   auto key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
-    return f32(at(k, dd, clampK(jj), gg, bb));
+    return f32(at(k, dd, clampK(jj), clampG(gg), clampB(bb)));
   };
 
   // Raw scores: product(i, j, h, b), i innermost so that a vector of
@@ -212,7 +223,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     // qᵀW: W is [Dk, Dk] row-major, so W[d][e] is (e, d) here.
     ImageParam &w = param(op.generalWeight);
     c.queryRows(i, d, h, b) = 0.0f;
-    c.queryRows(i, d, h, b) += query(rd, i, h, b) * f32(w(d, rd));
+    c.queryRows(i, d, h, b) += query(rd, i, h, b) * f32(w(clampD(d), rd));
     break;
   }
   case ScoreKind::Additive:
@@ -261,9 +272,9 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     score = c * tanh(score / c);
   }
   Expr aligned = i + T - S; // i', bottom-right alignment.
-  Expr ci = clampQ(i), cj = clampK(j);
+  Expr ci = clampQ(i), cj = clampK(j), ch = clampH(h), cb = clampB(b);
   for (int bias : op.biases)
-    score += f32(broadcast4D(bias, b, h, ci, cj));
+    score += f32(broadcast4D(bias, cb, ch, ci, cj));
   if (op.alibi) {
     Expr slope;
     if (op.alibiSlopes >= 0) {
@@ -291,9 +302,9 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
       keep = keep && j - aligned <= int(op.window->second);
   }
   if (op.keyLengths >= 0)
-    keep = keep && j < param(op.keyLengths)(b);
+    keep = keep && j < param(op.keyLengths)(cb);
   for (size_t n = 0; n < op.masks.size(); ++n) {
-    Expr set = broadcast4D(op.masks[n], b, h, ci, cj) != 0;
+    Expr set = broadcast4D(op.masks[n], cb, ch, ci, cj) != 0;
     keep = keep && (op.maskDrops[n] ? !set : set);
   }
   // The masks apply after the scores, not inside them: Halide narrows what
@@ -315,7 +326,8 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   if (!c.isLse) {
     c.accumulator(d, i, h, b) = 0.0f;
     c.accumulator(d, i, h, b) +=
-        c.probabilities(i, rj, h, b) * f32(at(v, valueDepth(d, Dv), rj, kvHead, b));
+        c.probabilities(i, rj, h, b) *
+        f32(at(v, valueDepth(d, Dv), rj, kvHead, clampB(b)));
     c.normalized(d, i, h, b) =
         select(sum > 0.0f, c.accumulator(d, i, h, b) / sum, 0.0f);
   }
@@ -352,9 +364,10 @@ Type halideType(DType dtype) {
 }
 
 AttentionFuncs defineAttention(const KernelPlan &plan,
-                               const PlannedKernel &kernel) {
+                               const PlannedKernel &kernel,
+                               const AlgorithmOptions &options) {
   AttentionFuncs funcs;
-  AlgorithmBuilder(plan, kernel, funcs).build();
+  AlgorithmBuilder(plan, kernel, options, funcs).build();
   return funcs;
 }
 

@@ -1,7 +1,8 @@
 //===- AttentionFuncs.h - The attention algorithm as Halide Funcs -*- C++ -*-===//
 //
-// Shared by AttentionAlgorithm.cpp (what is computed) and
-// AttentionSchedule.cpp (how), so that schedules never touch the algorithm.
+// Shared by AttentionAlgorithm.cpp (what is computed), AttentionSchedule.cpp
+// (how, by hand) and AutoSchedule.cpp (how, by an autoscheduler), so that
+// schedules never touch the algorithm.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_HALIDE_ATTENTIONFUNCS_H
@@ -12,6 +13,7 @@
 #include <Halide.h>
 
 #include <map>
+#include <string>
 
 namespace attnc {
 
@@ -59,13 +61,35 @@ struct AttentionFuncs {
 /// Halide's type for an attnrt dtype (bool as one byte).
 Halide::Type halideType(DType dtype);
 
+/// Choices that change how the algorithm is written, not what it computes.
+struct AlgorithmOptions {
+  /// The schedule runs head-dim loops in whole vectors that divide Dv (the
+  /// hand schedule does), so V reads of a Dv that is a fixed multiple of 16
+  /// need no clamp. An autoscheduler's tiles promise nothing of the kind.
+  bool depthInWholeVectors = true;
+};
+
 /// Builds the algorithm of `kernel` (an attention of `plan`). Throws
 /// UserError for what the backend cannot express.
 AttentionFuncs defineAttention(const KernelPlan &plan,
-                               const PlannedKernel &kernel);
+                               const PlannedKernel &kernel,
+                               const AlgorithmOptions &options = {});
 
 /// Applies the CPU hand schedule to the Funcs defineAttention made.
 void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule);
+
+/// Schedules `pipeline` (made of the outputs of `funcs`) with the
+/// autoscheduler `schedule.autoscheduler`, for one NAME_entry task; every
+/// loop stays serial. Throws UserError for a missing plugin or a failing
+/// autoscheduler.
+void autoScheduleAttention(AttentionFuncs &funcs, const KernelPlan &plan,
+                           const PlannedKernel &kernel,
+                           const HalideSchedule &schedule,
+                           const Halide::Target &target,
+                           Halide::Pipeline &pipeline);
+
+/// A Halide error message as one line, without its "Error:" prefix.
+std::string oneLine(std::string text);
 
 } // namespace attnc
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 
@@ -73,15 +74,31 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
                                      const std::string &function) {
-  AttentionFuncs funcs = defineAttention(plan, kernel);
+  AlgorithmOptions options;
+  options.depthInWholeVectors = !schedule.isAuto();
+  AttentionFuncs funcs = defineAttention(plan, kernel, options);
   HalideLibrary library;
   library.function = function;
+  Halide::Target target(halideTarget(targetClass));
+  // Autoschedulers log statistics to std::cerr, and their schedules make
+  // Halide warn while lowering (e.g. about storage folding); attnc's output
+  // stays what the user asked for. The hand schedule warns about nothing.
+  std::ostringstream log;
+  struct RestoreStderr {
+    std::streambuf *saved = std::cerr.rdbuf();
+    ~RestoreStderr() { std::cerr.rdbuf(saved); }
+  } restore;
+  if (schedule.isAuto())
+    std::cerr.rdbuf(log.rdbuf());
   try {
-    scheduleAttention(funcs, schedule);
     std::vector<Halide::Func> outputs;
     for (AttentionFuncs::Chain &chain : funcs.chains)
       outputs.push_back(chain.result);
     Halide::Pipeline pipeline(outputs);
+    if (schedule.isAuto())
+      autoScheduleAttention(funcs, plan, kernel, schedule, target, pipeline);
+    else
+      scheduleAttention(funcs, schedule);
     std::vector<Halide::Argument> arguments(funcs.params.begin(),
                                             funcs.params.end());
     for (const Halide::Param<int32_t> *crop :
@@ -91,6 +108,14 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
     library.object = compileObject(pipeline, arguments, function, targetClass,
                                    /*strictFloat=*/false);
   } catch (const Halide::Error &error) {
+    // An autoscheduler's schedule that Halide rejects is a limit of that
+    // autoscheduler, reported as such; the hand schedule must compile.
+    if (schedule.isAuto())
+      throw UserError(plan.graphFile + ": " + kernel.pointer + ": node \"" +
+                      kernel.name + "\": --schedule " + schedule.kind +
+                      ": Halide cannot compile the autoscheduler's schedule: " +
+                      oneLine(error.what()) +
+                      "; try another autoscheduler or the hand schedule");
     throw std::logic_error("halide backend: compiling " + kernel.name +
                            " failed: " + error.what());
   }

@@ -11,6 +11,7 @@
 #include "Import/KernelPlan.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,28 @@ struct HalideSchedule {
   std::string measured; ///< What it measured, free text.
   std::string source;   ///< The file it came from, or "default".
 
+  /// For "auto:<name>" only. One pipeline call is one task on one thread:
+  /// the autoscheduler is told parallelism 1 (Halide's MachineParams).
+  std::string autoscheduler; ///< "adams2019", "mullapudi2016", "li2018".
+  int64_t parallelism = 1;
+  int64_t lastLevelCacheBytes = 0;
+  double balance = 0; ///< Cost of a load relative to arithmetic.
+  /// The size the autoscheduler plans for, per run-time dim of the graph,
+  /// and which of them are defaults rather than given by --dim.
+  std::map<std::string, int64_t> estimates;
+  std::vector<std::string> defaultedEstimates;
+
+  bool isAuto() const { return !autoscheduler.empty(); }
   std::string toJson() const;
 };
+
+/// The autoschedulers `--schedule auto:NAME` accepts.
+const std::vector<std::string> &halideAutoschedulers();
+/// `--schedule auto:NAME`: the target class's task size (from its hand
+/// schedule) with `name`'s autoscheduler; estimates are left to the caller.
+/// Throws UserError for an unknown name.
+HalideSchedule autoHalideSchedule(const std::string &name,
+                                  const std::string &targetClass);
 
 /// The hand schedule of a target class (compiled in from schedules/halide).
 HalideSchedule defaultHalideSchedule(const std::string &targetClass);

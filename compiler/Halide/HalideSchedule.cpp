@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <utility>
@@ -103,6 +104,21 @@ HalideSchedule parse(const std::string &text, const std::string &file,
 } // namespace
 
 std::string HalideSchedule::toJson() const {
+  if (isAuto()) {
+    // No tile sizes: the autoscheduler chose them.
+    json document = {{"attnc_halide_schedule", 1},
+                     {"target_class", targetClass},
+                     {"kind", kind},
+                     {"autoscheduler", autoscheduler},
+                     {"task_queries", taskQueries},
+                     {"machine_params",
+                      {{"parallelism", parallelism},
+                       {"last_level_cache_bytes", lastLevelCacheBytes},
+                       {"balance", balance}}},
+                     {"estimates", estimates},
+                     {"defaulted_estimates", defaultedEstimates}};
+    return document.dump(2);
+  }
   json document = {{"attnc_halide_schedule", 1},
                    {"target_class", targetClass},
                    {"kind", kind},
@@ -124,6 +140,39 @@ HalideSchedule defaultHalideSchedule(const std::string &targetClass) {
       return s;
     }
   throw std::logic_error("no default halide schedule for " + targetClass);
+}
+
+const std::vector<std::string> &halideAutoschedulers() {
+  static const std::vector<std::string> names = {"adams2019", "mullapudi2016",
+                                                 "li2018"};
+  return names;
+}
+
+HalideSchedule autoHalideSchedule(const std::string &name,
+                                  const std::string &targetClass) {
+  const std::vector<std::string> &names = halideAutoschedulers();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::string allowed;
+    for (const std::string &known : names)
+      allowed += (allowed.empty() ? "" : ", ") + known;
+    throw UserError("--schedule auto:" + name +
+                    ": unknown autoscheduler; allowed: " + allowed);
+  }
+  // The task size is NAME_entry's, not the autoscheduler's: keep the hand
+  // schedule's, so that both split the work the same way.
+  HalideSchedule hand = defaultHalideSchedule(targetClass);
+  HalideSchedule s;
+  s.targetClass = targetClass;
+  s.kind = "auto:" + name;
+  s.autoscheduler = name;
+  s.taskQueries = hand.taskQueries;
+  // Halide's generic cache size and load cost (MachineParams::generic()),
+  // but one thread: attnrt runs the tasks, each call is serial.
+  s.parallelism = 1;
+  s.lastLevelCacheBytes = 16 << 20;
+  s.balance = 40;
+  s.source = "auto";
+  return s;
 }
 
 HalideSchedule loadHalideSchedule(const std::string &path,

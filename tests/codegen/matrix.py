@@ -2,7 +2,7 @@
 """Randomized test matrix of the compiled (MLIR CPU) attention kernels.
 
     matrix.py --attnc PATH [-j N] [--seed S] [--count N | --full] [--only I[,J...]]
-              [--list] [--keep DIR] [--backend B] [-v]
+              [--list] [--keep DIR] [--backend B] [--halide-schedule auto:NAME] [-v]
 
 The axes below span the attention op: score kinds, masks (alone, combined, and
 with fully masked rows), biases, softcap, layouts, GQA/MQA, dtypes, S and T,
@@ -454,8 +454,9 @@ class Case:
 CHECK_RE = re.compile(r"^check (\S+): rel_err (\S+) \(tolerance (\S+)\) (\S+)$")
 
 
-def run_case(case, attnc, workdir, backend, host_class):
-    """Returns (ok, summary, command, directory)."""
+def run_case(case, attnc, workdir, backend, host_class, halide_schedule=None):
+    """Returns (ok, summary, command, directory). `halide_schedule` (e.g.
+    auto:adams2019) replaces the case's schedule axis for --backend halide."""
     d = os.path.join(workdir, "case%d" % case.index)
     os.makedirs(d, exist_ok=True)
     gpath = os.path.join(d, "graph.json")
@@ -468,7 +469,9 @@ def run_case(case, attnc, workdir, backend, host_class):
         if host_class == "x86-64" and target == "x86-64-avx2":
             target = "x86-64"          # a host without AVX2 cannot run avx2 code
         cmd += ["--target", target]
-    if case.axes["schedule"] != "default":
+    if backend == "halide" and halide_schedule:
+        cmd += ["--schedule", halide_schedule]
+    elif case.axes["schedule"] != "default":
         spath = os.path.join(d, "schedule.json")
         make = halide_schedule_for if backend == "halide" else schedule_for
         with open(spath, "w") as f:
@@ -619,6 +622,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--attnc", help="path of the attnc binary")
     ap.add_argument("--backend", default="mlir", help="backend to test (default mlir)")
+    ap.add_argument("--halide-schedule", metavar="auto:NAME",
+                    help="with --backend halide: --schedule for every case (an "
+                         "autoscheduler), instead of the schedule axis")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
     ap.add_argument("--count", type=int, help="number of cases (default %d)" % DEFAULT_COUNT)
     ap.add_argument("--full", action="store_true", help="run %d cases" % FULL_COUNT)
@@ -645,6 +651,8 @@ def main():
         return 0
     if not a.attnc:
         ap.error("--attnc is required (or --list)")
+    if a.halide_schedule and a.backend != "halide":
+        ap.error("--halide-schedule needs --backend halide")
     attnc = os.path.abspath(a.attnc)
     if not os.access(attnc, os.X_OK):
         print("attnc not found or not executable: %s" % attnc)
@@ -660,11 +668,15 @@ def main():
         print("note: `attnc compile` of a probe graph failed; assuming the host is x86-64-avx2")
         host_class = "x86-64-avx2"
     print("host target class: %s" % host_class, flush=True)
+    if a.halide_schedule:
+        print("every case: --schedule %s (the schedule axis is unused)" % a.halide_schedule,
+              flush=True)
     t0 = time.time()
     failures = []
     passed = 0
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-        futs = [ex.submit(run_case, c, attnc, workdir, a.backend, host_class) for c in cases]
+        futs = [ex.submit(run_case, c, attnc, workdir, a.backend, host_class,
+                          a.halide_schedule) for c in cases]
         for c, fut in zip(cases, futs):
             ok, summary, cmd, d = fut.result()
             print("%-4s #%d %s | %s" % ("ok" if ok else "FAIL", c.index, c.describe(), summary),
