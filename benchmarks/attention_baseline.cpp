@@ -20,7 +20,7 @@
 //
 // Usage:
 //   attention_baseline --heads 8 --len 2048 --dim 64 [--causal] --threads 1
-//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|attnc|attnc-halide|sgemm-only]
+//                      --repeat 5 [--json] [--method all|unfused|unfused-vexp|naive|attnc|attnc-halide[-AUTOSCHEDULER]|sgemm-only]
 //
 // With --method all (the default) the program first checks every method
 // against a float64 reference at a small size, then runs each method in its
@@ -48,6 +48,17 @@
 #include "bench_halide_attention_d128_causal.h"
 #include "bench_halide_attention_d64.h"
 #include "bench_halide_attention_d64_causal.h"
+#endif
+#ifdef ATTNC_BENCH_HAVE_HALIDE_AUTO
+#include "bench_halide_adams2019_attention_d128.h"
+#include "bench_halide_adams2019_attention_d64.h"
+#include "bench_halide_adams2019_attention_d64_causal.h"
+#include "bench_halide_li2018_attention_d128.h"
+#include "bench_halide_li2018_attention_d64.h"
+#include "bench_halide_li2018_attention_d64_causal.h"
+#include "bench_halide_mullapudi2016_attention_d128.h"
+#include "bench_halide_mullapudi2016_attention_d64.h"
+#include "bench_halide_mullapudi2016_attention_d64_causal.h"
 #endif
 
 #include <cblas.h>
@@ -425,6 +436,32 @@ Runner prepare_attnc_halide(const Problem &p, Tensors &t, const Options &, std::
 #endif
 }
 
+// The autoschedulers' kernels: D=64 (both masks) and D=128 non-causal, the
+// shapes run_baseline.sh times.
+#ifdef ATTNC_BENCH_HAVE_HALIDE_AUTO
+#define ATTNC_AUTO_KERNELS(s)                                                        \
+  KernelSet {                                                                        \
+    &bench_halide_##s##_attention_d64_kernel, &bench_halide_##s##_attention_d64_causal_kernel, \
+        &bench_halide_##s##_attention_d128_kernel, nullptr                           \
+  }
+#define ATTNC_AUTO_METHOD(s)                                                         \
+  Runner prepare_attnc_halide_##s(const Problem &p, Tensors &t, const Options &,     \
+                                  std::string *skip) {                               \
+    static const KernelSet set = ATTNC_AUTO_KERNELS(s);                              \
+    return prepare_kernel(set, p, t, skip);                                          \
+  }
+#else
+#define ATTNC_AUTO_METHOD(s)                                                         \
+  Runner prepare_attnc_halide_##s(const Problem &, Tensors &, const Options &,       \
+                                  std::string *skip) {                               \
+    *skip = "built without the autoscheduled kernels (-DATTNC_BENCH_HALIDE_AUTO=OFF)"; \
+    return {};                                                                       \
+  }
+#endif
+ATTNC_AUTO_METHOD(adams2019)
+ATTNC_AUTO_METHOD(mullapudi2016)
+ATTNC_AUTO_METHOD(li2018)
+
 struct Method {
   const char *name;
   const char *summary;
@@ -441,6 +478,12 @@ const Method kMethods[] = {
     {"attnc", "attnc-compiled kernel through attnrt (--backend mlir)", prepare_attnc},
     {"attnc-halide", "attnc-compiled kernel, --backend halide, hand schedule",
      prepare_attnc_halide},
+    {"attnc-halide-adams2019", "as attnc-halide, --schedule auto:adams2019",
+     prepare_attnc_halide_adams2019},
+    {"attnc-halide-mullapudi2016", "as attnc-halide, --schedule auto:mullapudi2016",
+     prepare_attnc_halide_mullapudi2016},
+    {"attnc-halide-li2018", "as attnc-halide, --schedule auto:li2018",
+     prepare_attnc_halide_li2018},
     {"sgemm-only", "calibration: unfused's two sgemms, no softmax", prepare_sgemm_only, false},
 };
 
@@ -513,7 +556,7 @@ void print_header(const Options &o) {
 
 void print_table_header(const Options &o) {
   if (o.json || o.no_header) return;
-  std::printf("%-11s %10s %10s %10s %9s %14s\n", "method", "median ms", "min ms", "max ms",
+  std::printf("%-26s %10s %10s %10s %9s %14s\n", "method", "median ms", "min ms", "max ms",
               "GFLOP/s", "peak RSS MiB");
 }
 
@@ -531,7 +574,7 @@ int run_one(const Options &o, const Method &m) {
                   m.name, json_escape(skip).c_str(), (long long)p.heads, (long long)p.len,
                   (long long)p.dim, p.causal ? "true" : "false", p.threads);
     else
-      std::printf("%-11s skipped: %s\n", m.name, skip.c_str());
+      std::printf("%-26s skipped: %s\n", m.name, skip.c_str());
     std::fflush(stdout);
     return 0;
   }
@@ -572,7 +615,7 @@ int run_one(const Options &o, const Method &m) {
                 json_escape(blas_name()).c_str(),
                 json_escape(std::string(m.name) == "unfused-vexp" ? attnc_bench::softmax_rows_vector_exp_flags() : attnc_bench::softmax_rows_scalar_exp_flags()).c_str());
   } else {
-    std::printf("%-11s %10.2f %10.2f %10.2f %9.1f %14.1f%s\n", m.name, median, sorted.front(),
+    std::printf("%-26s %10.2f %10.2f %10.2f %9.1f %14.1f%s\n", m.name, median, sorted.front(),
                 sorted.back(), gflops, rss / 1024.0,
                 repeat < o.repeat ? ("  (" + std::to_string(repeat) + " runs: time cap)").c_str()
                                   : "");
