@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace attnc {
 
@@ -38,6 +40,21 @@ struct TemporaryDirectory {
   ~TemporaryDirectory() {
     std::error_code error;
     std::filesystem::remove_all(path, error);
+  }
+};
+
+/// Sets an environment variable the user has not set, until destruction.
+struct DefaultEnvironment {
+  std::string name;
+  bool set = false;
+  DefaultEnvironment(std::string name, const char *value)
+      : name(std::move(name)) {
+    if (!std::getenv(this->name.c_str()))
+      set = setenv(this->name.c_str(), value, 0) == 0;
+  }
+  ~DefaultEnvironment() {
+    if (set)
+      unsetenv(name.c_str());
   }
 };
 
@@ -85,7 +102,15 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
       arguments.push_back(*crop);
     TemporaryDirectory directory;
     std::string prefix = (directory.path / function).string();
-    pipeline.compile_to_static_library(prefix, arguments, function, target);
+    {
+      // Autoschedulers unroll loops they expect to be short and constant;
+      // a key loop bounded by the crop (causal, window) is short but not
+      // constant. Halide then makes it a serial loop instead of failing.
+      std::optional<DefaultEnvironment> permitFailedUnroll;
+      if (schedule.isAuto())
+        permitFailedUnroll.emplace("HL_PERMIT_FAILED_UNROLL", "1");
+      pipeline.compile_to_static_library(prefix, arguments, function, target);
+    }
     std::ifstream stream(prefix + ".a", std::ios::binary);
     std::ostringstream bytes;
     bytes << stream.rdbuf();
