@@ -129,28 +129,31 @@ void autoScheduleAttention(AttentionFuncs &funcs, const KernelPlan &plan,
     for (int d = 0; d < rank; ++d)
       funcs.params[n].dim(d).set_estimate(0, sizeOf(shape[rank - 1 - d]));
   }
-  // One call: batch 0, head 0, the first task of queries.
+  // One call: batch 0, head 0, the last task of queries. The last rows see
+  // the most keys under causal and window masks (bottom-right aligned); the
+  // first ones may see none when S > T, and an empty key loop fails
+  // Adams2019.
   const AttentionPlan &op = *kernel.attention;
   bool bshd = op.layout == Layout::BSHD;
-  const Shape &query = plan.values[op.query].shape;
-  int queries =
-      std::min<int>(int(schedule.taskQueries), sizeOf(query[bshd ? 1 : 2]));
+  int positions = sizeOf(plan.values[op.query].shape[bshd ? 1 : 2]);
+  int queries = std::min<int>(int(schedule.taskQueries), positions);
+  int first = positions - queries;
   funcs.batchIndex.set_estimate(0);
-  funcs.queryFirst.set_estimate(0);
+  funcs.queryFirst.set_estimate(first);
   funcs.queryCount.set_estimate(queries);
   // Every key kept (the common case: no key lengths, or full ones).
   funcs.keyLimit.set_estimate(
       sizeOf(plan.values[op.key].shape[bshd ? 1 : 2]));
   for (AttentionFuncs::Chain &chain : funcs.chains) {
     if (chain.isLse) {
-      chain.result.set_estimate(funcs.i, 0, queries)
+      chain.result.set_estimate(funcs.i, first, queries)
           .set_estimate(funcs.h, 0, 1)
           .set_estimate(funcs.b, 0, 1);
       continue;
     }
     int depth = sizeOf(plan.values[op.output].shape.back());
     chain.result.set_estimate(funcs.d, 0, depth)
-        .set_estimate(bshd ? funcs.y : funcs.x, 0, queries)
+        .set_estimate(bshd ? funcs.y : funcs.x, first, queries)
         .set_estimate(bshd ? funcs.x : funcs.y, 0, 1)
         .set_estimate(funcs.b, 0, 1);
   }

@@ -8,8 +8,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace attnc {
 
@@ -67,6 +69,21 @@ std::string compileObject(Halide::Pipeline &pipeline,
   return readFile(path);
 }
 
+/// Sets an environment variable the user has not set, until destruction.
+struct DefaultEnvironment {
+  std::string name;
+  bool set = false;
+  DefaultEnvironment(std::string name, const char *value)
+      : name(std::move(name)) {
+    if (!std::getenv(this->name.c_str()))
+      set = setenv(this->name.c_str(), value, 0) == 0;
+  }
+  ~DefaultEnvironment() {
+    if (set)
+      unsetenv(name.c_str());
+  }
+};
+
 } // namespace
 
 HalideLibrary compileHalideAttention(const KernelPlan &plan,
@@ -105,8 +122,16 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
          {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount,
           &funcs.keyLimit})
       arguments.push_back(*crop);
-    library.object = compileObject(pipeline, arguments, function, targetClass,
-                                   /*strictFloat=*/false);
+    {
+      // Autoschedulers unroll loops they expect to be short and constant;
+      // a key loop bounded by the crop (causal, window) is short but not
+      // constant. Halide then makes it a serial loop instead of failing.
+      std::optional<DefaultEnvironment> permitFailedUnroll;
+      if (schedule.isAuto())
+        permitFailedUnroll.emplace("HL_PERMIT_FAILED_UNROLL", "1");
+      library.object = compileObject(pipeline, arguments, function,
+                                     targetClass, /*strictFloat=*/false);
+    }
   } catch (const Halide::Error &error) {
     // An autoscheduler's schedule that Halide rejects is a limit of that
     // autoscheduler, reported as such; the hand schedule must compile.
