@@ -55,16 +55,7 @@ private:
     if (it != params.end())
       return it->second;
     // A graph input or a buffer another kernel wrote: either way a buffer.
-    const PlanValue &v = plan.values.at(value);
-    int rank = int(v.shape.size());
-    ImageParam image(halideType(v.dtype), rank, "v" + std::to_string(value));
-    for (int n = 0; n < rank; ++n) {
-      const Dim &dim = v.shape[rank - 1 - n];
-      if (dim.isFixed())
-        image.dim(n).set_bounds(0, int(dim.size));
-      else
-        image.dim(n).set_min(0);
-    }
+    ImageParam image = planImageParam(plan, value);
     f.params.push_back(image);
     f.paramValues.push_back(value);
     return params.emplace(value, image).first->second;
@@ -361,6 +352,20 @@ Type halideType(DType dtype) {
     return UInt(8); // attnrt bool: one byte, 0 or 1.
   }
   return Float(32);
+}
+
+ImageParam planImageParam(const KernelPlan &plan, int value) {
+  const PlanValue &v = plan.values.at(value);
+  int rank = int(v.shape.size());
+  ImageParam image(halideType(v.dtype), rank, "v" + std::to_string(value));
+  for (int n = 0; n < rank; ++n) {
+    const Dim &dim = v.shape[rank - 1 - n];
+    if (dim.isFixed())
+      image.dim(n).set_bounds(0, int(dim.size));
+    else
+      image.dim(n).set_min(0);
+  }
+  return image;
 }
 
 AttentionFuncs defineAttention(const KernelPlan &plan,

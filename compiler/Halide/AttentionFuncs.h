@@ -61,6 +61,10 @@ struct AttentionFuncs {
 /// Halide's type for an attnrt dtype (bool as one byte).
 Halide::Type halideType(DType dtype);
 
+/// The ImageParam of plan value `value` (named v<value>): fixed sizes of the
+/// graph become bounds Halide specialises on, run-time ones start at 0.
+Halide::ImageParam planImageParam(const KernelPlan &plan, int value);
+
 /// Choices that change how the algorithm is written, not what it computes.
 struct AlgorithmOptions {
   /// The schedule runs head-dim loops in whole vectors that divide Dv (the

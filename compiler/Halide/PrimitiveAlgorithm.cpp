@@ -60,16 +60,7 @@ private:
     auto it = params.find(value);
     if (it != params.end())
       return it->second;
-    const PlanValue &v = plan.values.at(value);
-    int r = int(v.shape.size());
-    ImageParam image(halideType(v.dtype), r, "v" + std::to_string(value));
-    for (int n = 0; n < r; ++n) {
-      const Dim &dim = v.shape[r - 1 - n];
-      if (dim.isFixed())
-        image.dim(n).set_bounds(0, int(dim.size));
-      else
-        image.dim(n).set_min(0);
-    }
+    ImageParam image = planImageParam(plan, value);
     f.params.push_back(image);
     f.paramValues.push_back(value);
     return params.emplace(value, image).first->second;
