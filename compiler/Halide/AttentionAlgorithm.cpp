@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Halide/AttentionFuncs.h"
-#include "Support/Error.h"
 
 #include <cmath>
 #include <limits>
@@ -39,32 +38,13 @@ private:
   const AttentionPlan &op;
   const AlgorithmOptions &options;
   AttentionFuncs &f;
-  std::map<int, ImageParam> params;
 
-  [[noreturn]] void unsupported(const std::string &what) const {
-    throw UserError(plan.graphFile + ": " + kernel.pointer + ": node \"" +
-                    kernel.name + "\": " + what +
-                    " cannot be compiled by the halide backend; use "
-                    "--backend mlir");
-  }
-
-  /// The ImageParam of a plan value, made on first use; fixed sizes of the
-  /// graph become constraints Halide specialises on.
-  ImageParam &param(int value) {
-    auto it = params.find(value);
-    if (it != params.end())
-      return it->second;
-    // A graph input or a buffer another kernel wrote: either way a buffer.
-    ImageParam image = planImageParam(plan, value);
-    f.params.push_back(image);
-    f.paramValues.push_back(value);
-    return params.emplace(value, image).first->second;
-  }
+  ImageParam param(int value) { return f.params.of(plan, value); }
 
   /// A float tensor (or i1 mask) read as if broadcast to [B, Hq, S, T].
   Expr broadcast4D(int value, const Expr &bb, const Expr &hh, const Expr &ii,
                    const Expr &jj) {
-    ImageParam &image = param(value);
+    ImageParam image = param(value);
     const Shape &shape = plan.values[value].shape;
     int rank = int(shape.size());
     Expr coordinates[4] = {bb, hh, ii, jj};
@@ -169,7 +149,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   f.score = op.score;
   Var d = f.d, i = f.i, j = f.j, a = f.a, h = f.h, g = f.g, b = f.b;
 
-  ImageParam &q = param(op.query), &k = param(op.key), &v = param(op.value);
+  ImageParam q = param(op.query), k = param(op.key), v = param(op.value);
   // Sizes from the buffers: run-time dims are buffer extents.
   int headDim = f.bshd ? 1 : 2, positionDim = f.bshd ? 2 : 1;
   Expr Hq = q.dim(headDim).extent(), Hkv = k.dim(headDim).extent();
@@ -212,7 +192,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     break;
   case ScoreKind::General: {
     // qᵀW: W is [Dk, Dk] row-major, so W[d][e] is (e, d) here.
-    ImageParam &w = param(op.generalWeight);
+    ImageParam w = param(op.generalWeight);
     c.queryRows(i, d, h, b) = 0.0f;
     c.queryRows(i, d, h, b) += query(rd, i, h, b) * f32(w(clampD(d), rd));
     break;
@@ -236,8 +216,8 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   }
   if (op.score == ScoreKind::Additive) {
     // vaᵀ tanh(Wq q + Wk k); Wq, Wk are [A, Dk], so (d, a) here.
-    ImageParam &wq = param(op.queryWeight), &wk = param(op.keyWeight);
-    ImageParam &va = param(op.scoreVector);
+    ImageParam wq = param(op.queryWeight), wk = param(op.keyWeight);
+    ImageParam va = param(op.scoreVector);
     Expr units = wq.dim(1).extent();
     c.overUnits = RDom(0, units, "ra");
     RVar ra = c.overUnits.x;
@@ -337,36 +317,6 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
 }
 
 } // namespace
-
-Type halideType(DType dtype) {
-  switch (dtype) {
-  case DType::F32:
-    return Float(32);
-  case DType::F16:
-    return Float(16);
-  case DType::BF16:
-    return BFloat(16);
-  case DType::I32:
-    return Int(32);
-  case DType::Bool:
-    return UInt(8); // attnrt bool: one byte, 0 or 1.
-  }
-  return Float(32);
-}
-
-ImageParam planImageParam(const KernelPlan &plan, int value) {
-  const PlanValue &v = plan.values.at(value);
-  int rank = int(v.shape.size());
-  ImageParam image(halideType(v.dtype), rank, "v" + std::to_string(value));
-  for (int n = 0; n < rank; ++n) {
-    const Dim &dim = v.shape[rank - 1 - n];
-    if (dim.isFixed())
-      image.dim(n).set_bounds(0, int(dim.size));
-    else
-      image.dim(n).set_min(0);
-  }
-  return image;
-}
 
 AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,

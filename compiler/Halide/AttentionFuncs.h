@@ -9,10 +9,10 @@
 #define ATTNC_HALIDE_ATTENTIONFUNCS_H
 
 #include "Halide/HalideBackend.h"
+#include "Halide/PlanParams.h"
 
 #include <Halide.h>
 
-#include <map>
 #include <string>
 
 namespace attnc {
@@ -47,8 +47,7 @@ struct AttentionFuncs {
   };
   std::vector<Chain> chains; ///< In the order of the pipeline's outputs.
   std::vector<int> resultValues; ///< Plan value of each chain's result.
-  std::vector<Halide::ImageParam> params; ///< In argument order.
-  std::vector<int> paramValues;           ///< Plan value of each param.
+  PlanParams params;             ///< The buffer arguments, in order.
   /// The crop one call computes (NAME_entry's task: one batch, one query
   /// head, queryCount queries from queryFirst) and the batch's key length
   /// (INT32_MAX without key lengths), passed after the buffer params. The
@@ -58,13 +57,6 @@ struct AttentionFuncs {
       queryCount{"query_count"}, keyLimit{"key_limit"};
 };
 
-/// Halide's type for an attnrt dtype (bool as one byte).
-Halide::Type halideType(DType dtype);
-
-/// The ImageParam of plan value `value` (named v<value>): fixed sizes of the
-/// graph become bounds Halide specialises on, run-time ones start at 0.
-Halide::ImageParam planImageParam(const KernelPlan &plan, int value);
-
 /// Choices that change how the algorithm is written, not what it computes.
 struct AlgorithmOptions {
   /// The schedule runs head-dim loops in whole vectors that divide Dv (the
@@ -73,8 +65,8 @@ struct AlgorithmOptions {
   bool depthInWholeVectors = true;
 };
 
-/// Builds the algorithm of `kernel` (an attention of `plan`). Throws
-/// UserError for what the backend cannot express.
+/// Builds the algorithm of `kernel` (an attention of `plan`): every score,
+/// mask, bias, layout and dtype the plan can hold is expressible.
 AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,
                                const AlgorithmOptions &options = {});

@@ -123,11 +123,12 @@ void autoScheduleAttention(AttentionFuncs &funcs, const KernelPlan &plan,
   };
 
   // Inputs at their full size.
-  for (size_t n = 0; n < funcs.params.size(); ++n) {
-    const Shape &shape = plan.values[funcs.paramValues[n]].shape;
+  for (size_t n = 0; n < funcs.params.images.size(); ++n) {
+    const Shape &shape = plan.values[funcs.params.values[n]].shape;
     int rank = int(shape.size());
     for (int d = 0; d < rank; ++d)
-      funcs.params[n].dim(d).set_estimate(0, sizeOf(shape[rank - 1 - d]));
+      funcs.params.images[n].dim(d).set_estimate(0,
+                                                 sizeOf(shape[rank - 1 - d]));
   }
   // One call: batch 0, head 0, the last task of queries. The last rows see
   // the most keys under causal and window masks (bottom-right aligned); the

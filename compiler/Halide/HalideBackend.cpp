@@ -116,8 +116,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
       autoScheduleAttention(funcs, plan, kernel, schedule, target, pipeline);
     else
       scheduleAttention(funcs, schedule);
-    std::vector<Halide::Argument> arguments(funcs.params.begin(),
-                                            funcs.params.end());
+    std::vector<Halide::Argument> arguments(funcs.params.images.begin(),
+                                            funcs.params.images.end());
     for (const Halide::Param<int32_t> *crop :
          {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount,
           &funcs.keyLimit})
@@ -144,7 +144,7 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
     throw std::logic_error("halide backend: compiling " + kernel.name +
                            " failed: " + error.what());
   }
-  library.arguments = funcs.paramValues;
+  library.arguments = funcs.params.values;
   library.cropAt = int(library.arguments.size());
   library.arguments.insert(library.arguments.end(),
                            funcs.resultValues.begin(),
@@ -164,22 +164,14 @@ HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
     schedulePrimitive(funcs, schedule);
     // Fixed sizes of the result are promises Halide specialises on, as for
     // the inputs.
-    const Shape &shape = plan.values[funcs.resultValue].shape;
-    int rank = int(shape.size());
-    Halide::OutputImageParam output = funcs.result.output_buffer();
-    for (int n = 0; n < rank; ++n) {
-      const Dim &dim = shape[rank - 1 - n];
-      if (dim.isFixed())
-        output.dim(n).set_bounds(0, int(dim.size));
-      else
-        output.dim(n).set_min(0);
-    }
+    constrainToShape(funcs.result.output_buffer(),
+                     plan.values[funcs.resultValue].shape);
     Halide::Pipeline pipeline(funcs.result);
-    std::vector<Halide::Argument> arguments(funcs.params.begin(),
-                                            funcs.params.end());
+    std::vector<Halide::Argument> arguments(funcs.params.images.begin(),
+                                            funcs.params.images.end());
     library.object = compileObject(pipeline, arguments, function, targetClass,
                                    funcs.strictFloat);
-    library.arguments = funcs.paramValues;
+    library.arguments = funcs.params.values;
     library.arguments.push_back(funcs.resultValue);
   } catch (const Halide::Error &error) {
     throw std::logic_error("halide backend: compiling " + kernel.name +

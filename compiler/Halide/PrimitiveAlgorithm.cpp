@@ -14,7 +14,6 @@
 #include "Support/Error.h"
 
 #include <cmath>
-#include <map>
 
 namespace attnc {
 
@@ -34,7 +33,6 @@ private:
   const PlannedKernel &kernel;
   const PrimitivePlan &p;
   PrimitiveFuncs &f;
-  std::map<int, ImageParam> params;
   int rank = 0; ///< The result's.
 
   [[noreturn]] void unsupported(const std::string &what) const {
@@ -54,17 +52,7 @@ private:
     return kernel.operands[n];
   }
 
-  /// The ImageParam of a plan value, made on first use; fixed sizes become
-  /// constraints Halide specialises on.
-  ImageParam &param(int value) {
-    auto it = params.find(value);
-    if (it != params.end())
-      return it->second;
-    ImageParam image = planImageParam(plan, value);
-    f.params.push_back(image);
-    f.paramValues.push_back(value);
-    return params.emplace(value, image).first->second;
-  }
+  ImageParam param(int value) { return f.params.of(plan, value); }
 
   /// The result's loop variable of graph dim `g`.
   Expr at(int g) const { return f.vars[rank - 1 - g]; }

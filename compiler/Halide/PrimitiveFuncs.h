@@ -9,6 +9,7 @@
 #define ATTNC_HALIDE_PRIMITIVEFUNCS_H
 
 #include "Halide/HalideBackend.h"
+#include "Halide/PlanParams.h"
 
 #include <Halide.h>
 
@@ -32,8 +33,7 @@ struct PrimitiveFuncs {
   /// softmax: row max and row sum, over the result vars but the axis.
   Halide::Func rowMax, rowSum;
   Halide::RDom reduction;
-  std::vector<Halide::ImageParam> params; ///< In argument order.
-  std::vector<int> paramValues;           ///< Plan value of each param.
+  PlanParams params; ///< The buffer arguments, in order.
   int resultValue = -1;
   /// Whether the pipeline must keep IEEE infinities (softmax and masks see
   /// -inf): compiled with strict_float, not Halide's fast-math flags.
