@@ -19,6 +19,30 @@ using namespace Halide;
 
 namespace {
 
+/// Computes `consumer` in register blocks of `width` elements along `wide`
+/// (whole vectors of `lanes`) × `rows` along `across`; each block's sum over
+/// `reduced` is the Func `sum`, computed per block and unrolled so that its
+/// width/lanes × rows accumulators stay in registers. Q·Kᵀ blocks queries ×
+/// keys over the head dim, P·V head dim × queries over the keys.
+void registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
+                    int rows, RVar reduced, int lanes) {
+  const TailStrategy up = TailStrategy::RoundUp;
+  Var wideOuter("wo"), wideInner("wi"), acrossOuter("ao"), acrossInner("ai"),
+      vector("v"), lane("lane");
+  consumer.split(wide, wideOuter, wideInner, width, up)
+      .split(across, acrossOuter, acrossInner, rows, up)
+      .reorder(wideInner, acrossInner, wideOuter, acrossOuter)
+      .vectorize(wideInner, lanes, up)
+      .unroll(acrossInner);
+  sum.compute_at(consumer, wideOuter).vectorize(wide, lanes, up).unroll(across);
+  sum.update()
+      .split(wide, vector, lane, lanes, up)
+      .reorder(lane, vector, across, reduced)
+      .vectorize(lane)
+      .unroll(vector)
+      .unroll(across);
+}
+
 void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
                    const HalideSchedule &s) {
   const int vw = int(s.vectorWidth), qt = int(s.queryTile);
@@ -43,21 +67,9 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
 
   // Q·Kᵀ in register blocks of scoreVectors query vectors × scoreKeys keys.
   RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
-  const int block = vw * int(s.scoreVectors), keys = int(s.scoreKeys);
-  Var jo("jo"), ji("ji"), ib("ib"), iv("iv"), lane("lane");
-  c.scores.compute_at(c.result, io)
-      .split(j, jo, ji, keys, up)
-      .split(i, ib, iv, block, up)
-      .reorder(iv, ji, ib, jo)
-      .vectorize(iv, vw, up)
-      .unroll(ji);
-  c.product.compute_at(c.scores, ib).vectorize(i, vw, up).unroll(j);
-  c.product.update()
-      .split(i, iv, lane, vw, up)
-      .reorder(lane, iv, j, reduced)
-      .vectorize(lane)
-      .unroll(iv)
-      .unroll(j);
+  c.scores.compute_at(c.result, io);
+  registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
+                 int(s.scoreKeys), reduced, vw);
 
   if (c.queryRows.defined()) {
     c.queryRows.compute_at(c.result, io).vectorize(i, vw, up);
@@ -92,21 +104,9 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   int vectors = int(s.pvVectors);
   while (f.exactValueDepth && f.exactValueDepth % (vw * vectors) != 0)
     --vectors;
-  const int rows = int(s.pvRows), width = vw * vectors;
-  Var dO("dO"), dI("dI"), iO("iO"), iI("iI"), dv("dv");
-  c.normalized.compute_at(c.result, io)
-      .split(d, dO, dI, width, up)
-      .split(i, iO, iI, rows, up)
-      .reorder(dI, iI, dO, iO)
-      .vectorize(dI, vw, up)
-      .unroll(iI);
-  c.accumulator.compute_at(c.normalized, dO).vectorize(d, vw, up).unroll(i);
-  c.accumulator.update()
-      .split(d, dv, lane, vw, up)
-      .reorder(lane, dv, i, rj)
-      .vectorize(lane)
-      .unroll(dv)
-      .unroll(i);
+  c.normalized.compute_at(c.result, io);
+  registerBlocks(c.normalized, c.accumulator, d, vw * vectors, i, int(s.pvRows),
+                 rj, vw);
 }
 
 } // namespace
