@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <regex>
 #include <utility>
 #include <vector>
 
@@ -102,8 +101,7 @@ int compileCommand() {
   if (options::name.getNumOccurrences()) {
     // The same graph compiled twice (two backends, two schedules) into one
     // program needs two names.
-    static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
-    if (!std::regex_match(options::name.getValue(), identifier))
+    if (!isIdentifier(options::name))
       throw UserError("--name " + options::name +
                       ": must match [A-Za-z_][A-Za-z0-9_]*");
     graph.name = options::name;

@@ -218,6 +218,10 @@ struct Graph {
   AttentionSizes attentionSizes(const AttentionOp &op) const;
 };
 
+/// Whether `name` matches [A-Za-z_][A-Za-z0-9_]*, as graph, value and
+/// dim names must (they name C symbols and identifiers).
+bool isIdentifier(const std::string &name);
+
 /// Parses, validates and infers the shapes of a graph document. Throws
 /// UserError("FILE: /json/pointer: message") for any problem.
 Graph parseGraph(std::string_view text, const std::string &file);

@@ -23,15 +23,16 @@
 #include <sstream>
 
 namespace attnc {
-namespace {
-
-// Ordered: the written order of `inputs` is the kernel's argument order.
-using json = nlohmann::ordered_json;
 
 bool isIdentifier(const std::string &name) {
   static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
   return std::regex_match(name, identifier);
 }
+
+namespace {
+
+// Ordered: the written order of `inputs` is the kernel's argument order.
+using json = nlohmann::ordered_json;
 
 /// Escapes a key for use in a JSON pointer (RFC 6901).
 std::string pointerToken(std::string_view key) {
