@@ -19,7 +19,8 @@ namespace attnc_bench {
 //
 // Two builds of one source (softmax_rows.cpp, see CMakeLists.txt):
 // - scalar_exp: -O3, one expf call per score, what the targets and
-//   ../shared/notes measured as "unfused" (33 GFLOP/s at H=8 L=2048 D=64);
+//   docs/design/cpu-codegen-notes.md measured as "unfused" (33 GFLOP/s at
+//   H=8 L=2048 D=64);
 // - vector_exp: -O3 -ffast-math for the host ISA, expf vectorised through
 //   glibc's libmvec, what a framework's vectorised softmax does (~2x faster).
 using SoftmaxRows = void (*)(float *s, int64_t ld, int64_t cols,

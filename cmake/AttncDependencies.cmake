@@ -1,5 +1,5 @@
 # Finds every third-party dependency of attnc. All of them are Debian 12
-# packages installed by scripts/setup.sh; see ../shared/notes/toolchain.md.
+# packages installed by scripts/setup.sh; see docs/toolchain.md.
 
 find_package(nlohmann_json 3.11 REQUIRED)
 

@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages attnc builds and tests with, when missing.
 # Idempotent: with everything present it only checks and exits. Runs apt-get
 # as root, or through sudo. Versions are pinned by package name (LLVM/MLIR 19,
-# Halide 14) and checked after installing; see ../shared/notes/toolchain.md.
+# Halide 14) and checked after installing; see docs/toolchain.md.
 set -euo pipefail
 
 packages=(

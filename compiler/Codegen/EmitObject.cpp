@@ -32,7 +32,7 @@
 namespace attnc {
 namespace {
 
-/// The lowering measured in ../shared/notes/cpu-codegen.md (point 6): vector
+/// The lowering measured in docs/design/cpu-codegen-notes.md (point 6): vector
 /// code reaches hand-written kernel speed through exactly these passes. Not
 /// wrapped in builtin.module(...): the pass manager is already anchored on
 /// the module, and an anchor here would nest the passes one module deeper.
@@ -68,7 +68,7 @@ void lowerToLLVMDialect(mlir::ModuleOp module) {
   registerOnce();
   // tanh, exp, log... become inline polynomials: convert-math-to-llvm would
   // make the backend scalarise each vector into libm calls
-  // (../shared/notes/cpu-codegen.md, point 1).
+  // (docs/design/cpu-codegen-notes.md, point 1).
   {
     mlir::RewritePatternSet patterns(module.getContext());
     mlir::populateMathPolynomialApproximationPatterns(patterns);

@@ -8,7 +8,8 @@
 // split into tasks of (batch, head, query tile) run with attnrt_parallel_for,
 // each describing every argument as a halide_buffer_t (the outputs cropped to
 // the task) and calling the pipeline; a primitive is one such task.
-// Plain C++ here: no Halide header reaches this code (toolchain trap 1).
+// Plain C++ here: no Halide header reaches this code (docs/toolchain.md,
+// trap 1).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_CODEGEN_HALIDEENTRY_H

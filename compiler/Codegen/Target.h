@@ -3,7 +3,8 @@
 //
 // The `--target` names of the graph format's command line, and what each
 // means to LLVM: a triple, a CPU and its features. Always naming the CPU is
-// what keeps math.fma and roundeven inline (cpu-codegen.md, point 5).
+// what keeps math.fma and roundeven inline (docs/design/cpu-codegen-notes.md,
+// point 5).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_CODEGEN_TARGET_H

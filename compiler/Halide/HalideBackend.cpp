@@ -18,7 +18,7 @@ namespace attnc {
 namespace {
 
 /// Halide's name for an attnc target class. Explicit features, never
-/// Halide's `host` (toolchain trap 9).
+/// Halide's `host` (docs/toolchain.md, trap 9).
 std::string halideTarget(const std::string &targetClass) {
   if (targetClass == "x86-64-avx512")
     return "x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake";

@@ -2,7 +2,7 @@
 //
 // The Halide backend's interface to the driver. Plain C++ only: the Halide
 // headers (which pull in LLVM 14) stay inside compiler/Halide, and the
-// driver and the LLVM 19 code never see them (toolchain trap 1).
+// driver and the LLVM 19 code never see them (docs/toolchain.md, trap 1).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_HALIDE_HALIDEBACKEND_H

@@ -39,8 +39,8 @@ namespace attnc {
 mlir::OwningOpRef<mlir::ModuleOp> importGraph(const Graph &graph,
                                               mlir::MLIRContext &context);
 
-/// Runs mlir::attn::buildAttnPipeline (canonicalize, fuse attention,
-/// canonicalize) on an imported module. Throws std::logic_error when a pass
+/// Runs mlir::attn::buildAttnPipeline (fuse attention, then canonicalize) on
+/// an imported module. Throws std::logic_error when a pass
 /// fails (an internal error).
 void runAttnPipeline(mlir::ModuleOp module);
 
