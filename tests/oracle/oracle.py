@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Independent float64 oracle for the attnc graph format, version 1.
 
-Written straight from /work/shared/spec/graph-format.md, for clarity rather than
-speed.  It does not share code (or reading) with the C++ compiler; its value is
-that it was derived from the spec text alone.
+Written straight from the text of the graph format specification (the contract
+docs/graph-format.md describes), for clarity rather than speed.  It does not
+share code (or reading) with the C++ compiler; its value is that it was derived
+from the spec text alone.
 
 Public API
     evaluate(graph, inputs, dims)        -> {output name: np.ndarray}
