@@ -30,6 +30,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <attnc/attnrt.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -433,7 +435,7 @@ void KernelModuleBuilder::build() {
   outOfMemory = builder.createBlock(&entry.getBody());
   builder.create<func::ReturnOp>(
       loc, ValueRange{builder.create<arith::ConstantIntOp>(
-               loc, /*ATTNRT_OUT_OF_MEMORY*/ 5, 32)});
+               loc, ATTNRT_OUT_OF_MEMORY, 32)});
   builder.setInsertionPointToEnd(body);
 
   // Run-time sizes, then the input buffers with their sizes.
@@ -485,7 +487,8 @@ void KernelModuleBuilder::build() {
                                    /*isVolatile=*/false);
   }
   builder.create<func::ReturnOp>(
-      loc, ValueRange{builder.create<arith::ConstantIntOp>(loc, 0, 32)});
+      loc,
+      ValueRange{builder.create<arith::ConstantIntOp>(loc, ATTNRT_OK, 32)});
   graphFunction.erase();
 }
 

@@ -13,28 +13,94 @@
 #include "llvm/Object/ArchiveWriter.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+// The ABI's C headers: plain C, no LLVM or Halide compiler headers
+// (docs/toolchain.md, trap 1).
+#include <HalideRuntime.h>
+#include <attnc/attnrt.h>
+
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
+#include <type_traits>
 
 namespace attnc {
 
 namespace {
 
-/// halide_type_t {code, bits, lanes} of an attnrt dtype (bool as uint8).
-std::array<int, 3> halideType(DType dtype) {
+// Halide's buffer structs (HalideRuntime.h), as the LLVM types below spell
+// them: halide_dimension_t {i32 × 4}, halide_buffer_t {i64, ptr, ptr, i64,
+// halide_type_t {i8, i8, i16}, i32, ptr, ptr}. The offsets are those of the
+// 64-bit hosts attnc runs on and targets; EntryBuilder checks them against
+// the target's data layout too.
+static_assert(std::is_same_v<decltype(halide_dimension_t::min), int32_t> &&
+              std::is_same_v<decltype(halide_dimension_t::extent), int32_t> &&
+              std::is_same_v<decltype(halide_dimension_t::stride), int32_t> &&
+              std::is_same_v<decltype(halide_dimension_t::flags), uint32_t>);
+static_assert(offsetof(halide_dimension_t, min) == 0 &&
+              offsetof(halide_dimension_t, extent) == 4 &&
+              offsetof(halide_dimension_t, stride) == 8 &&
+              offsetof(halide_dimension_t, flags) == 12 &&
+              sizeof(halide_dimension_t) == 16);
+static_assert(std::is_same_v<decltype(halide_type_t::code),
+                             halide_type_code_t> &&
+              sizeof(halide_type_code_t) == 1 &&
+              std::is_same_v<decltype(halide_type_t::bits), uint8_t> &&
+              std::is_same_v<decltype(halide_type_t::lanes), uint16_t>);
+static_assert(offsetof(halide_type_t, code) == 0 &&
+              offsetof(halide_type_t, bits) == 1 &&
+              offsetof(halide_type_t, lanes) == 2 &&
+              sizeof(halide_type_t) == 4);
+static_assert(std::is_same_v<decltype(halide_buffer_t::device), uint64_t> &&
+              std::is_pointer_v<decltype(halide_buffer_t::device_interface)> &&
+              std::is_same_v<decltype(halide_buffer_t::host), uint8_t *> &&
+              std::is_same_v<decltype(halide_buffer_t::flags), uint64_t> &&
+              std::is_same_v<decltype(halide_buffer_t::type), halide_type_t> &&
+              std::is_same_v<decltype(halide_buffer_t::dimensions), int32_t> &&
+              std::is_same_v<decltype(halide_buffer_t::dim),
+                             halide_dimension_t *> &&
+              std::is_same_v<decltype(halide_buffer_t::padding), void *>);
+static_assert(offsetof(halide_buffer_t, device) == 0 &&
+              offsetof(halide_buffer_t, device_interface) == 8 &&
+              offsetof(halide_buffer_t, host) == 16 &&
+              offsetof(halide_buffer_t, flags) == 24 &&
+              offsetof(halide_buffer_t, type) == 32 &&
+              offsetof(halide_buffer_t, dimensions) == 36 &&
+              offsetof(halide_buffer_t, dim) == 40 &&
+              offsetof(halide_buffer_t, padding) == 48 &&
+              sizeof(halide_buffer_t) == 56);
+// The functions the entry declares or defines as LLVM functions: the
+// malloc and free wrappers (ptr, i64) -> ptr and (ptr, ptr), the error
+// handler (ptr, ptr), and attnrt's services.
+static_assert(std::is_same_v<halide_malloc_t, void *(*)(void *, size_t)> &&
+              std::is_same_v<halide_free_t, void (*)(void *, void *)> &&
+              std::is_same_v<halide_error_handler_t,
+                             void (*)(void *, const char *)> &&
+              sizeof(size_t) == sizeof(int64_t));
+static_assert(std::is_same_v<decltype(&attnrt_scratch_allocate),
+                             void *(*)(size_t)> &&
+              std::is_same_v<decltype(&attnrt_scratch_release),
+                             void (*)(void *)>);
+static_assert(std::is_same_v<decltype(&attnrt_allocate),
+                             void *(*)(attnrt_invocation *, int64_t)>);
+static_assert(std::is_same_v<decltype(&attnrt_parallel_for),
+                             void (*)(attnrt_invocation *, int64_t,
+                                      void (*)(void *, int64_t), void *)>);
+
+/// The halide_type_t of an attnrt dtype (bool as uint8).
+halide_type_t halideType(DType dtype) {
   switch (dtype) {
   case DType::F32:
-    return {2, 32, 1};
+    return halide_type_t(halide_type_float, 32);
   case DType::F16:
-    return {2, 16, 1};
+    return halide_type_t(halide_type_float, 16);
   case DType::BF16:
-    return {4, 16, 1};
+    return halide_type_t(halide_type_bfloat, 16);
   case DType::I32:
-    return {0, 32, 1};
+    return halide_type_t(halide_type_int, 32);
   case DType::Bool:
-    return {1, 8, 1};
+    return halide_type_t(halide_type_uint, 8);
   }
-  return {2, 32, 1};
+  return halide_type_t(halide_type_float, 32);
 }
 
 class EntryBuilder {
@@ -51,6 +117,25 @@ public:
     bufferType = llvm::StructType::get(
         context, {i64, ptr, ptr, i64, i8, i8, i16, i32, ptr, ptr});
     closureType = llvm::StructType::get(context, {ptr, ptr, i32});
+    checkStructLayout(module, dimType, "halide_dimension_t",
+                      {offsetof(halide_dimension_t, min),
+                       offsetof(halide_dimension_t, extent),
+                       offsetof(halide_dimension_t, stride),
+                       offsetof(halide_dimension_t, flags)},
+                      sizeof(halide_dimension_t));
+    constexpr size_t type = offsetof(halide_buffer_t, type);
+    checkStructLayout(module, bufferType, "halide_buffer_t",
+                      {offsetof(halide_buffer_t, device),
+                       offsetof(halide_buffer_t, device_interface),
+                       offsetof(halide_buffer_t, host),
+                       offsetof(halide_buffer_t, flags),
+                       type + offsetof(halide_type_t, code),
+                       type + offsetof(halide_type_t, bits),
+                       type + offsetof(halide_type_t, lanes),
+                       offsetof(halide_buffer_t, dimensions),
+                       offsetof(halide_buffer_t, dim),
+                       offsetof(halide_buffer_t, padding)},
+                      sizeof(halide_buffer_t));
   }
   void build();
 
@@ -75,7 +160,7 @@ private:
   /// The bytes of a buffer of `argument`'s shape, as i64.
   llvm::Value *byteSize(llvm::IRBuilder<> &b, llvm::Value *dims,
                         const HalideEntryArgument &argument) {
-    llvm::Value *bytes = b.getInt64(halideType(argument.dtype)[1] / 8);
+    llvm::Value *bytes = b.getInt64(halideType(argument.dtype).bits / 8);
     for (const Dim &dim : argument.shape)
       bytes = b.CreateMul(bytes, size(b, dims, dim));
     return bytes;
@@ -201,19 +286,19 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
                                            b.getInt32(field)}));
       stride = b.CreateMul(stride, size(b, dims, argument.shape[graphDim]));
     }
-    std::array<int, 3> type = halideType(argument.dtype);
+    halide_type_t type = halideType(argument.dtype);
     // host is the address of the element at the mins.
     llvm::Value *host = b.CreateGEP(
-        i8, data, b.CreateMul(offset, b.getInt64(type[1] / 8)));
+        i8, data, b.CreateMul(offset, b.getInt64(type.bits / 8)));
     llvm::Value *buffer = b.CreateAlloca(bufferType);
     llvm::Value *values[] = {b.getInt64(0),
                              llvm::ConstantPointerNull::get(
                                  llvm::PointerType::get(context, 0)),
                              host,
                              b.getInt64(0),
-                             b.getInt8(type[0]),
-                             b.getInt8(type[1]),
-                             b.getInt16(type[2]),
+                             b.getInt8(type.code),
+                             b.getInt8(type.bits),
+                             b.getInt16(type.lanes),
                              b.getInt32(rank),
                              dimArray,
                              llvm::ConstantPointerNull::get(
@@ -227,12 +312,16 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
   llvm::FunctionCallee pipeline = module.getOrInsertFunction(
       kernel.function, llvm::FunctionType::get(i32, types, false));
   llvm::Value *result = b.CreateCall(pipeline, arguments);
-  // Halide's error codes are negative; out of memory is -3.
+  // Halide's error codes are negative: out of memory (a null from
+  // halide_malloc) is ATTNRT_OUT_OF_MEMORY, any other ATTNRT_INTERNAL.
   llvm::Value *status = b.CreateSelect(
-      b.CreateICmpEQ(result, b.getInt32(-3)), b.getInt32(5), b.getInt32(8));
+      b.CreateICmpEQ(result, b.getInt32(halide_error_code_out_of_memory)),
+      b.getInt32(ATTNRT_OUT_OF_MEMORY), b.getInt32(ATTNRT_INTERNAL));
   llvm::BasicBlock *failed = llvm::BasicBlock::Create(context, "failed", task);
   llvm::BasicBlock *done = llvm::BasicBlock::Create(context, "done", task);
-  b.CreateCondBr(b.CreateICmpNE(result, b.getInt32(0)), failed, done);
+  b.CreateCondBr(
+      b.CreateICmpNE(result, b.getInt32(halide_error_code_success)), failed,
+      done);
   b.SetInsertPoint(failed);
   b.CreateStore(status, b.CreateStructGEP(closureType, closure, 2));
   b.CreateBr(done);
@@ -278,7 +367,8 @@ void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
         llvm::BasicBlock::Create(context, "kernel_failed", entry);
     llvm::BasicBlock *next =
         llvm::BasicBlock::Create(context, "kernel_done", entry);
-    b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(0)), failed, next);
+    b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(ATTNRT_OK)), failed,
+                   next);
     b.SetInsertPoint(failed);
     b.CreateRet(status);
     b.SetInsertPoint(next);
@@ -312,9 +402,10 @@ void EntryBuilder::build() {
   llvm::Value *closure = b.CreateAlloca(closureType);
   b.CreateStore(entry->getArg(1), b.CreateStructGEP(closureType, closure, 0));
   b.CreateStore(buffers, b.CreateStructGEP(closureType, closure, 1));
-  b.CreateStore(b.getInt32(0), b.CreateStructGEP(closureType, closure, 2));
+  b.CreateStore(b.getInt32(ATTNRT_OK),
+                b.CreateStructGEP(closureType, closure, 2));
   runKernels(b, entry, closure, buffers);
-  b.CreateRet(b.getInt32(0));
+  b.CreateRet(b.getInt32(ATTNRT_OK));
 }
 
 llvm::Value *EntryBuilder::withIntermediates(llvm::IRBuilder<> &b,
@@ -345,7 +436,7 @@ llvm::Value *EntryBuilder::withIntermediates(llvm::IRBuilder<> &b,
     b.CreateCondBr(b.CreateIsNull(pointer), outOfMemory, next);
     b.SetInsertPoint(next);
   }
-  llvm::IRBuilder<>(outOfMemory).CreateRet(b.getInt32(5)); // OUT_OF_MEMORY
+  llvm::IRBuilder<>(outOfMemory).CreateRet(b.getInt32(ATTNRT_OUT_OF_MEMORY));
   return buffers;
 }
 

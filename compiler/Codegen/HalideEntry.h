@@ -8,8 +8,9 @@
 // split into tasks of (batch, head, query tile) run with attnrt_parallel_for,
 // each describing every argument as a halide_buffer_t (the outputs cropped to
 // the task) and calling the pipeline; a primitive is one such task.
-// Plain C++ here: no Halide header reaches this code (docs/toolchain.md,
-// trap 1).
+// No Halide compiler header reaches this code (docs/toolchain.md, trap 1):
+// only HalideRuntime.h, plain C, for halide_buffer_t and Halide's type and
+// error codes, in HalideEntry.cpp.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_CODEGEN_HALIDEENTRY_H

@@ -4,19 +4,90 @@
 #include "Codegen/KernelInterface.h"
 
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DataLayout.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 
+#include <attnc/attnrt.h>
+
+#include <cstddef>
 #include <stdexcept>
+#include <type_traits>
 
 namespace attnc {
 
 namespace {
 
-/// ATTNRT_ABI_VERSION of runtime/include/attnc/attnrt.h.
-constexpr uint32_t kAbiVersion = 1;
+// The descriptor's C types (runtime/include/attnc/attnrt.h), as the LLVM
+// types below spell them: i32 for uint32_t, int32_t and attnrt_dtype, ptr
+// for every pointer. The offsets and sizes are those of the 64-bit hosts
+// attnc runs on and targets; build() checks them against the target's data
+// layout too.
+template <typename T> constexpr bool kIsPointer = std::is_pointer_v<T>;
+static_assert(std::is_same_v<decltype(attnrt_kernel::abi_version), uint32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::name)>);
+static_assert(std::is_same_v<decltype(attnrt_kernel::num_dims), int32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::dim_names)>);
+static_assert(std::is_same_v<decltype(attnrt_kernel::num_inputs), int32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::inputs)>);
+static_assert(std::is_same_v<decltype(attnrt_kernel::num_outputs), int32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::outputs)>);
+static_assert(std::is_same_v<decltype(attnrt_kernel::alignment), uint32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::target)>);
+static_assert(kIsPointer<decltype(attnrt_kernel::manifest)>);
+static_assert(std::is_same_v<decltype(attnrt_kernel::entry), attnrt_entry_fn>);
+// NAME_entry(invocation, dims, buffers) -> i32, as the backends emit it.
+static_assert(std::is_same_v<attnrt_entry_fn,
+                             int32_t (*)(attnrt_invocation *, const int64_t *,
+                                         void *const *)>);
+static_assert(offsetof(attnrt_kernel, abi_version) == 0 &&
+              offsetof(attnrt_kernel, name) == 8 &&
+              offsetof(attnrt_kernel, num_dims) == 16 &&
+              offsetof(attnrt_kernel, dim_names) == 24 &&
+              offsetof(attnrt_kernel, num_inputs) == 32 &&
+              offsetof(attnrt_kernel, inputs) == 40 &&
+              offsetof(attnrt_kernel, num_outputs) == 48 &&
+              offsetof(attnrt_kernel, outputs) == 56 &&
+              offsetof(attnrt_kernel, alignment) == 64 &&
+              offsetof(attnrt_kernel, target) == 72 &&
+              offsetof(attnrt_kernel, manifest) == 80 &&
+              offsetof(attnrt_kernel, entry) == 88 &&
+              sizeof(attnrt_kernel) == 96);
+
+static_assert(kIsPointer<decltype(attnrt_arg_info::name)>);
+static_assert(std::is_same_v<decltype(attnrt_arg_info::dtype), attnrt_dtype>);
+static_assert(sizeof(attnrt_dtype) == sizeof(int32_t));
+static_assert(std::is_same_v<decltype(attnrt_arg_info::rank), int32_t>);
+static_assert(std::is_same_v<decltype(attnrt_arg_info::dims), const int64_t *>);
+static_assert(offsetof(attnrt_arg_info, name) == 0 &&
+              offsetof(attnrt_arg_info, dtype) == 8 &&
+              offsetof(attnrt_arg_info, rank) == 12 &&
+              offsetof(attnrt_arg_info, dims) == 16 &&
+              sizeof(attnrt_arg_info) == 24);
+
+// DType and attnrt_dtype number the dtypes alike (`attnc run` converts one
+// to the other with a cast); the descriptor maps them with abiDType.
+static_assert(int(DType::F32) == ATTNRT_F32 && int(DType::F16) == ATTNRT_F16 &&
+              int(DType::BF16) == ATTNRT_BF16 &&
+              int(DType::I32) == ATTNRT_I32 && int(DType::Bool) == ATTNRT_BOOL);
+
+attnrt_dtype abiDType(DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    return ATTNRT_F32;
+  case DType::F16:
+    return ATTNRT_F16;
+  case DType::BF16:
+    return ATTNRT_BF16;
+  case DType::I32:
+    return ATTNRT_I32;
+  case DType::Bool:
+    return ATTNRT_BOOL;
+  }
+  throw std::logic_error("abiDType: unknown dtype");
+}
 
 class DescriptorBuilder {
 public:
@@ -59,6 +130,12 @@ private:
 llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
                                             const std::string &kind) {
   auto *infoType = llvm::StructType::get(context, {ptr, i32, i32, ptr});
+  checkStructLayout(module, infoType, "attnrt_arg_info",
+                    {offsetof(attnrt_arg_info, name),
+                     offsetof(attnrt_arg_info, dtype),
+                     offsetof(attnrt_arg_info, rank),
+                     offsetof(attnrt_arg_info, dims)},
+                    sizeof(attnrt_arg_info));
   std::vector<llvm::Constant *> infos;
   for (size_t n = 0; n < ids.size(); ++n) {
     const TensorType &type = graph.type(ids[n]);
@@ -74,7 +151,7 @@ llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
     infos.push_back(llvm::ConstantStruct::get(
         infoType,
         {string(graph.value(ids[n]).name, suffix + ".name"),
-         llvm::ConstantInt::get(i32, static_cast<int>(type.dtype)),
+         llvm::ConstantInt::get(i32, abiDType(type.dtype)),
          llvm::ConstantInt::get(i32, dims.size()), dimArray}));
   }
   if (infos.empty())
@@ -99,8 +176,22 @@ void DescriptorBuilder::build(const std::string &target,
   // attnrt_kernel, field by field (LLVM adds the C padding).
   auto *kernelType = llvm::StructType::get(
       context, {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr});
+  checkStructLayout(module, kernelType, "attnrt_kernel",
+                    {offsetof(attnrt_kernel, abi_version),
+                     offsetof(attnrt_kernel, name),
+                     offsetof(attnrt_kernel, num_dims),
+                     offsetof(attnrt_kernel, dim_names),
+                     offsetof(attnrt_kernel, num_inputs),
+                     offsetof(attnrt_kernel, inputs),
+                     offsetof(attnrt_kernel, num_outputs),
+                     offsetof(attnrt_kernel, outputs),
+                     offsetof(attnrt_kernel, alignment),
+                     offsetof(attnrt_kernel, target),
+                     offsetof(attnrt_kernel, manifest),
+                     offsetof(attnrt_kernel, entry)},
+                    sizeof(attnrt_kernel));
   llvm::Constant *fields[] = {
-      llvm::ConstantInt::get(i32, kAbiVersion),
+      llvm::ConstantInt::get(i32, ATTNRT_ABI_VERSION),
       string(graph.name, "name"),
       llvm::ConstantInt::get(i32, runtimeDims.size()),
       pointerArray(dimNames, "dim_names"),
@@ -119,6 +210,22 @@ void DescriptorBuilder::build(const std::string &target,
 }
 
 } // namespace
+
+void checkStructLayout(const llvm::Module &module, llvm::StructType *type,
+                       const char *cName,
+                       std::initializer_list<uint64_t> offsets,
+                       uint64_t size) {
+  const llvm::StructLayout *layout =
+      module.getDataLayout().getStructLayout(type);
+  bool same = type->getNumElements() == offsets.size() &&
+              layout->getSizeInBytes() == size;
+  for (unsigned field = 0; same && field < offsets.size(); ++field)
+    same = layout->getElementOffset(field) == offsets.begin()[field];
+  if (!same)
+    throw std::logic_error(std::string("the LLVM type emitted for ") + cName +
+                           " does not match its C layout on target " +
+                           module.getTargetTriple());
+}
 
 void addKernelDescriptor(llvm::Module &module, const Graph &graph,
                          const std::string &target,

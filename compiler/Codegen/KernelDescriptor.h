@@ -10,10 +10,13 @@
 
 #include "Graph/Graph.h"
 
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 namespace llvm {
 class Module;
+class StructType;
 } // namespace llvm
 
 namespace attnc {
@@ -22,6 +25,14 @@ namespace attnc {
 void addKernelDescriptor(llvm::Module &module, const Graph &graph,
                          const std::string &target,
                          const std::string &manifest);
+
+/// Checks with `module`'s data layout that `type`, the LLVM type the
+/// compiler emits for the C struct `cName`, has that struct's field
+/// `offsets` (offsetof, one per LLVM field) and `size` (sizeof); throws
+/// std::logic_error (a compiler bug) if not.
+void checkStructLayout(const llvm::Module &module, llvm::StructType *type,
+                       const char *cName,
+                       std::initializer_list<uint64_t> offsets, uint64_t size);
 
 } // namespace attnc
 
