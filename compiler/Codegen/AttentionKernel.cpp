@@ -204,7 +204,7 @@ public:
                                   offset(r, c));
   }
   Value fmax(Value x, Value y) {
-    // cmpf + select: a strict maximumf adds NaN blends (cpu-codegen.md, 4).
+    // cmpf + select: a strict maximumf adds NaN blends (docs/design/cpu-codegen-notes.md, point 4).
     Value greater = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y);
     return b.create<arith::SelectOp>(greater, x, y);
   }
@@ -239,6 +239,47 @@ public:
   }
 };
 
+/// The semantics rules (Attn/IR/AttnSemantics.h) on `index` values.
+struct IndexArith {
+  Emitter &e;
+  Value constant(int64_t value) { return e.index(value); }
+  Value add(Value x, Value y) { return e.add(x, y); }
+  Value sub(Value x, Value y) { return e.sub(x, y); }
+  Value div(Value x, Value y) { return e.div(x, y); }
+  Value min(Value x, Value y) { return e.min(x, y); }
+  Value max(Value x, Value y) { return e.max(x, y); }
+  Value lt(Value x, Value y) { return e.lt(x, y); }
+  Value le(Value x, Value y) {
+    return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, x, y);
+  }
+  Value logicalAnd(Value x, Value y) {
+    return e.b.create<arith::AndIOp>(x, y);
+  }
+};
+
+/// The same rules on vectors of i64, one position or key per lane.
+struct LaneArith {
+  Emitter &e;
+  VectorType type;
+  Value constant(int64_t value) {
+    return e.b.create<arith::ConstantOp>(
+        type, DenseElementsAttr::get(type, e.b.getI64IntegerAttr(value)));
+  }
+  Value add(Value x, Value y) { return e.b.create<arith::AddIOp>(x, y); }
+  Value sub(Value x, Value y) { return e.b.create<arith::SubIOp>(x, y); }
+  Value min(Value x, Value y) { return e.b.create<arith::MinSIOp>(x, y); }
+  Value max(Value x, Value y) { return e.b.create<arith::MaxSIOp>(x, y); }
+  Value lt(Value x, Value y) {
+    return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, x, y);
+  }
+  Value le(Value x, Value y) {
+    return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, x, y);
+  }
+  Value logicalAnd(Value x, Value y) {
+    return e.b.create<arith::AndIOp>(x, y);
+  }
+};
+
 /// Offsets of rows of a [B, H, L, D] (bhsd) or [B, L, H, D] (bshd) tensor.
 struct RowLayout {
   Value base;   ///< The offset of row 0 of (b, h).
@@ -251,8 +292,8 @@ public:
                        const AttentionBuffers &buffers,
                        const AttentionTiling &tiling)
       : e(builder, loc), op(op), buf(buffers), t(tiling),
-        bhsd(op.getLayout() == attn::Layout::bhsd),
-        score(op.getScore()) {}
+        bhsd(op.getLayout() == attn::Layout::bhsd), score(op.getScore()),
+        visibility(op.getKeyVisibility()) {}
 
   void emit(Value taskIndex);
 
@@ -263,6 +304,7 @@ private:
   AttentionTiling t;
   bool bhsd;
   attn::ScoreKind score;
+  attn::semantics::KeyVisibility visibility;
   VectorType vec;
 
   // Sizes.
@@ -343,18 +385,20 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   int64_t W = t.vectorWidth;
   vec = VectorType::get({W}, e.f32);
   const auto &q = buf.query.sizes, &k = buf.key.sizes, &v = buf.value.sizes;
-  B = q[0];
-  Hq = bhsd ? q[1] : q[2];
-  S = bhsd ? q[2] : q[1];
-  Dk = q[3];
-  Hkv = bhsd ? k[1] : k[2];
-  T = bhsd ? k[2] : k[1];
-  Dv = v[3];
+  attn::semantics::LayoutAxes axes = op.getLayoutAxes();
+  B = q[axes.batch];
+  Hq = q[axes.heads];
+  S = q[axes.length];
+  Dk = q[axes.depth];
+  Hkv = k[axes.heads];
+  T = k[axes.length];
+  Dv = v[axes.depth];
   staticDk = getConstantIntValue(Dk);
   staticDv = getConstantIntValue(Dv);
 
   // task = ((b · Hkv) + kv head) · tiles + tile, over G·S rows.
-  group = e.div(Hq, Hkv);
+  IndexArith arith{e};
+  group = attn::semantics::groupSize(arith, Hq, Hkv);
   Value rowCount = e.mul(group, S);
   Value tiles = e.ceilDiv(rowCount, t.queryTile);
   Value tile = e.rem(taskIndex, tiles);
@@ -428,18 +472,13 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
 
   // Keys [first, last): the tiles that causal, window and key_length masks
   // remove whole are never visited.
-  Value first = e.index(0), last = T;
-  if (op.getCausal())
-    last = e.min(last, e.add(lastQuery, 1));
-  if (auto window = op.getWindow()) {
-    first = e.max(first, e.sub(firstQuery, e.index((*window)[0])));
-    last = e.min(last, e.add(lastQuery, (*window)[1] + 1));
-  }
-  if (Value lengths = buf.keyLengths.data) {
-    Value length = b.create<arith::IndexCastOp>(
+  std::optional<Value> keyLength;
+  if (Value lengths = buf.keyLengths.data)
+    keyLength = b.create<arith::IndexCastOp>(
         b.getIndexType(), b.create<memref::LoadOp>(lengths, batch));
-    last = e.min(last, e.max(length, e.index(0)));
-  }
+  auto range = attn::semantics::visibleKeys(arith, visibility, firstQuery,
+                                            lastQuery, T, keyLength);
+  Value first = range.first, last = e.max(range.last, first);
   e.loop(first, last, BK, [&](Value j0) {
     Value nk = e.min(e.index(BK), e.sub(last, j0));
     keyTile(j0, nk, e.add(j0, e.sub(nk, e.index(1))));
@@ -450,22 +489,27 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
 void AttentionTaskBuilder::computeScales() {
   ImplicitLocOpBuilder &b = e.b;
   double log2e = 1.4426950408889634;
-  double scale;
-  if (auto attr = op.getScale())
-    scale = attr->convertToDouble();
-  else if (score == attn::ScoreKind::dot || score == attn::ScoreKind::general)
-    scale = 1.0 / std::sqrt(double(cast<ShapedType>(op.getQuery().getType())
-                                       .getDimSize(3)));
-  else
-    scale = 1.0;
   // With a softcap c: s = c·tanh(scale·raw / c), in log2 units c·log2e·tanh.
-  double factor = scale * log2e;
+  attn::semantics::ScaleRule rule = op.getScaleRule();
+  double factor = rule.factor * log2e;
   if (auto softcap = op.getSoftcap()) {
     double c = softcap->convertToDouble();
-    factor = scale / c;
+    factor = rule.factor / c;
     softcapScale = e.f32Constant(c * log2e);
   }
-  scoreFactor = e.f32Constant(factor);
+  if (!rule.overSqrtKeyDim) {
+    scoreFactor = e.f32Constant(factor);
+  } else if (staticDk) {
+    scoreFactor = e.f32Constant(factor / std::sqrt(double(*staticDk)));
+  } else {
+    // Dk is a run-time size: factor / sqrt(Dk), once per task.
+    Value depth = b.create<arith::SIToFPOp>(
+        b.getF64Type(), b.create<arith::IndexCastOp>(b.getI64Type(), Dk));
+    Value quotient = b.create<arith::DivFOp>(
+        b.create<arith::ConstantOp>(b.getF64FloatAttr(factor)),
+        b.create<math::SqrtOp>(depth));
+    scoreFactor = b.create<arith::TruncFOp>(e.f32, quotient);
+  }
   if (op.getAlibi()) {
     slopes = alloca(group);
     e.loop(e.index(0), group, 1, [&](Value g) {
@@ -611,15 +655,13 @@ void AttentionTaskBuilder::keyTile(Value j0, Value nk, Value lastKey) {
   else
     dotScores(j0, nk);
   // Causal and window masks cut only the tiles that straddle a diagonal.
-  Value needMask = e.b.create<arith::ConstantIntOp>(0, 1);
-  auto orWith = [&](Value condition) {
-    needMask = e.b.create<arith::OrIOp>(needMask, condition);
-  };
-  if (op.getCausal())
-    orWith(e.lt(firstQuery, lastKey));
-  if (auto window = op.getWindow()) {
-    orWith(e.lt(j0, e.sub(lastQuery, e.index((*window)[0]))));
-    orWith(e.lt(e.add(firstQuery, (*window)[1]), lastKey));
+  Value needMask;
+  if (visibility.hasPositionMask()) {
+    IndexArith arith{e};
+    Value whole = attn::semantics::blockFullyVisible(
+        arith, visibility, firstQuery, lastQuery, j0, lastKey);
+    needMask = e.b.create<arith::XOrIOp>(
+        whole, e.b.create<arith::ConstantIntOp>(1, 1));
   }
   softmaxStep(j0, nk, needMask);
   accumulateValues(j0, nk);
@@ -792,7 +834,7 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
     s = e.fma(values, e.constant(log2e, vec), s);
   }
   Value position; // i' - j per lane.
-  if (slopes || positionMasks)
+  if (slopes)
     position = b.create<arith::SubIOp>(
         b.create<arith::AddIOp>(laneQueries, splatI32(offset)),
         splatI32(key));
@@ -809,26 +851,13 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
     keep = keep ? b.create<arith::AndIOp>(keep, condition).getResult()
                 : condition;
   };
-  auto zeroI32 = b.create<arith::ConstantOp>(
-      i32Vec, DenseElementsAttr::get(i32Vec, b.getI32IntegerAttr(0)));
   if (positionMasks) {
-    // Causal: j <= i'; window: i' - L <= j <= i' + R.
-    if (op.getCausal())
-      keepAlso(b.create<arith::CmpIOp>(arith::CmpIPredicate::sge, position,
-                                       zeroI32));
-    if (auto window = op.getWindow()) {
-      auto bound = [&](int64_t value) {
-        return b.create<arith::ConstantOp>(
-            i32Vec, DenseElementsAttr::get(
-                        i32Vec, b.getI32IntegerAttr(int32_t(std::min<int64_t>(
-                                    value, std::numeric_limits<int32_t>::max())))));
-      };
-      keepAlso(b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, position,
-                                       bound((*window)[0])));
-      keepAlso(b.create<arith::CmpIOp>(
-          arith::CmpIPredicate::sge, position,
-          b.create<arith::SubIOp>(zeroI32, bound((*window)[1]))));
-    }
+    // In i64 lanes: window bounds reach 2^62 (AttnSemantics.h).
+    LaneArith lanes64{e, i64Vec};
+    Value lanePositions = lanes64.add(laneQueries64, splatI64(offset));
+    Value keys = splatI64(key), keyLen = splatI64(T);
+    keepAlso(attn::semantics::keyVisible(lanes64, visibility, lanePositions,
+                                         keys, keyLen));
   }
   std::optional<ArrayRef<bool>> drops;
   if (auto attr = op.getMaskDrops())
@@ -857,7 +886,7 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   bool transforms = softcapScale || slopes || keyScale || !buf.biases.empty() ||
                     !buf.masks.empty();
-  bool positionMasks = op.getCausal() || op.getWindow();
+  bool positionMasks = visibility.hasPositionMask();
   e.loop(e.index(0), liveQueries, W, [&](Value i) {
     Value oldMax = b.create<vector::LoadOp>(vec, rowMax, i);
     auto maxPass = [&](bool masked) {

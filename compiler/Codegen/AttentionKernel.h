@@ -3,9 +3,9 @@
 // The body of one task of a fused attention: one batch b, one kv head, one
 // tile of rows (query head, query) of the query heads sharing that kv head,
 // online softmax over tiles of keys, never holding more than a key tile of
-// scores (docs/design/cpu-backend.md). The register
-// blocking follows ../shared/notes/cpu-codegen.md: queries in vector lanes,
-// Q packed transposed and prescaled by scale·log2(e), scores stored
+// scores (docs/design/cpu-backend.md). The register blocking follows
+// docs/design/cpu-codegen-notes.md (point 2): queries in vector lanes, Q
+// packed transposed and prescaled by scale·log2(e), scores stored
 // [key][query] so the running max and sum are plain vectors, exp2 inline.
 //
 //===----------------------------------------------------------------------===//

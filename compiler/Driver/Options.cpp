@@ -40,7 +40,7 @@ cl::opt<bool> json("json", cl::desc("Print the kernels as a JSON array"),
 
 cl::opt<bool> fused("fused",
                     cl::desc("Print the IR after the attn pipeline "
-                             "(canonicalize, fuse attention) instead"),
+                             "(fuse attention, then canonicalize) instead"),
                     cl::sub(import), cl::cat(category));
 
 cl::list<std::string> dims("dim",

@@ -17,7 +17,22 @@ namespace attnc {
 
 using namespace Halide;
 
+namespace semantics = mlir::attn::semantics;
+
 namespace {
+
+/// The semantics rules (Attn/IR/AttnSemantics.h) on int64 expressions.
+struct Int64Exprs {
+  Expr constant(int64_t value) { return Expr(value); }
+  Expr add(Expr x, Expr y) { return x + y; }
+  Expr sub(Expr x, Expr y) { return x - y; }
+  Expr div(Expr x, Expr y) { return x / y; }
+  Expr min(Expr x, Expr y) { return Halide::min(x, y); }
+  Expr max(Expr x, Expr y) { return Halide::max(x, y); }
+  Expr lt(Expr x, Expr y) { return x < y; }
+  Expr le(Expr x, Expr y) { return x <= y; }
+  Expr logicalAnd(Expr x, Expr y) { return x && y; }
+};
 
 /// Scores of dropped keys; any real score is far above it.
 constexpr float kDropped = -3.0e38f;
@@ -75,29 +90,31 @@ private:
     return clamp(d, 0, Dv - 1);
   }
 
+  /// The op's key visibility for Halide's int32 sizes (S, T < 2^31): window
+  /// bounds beyond 2^32 clamped, so bounds inference sees small intervals.
+  semantics::KeyVisibility visibility() const {
+    return op.visibility.withBoundLimit(int64_t(1) << 32);
+  }
+
   /// The keys some query of the crop can see: [0, T) narrowed by causal,
   /// the window and the key length of the crop's batch. Bounds in int64, as
   /// a window may be as wide as int32 allows; an empty range is a row of
   /// fully masked queries (sum 0: output 0, lse -inf).
   RDom keysOfCrop(Expr T, Expr S) {
-    Expr first = cast<int64_t>(f.queryFirst) + cast<int64_t>(T - S);
+    Int64Exprs a;
+    Expr first = semantics::alignedPosition(a, cast<int64_t>(f.queryFirst),
+                                            cast<int64_t>(S), cast<int64_t>(T));
     Expr last = first + cast<int64_t>(f.queryCount) - 1;
-    Expr lo = cast<int64_t>(0), hi = cast<int64_t>(T);
-    if (op.causal)
-      hi = min(hi, last + 1);
-    if (op.window) {
-      constexpr int64_t big = std::numeric_limits<int32_t>::max();
-      if (op.window->first < big)
-        lo = max(lo, first - Expr(op.window->first));
-      if (op.window->second < big)
-        hi = min(hi, last + Expr(op.window->second) + 1);
-    }
     // RDom bounds cannot read a buffer: NAME_entry reads the key length and
     // passes it. (An RDom::where predicate reading it instead made Halide 14
     // size a tile for no keys and then write a rounded-up block into it.)
-    if (op.keyLengths >= 0)
-      hi = min(hi, cast<int64_t>(f.keyLimit));
-    lo = clamp(lo, cast<int64_t>(0), cast<int64_t>(T));
+    std::optional<Expr> keyLength;
+    if (op.visibility.keyLength)
+      keyLength = cast<int64_t>(f.keyLimit);
+    semantics::KeyRange<Expr> range = semantics::visibleKeys(
+        a, visibility(), first, last, cast<int64_t>(T), keyLength);
+    Expr lo = clamp(range.first, cast<int64_t>(0), cast<int64_t>(T));
+    Expr hi = range.last;
     hi = clamp(hi, lo, cast<int64_t>(T));
     return RDom(cast<int32_t>(lo), cast<int32_t>(hi - lo), "rj");
   }
@@ -151,11 +168,12 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
 
   ImageParam q = param(op.query), k = param(op.key), v = param(op.value);
   // Sizes from the buffers: run-time dims are buffer extents.
-  int headDim = f.bshd ? 1 : 2, positionDim = f.bshd ? 2 : 1;
+  // Halide numbers dims innermost first: graph axis n is Halide dim 3 - n.
+  semantics::LayoutAxes axes = semantics::layoutAxes(!f.bshd);
+  int headDim = 3 - axes.heads, positionDim = 3 - axes.length;
   Expr Hq = q.dim(headDim).extent(), Hkv = k.dim(headDim).extent();
   Expr S = q.dim(positionDim).extent(), T = k.dim(positionDim).extent();
   Expr Dk = q.dim(0).extent(), Dv = v.dim(0).extent();
-  Expr group = max(Hq / Hkv, 1);
   Expr B = q.dim(3).extent();
   // Clamped coordinates: tiles may round past the last query or key, and an
   // autoscheduler's tiles of fused loops past any dim (a shifted tail of
@@ -170,7 +188,8 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   auto at = [&](ImageParam &t, Expr dd, Expr pos, Expr head, Expr bb) {
     return f.bshd ? t(dd, head, pos, bb) : t(dd, pos, head, bb);
   };
-  Expr kvHead = clamp(h / group, 0, Hkv - 1);
+  Int64Exprs arith; // Type-generic: here on int32 expressions.
+  Expr kvHead = clamp(semantics::kvHeadOf(arith, Expr(h), Hq, Hkv), 0, Hkv - 1);
   c.overDepth = RDom(0, Dk, "rd");
   c.overKeys = keysOfCrop(T, S);
   RVar rd = c.overDepth.x, rj = c.overKeys.x;
@@ -235,8 +254,10 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     raw = c.product(i, j, h, b);
   }
 
-  Expr scale = op.scale ? Expr(float(*op.scale))
-                        : 1.0f / sqrt(cast<float>(Dk));
+  const Dim &keyDim = plan.values[op.query].shape.back();
+  Expr scale = !op.scale.overSqrtKeyDim || keyDim.isFixed()
+                   ? Expr(float(op.scale.at(keyDim.isFixed() ? keyDim.size : 1)))
+                   : float(op.scale.factor) / sqrt(cast<float>(Dk));
   Expr score = raw * scale;
   if (op.softcap) {
     float c = float(*op.softcap);
@@ -262,18 +283,17 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   }
 
   Expr keep = Internal::const_true();
-  if (op.causal)
-    keep = keep && j <= aligned;
-  if (op.window) {
-    // L and R may be huge; beyond int32 the bound never bites.
-    constexpr int64_t big = std::numeric_limits<int32_t>::max();
-    if (op.window->first < big)
-      keep = keep && aligned - j <= int(op.window->first);
-    if (op.window->second < big)
-      keep = keep && j - aligned <= int(op.window->second);
+  if (op.visibility.narrowsKeys()) {
+    // In int64: window bounds reach 2^62 (AttnSemantics.h).
+    Int64Exprs a;
+    std::optional<Expr> keyLength;
+    if (op.visibility.keyLength)
+      keyLength = cast<int64_t>(param(op.keyLengths)(cb));
+    Expr position = semantics::alignedPosition(
+        a, cast<int64_t>(i), cast<int64_t>(S), cast<int64_t>(T));
+    keep = semantics::keyVisible(a, visibility(), position, cast<int64_t>(j),
+                                 cast<int64_t>(T), keyLength);
   }
-  if (op.keyLengths >= 0)
-    keep = keep && j < param(op.keyLengths)(cb);
   for (size_t n = 0; n < op.masks.size(); ++n) {
     Expr set = broadcast4D(op.masks[n], cb, ch, ci, cj) != 0;
     keep = keep && (op.maskDrops[n] ? !set : set);

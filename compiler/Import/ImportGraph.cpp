@@ -113,8 +113,8 @@ mlir::Operation *Importer::importAttention(const Node &node,
   }
   llvm::SmallVector<mlir::Value> biases, masks;
   mlir::Value alibiSlopes, keyLengths;
-  bool alibi = false, causal = false;
-  std::optional<int64_t> left, right;
+  bool alibi = false;
+  mlir::attn::semantics::KeyVisibility visibility;
   for (const AttentionBias &bias : op.biases) {
     if (bias.kind == BiasKind::Tensor) {
       biases.push_back(get(*bias.input));
@@ -126,12 +126,10 @@ mlir::Operation *Importer::importAttention(const Node &node,
   for (const AttentionMask &mask : op.masks) {
     switch (mask.kind) {
     case MaskKind::Causal:
-      causal = true;
+      visibility.causal = true;
       break;
     case MaskKind::Window:
-      // Masks intersect: the narrowest bound on each side wins.
-      left = std::min(left.value_or(mask.left), mask.left);
-      right = std::min(right.value_or(mask.right), mask.right);
+      visibility.addWindow(mask.left, mask.right);
       break;
     case MaskKind::KeyLength:
       keyLengths = get(*mask.input);
@@ -150,9 +148,11 @@ mlir::Operation *Importer::importAttention(const Node &node,
       op.layout == Layout::BSHD ? attn::Layout::bshd : attn::Layout::bhsd,
       op.scale ? builder.getF64FloatAttr(*op.scale) : mlir::FloatAttr(),
       op.softcap ? builder.getF64FloatAttr(*op.softcap) : mlir::FloatAttr(),
-      alibi, causal,
-      left ? builder.getDenseI64ArrayAttr({*left, *right})
-           : mlir::DenseI64ArrayAttr(),
+      alibi, visibility.causal,
+      visibility.windowLeft
+          ? builder.getDenseI64ArrayAttr(
+                {*visibility.windowLeft, *visibility.windowRight})
+          : mlir::DenseI64ArrayAttr(),
       mlir::DenseBoolArrayAttr());
   return attention;
 }

@@ -118,24 +118,11 @@ AttentionPlan PlanBuilder::attention(mlir::attn::AttentionOp op) const {
   }
   result.layout =
       op.getLayout() == attn::Layout::bshd ? Layout::BSHD : Layout::BHSD;
-  if (mlir::FloatAttr scale = op.getScaleAttr()) {
-    result.scale = scale.getValueAsDouble();
-  } else if (result.score == ScoreKind::Dot ||
-             result.score == ScoreKind::General) {
-    int64_t depth =
-        mlir::cast<mlir::RankedTensorType>(op.getQuery().getType())
-            .getDimSize(3);
-    if (!mlir::ShapedType::isDynamic(depth))
-      result.scale = 1.0 / std::sqrt(double(depth));
-  } else {
-    result.scale = 1.0;
-  }
+  result.scale = op.getScaleRule();
   if (mlir::FloatAttr softcap = op.getSoftcapAttr())
     result.softcap = softcap.getValueAsDouble();
   result.alibi = op.getAlibi();
-  result.causal = op.getCausal();
-  if (std::optional<llvm::ArrayRef<int64_t>> window = op.getWindow())
-    result.window = std::make_pair((*window)[0], (*window)[1]);
+  result.visibility = op.getKeyVisibility();
   result.query = lookup(op.getQuery());
   result.key = lookup(op.getKey());
   result.value = lookup(op.getValue());
@@ -266,13 +253,16 @@ std::string planToJson(const KernelPlan &plan) {
       json attributes = {
           {"score", scores[int(a->score)]},
           {"layout", a->layout == Layout::BSHD ? "bshd" : "bhsd"},
-          {"scale", a->scale ? json(*a->scale) : json("default")},
+          {"scale", a->scale.overSqrtKeyDim
+                        ? json(std::to_string(a->scale.factor) + "/sqrt(Dk)")
+                        : json(a->scale.factor)},
           {"softcap", a->softcap ? json(*a->softcap) : json(nullptr)},
           {"alibi", a->alibi},
-          {"causal", a->causal},
-          {"window", a->window ? json::array({a->window->first,
-                                              a->window->second})
-                               : json(nullptr)},
+          {"causal", a->visibility.causal},
+          {"window", a->visibility.windowLeft
+                         ? json::array({*a->visibility.windowLeft,
+                                        *a->visibility.windowRight})
+                         : json(nullptr)},
           {"query", a->query},
           {"key", a->key},
           {"value", a->value},

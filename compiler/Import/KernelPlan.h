@@ -4,13 +4,14 @@
 // about a graph after fusion: the kernels left once the attn pipeline has
 // run, every attribute of each fused attention, and which graph inputs,
 // outputs or intermediates feed each operand. It is read off the attn IR
-// (import, canonicalize, fuse), so such backends see exactly the fusion the
+// (import, fuse, canonicalize), so such backends see exactly the fusion the
 // MLIR backend sees; this header deliberately names no MLIR type.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_IMPORT_KERNELPLAN_H
 #define ATTNC_IMPORT_KERNELPLAN_H
 
+#include "Attn/IR/AttnSemantics.h"
 #include "Graph/Graph.h"
 
 #include <optional>
@@ -40,14 +41,11 @@ struct PlanValue {
 struct AttentionPlan {
   ScoreKind score = ScoreKind::Dot;
   Layout layout = Layout::BHSD;
-  /// The scale, resolved: the attribute, or 1/sqrt(Dk) (dot, general) and 1
-  /// (additive, cosine) for the default. Unset only for a default scale of a
-  /// dot or general score whose Dk is a run-time size.
-  std::optional<double> scale;
+  mlir::attn::semantics::ScaleRule scale; ///< The op's getScaleRule().
   std::optional<double> softcap;
   bool alibi = false; ///< -slope_h·|i' - j|; standard slopes unless given.
-  bool causal = false;
-  std::optional<std::pair<int64_t, int64_t>> window; ///< {left, right}.
+  /// Causal, window and key_length: the op's getKeyVisibility().
+  mlir::attn::semantics::KeyVisibility visibility;
   int query = -1, key = -1, value = -1;
   int generalWeight = -1;                              ///< general: W.
   int queryWeight = -1, keyWeight = -1, scoreVector = -1; ///< additive.

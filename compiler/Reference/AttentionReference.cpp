@@ -8,6 +8,8 @@
 
 #include "Reference/Reference.h"
 
+#include "Attn/IR/AttnSemantics.h"
+
 #include <cmath>
 #include <limits>
 
@@ -105,16 +107,27 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
                 Hkv = size(symbolic.kvHeads), S = size(symbolic.queryLen),
                 T = size(symbolic.keyLen), Dk = size(symbolic.keyDim),
                 Dv = size(symbolic.valueDim);
-  const int64_t group = Hq / Hkv;
+  namespace semantics = mlir::attn::semantics;
+  semantics::Int64Arith arith;
   HeadView q(operand(op.q), op.layout), k(operand(op.k), op.layout),
       v(operand(op.v), op.layout);
 
-  double scale = 1.0;
-  if (op.scale)
-    scale = *op.scale;
-  else if (op.score.kind == ScoreKind::Dot ||
-           op.score.kind == ScoreKind::General)
-    scale = 1.0 / std::sqrt(double(Dk));
+  const double scale =
+      semantics::scaleRule(op.scale, op.score.kind == ScoreKind::Dot ||
+                                         op.score.kind == ScoreKind::General)
+          .at(Dk);
+  // Causal, window and key_length: which keys each row sees.
+  semantics::KeyVisibility visibility;
+  const AttentionMask *keyLengthMask = nullptr;
+  for (const AttentionMask &mask : op.masks) {
+    visibility.causal |= mask.kind == MaskKind::Causal;
+    if (mask.kind == MaskKind::Window)
+      visibility.addWindow(mask.left, mask.right);
+    if (mask.kind == MaskKind::KeyLength) {
+      visibility.keyLength = true;
+      keyLengthMask = &mask;
+    }
+  }
 
   // Per-key precomputation that does not depend on the query.
   int64_t units = 0;                 // A, for additive scores.
@@ -167,9 +180,12 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
   std::vector<bool> kept(T);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < Hq; ++h) {
-      const int64_t kvHead = h / group;
+      const int64_t kvHead = semantics::kvHeadOf(arith, h, Hq, Hkv);
+      std::optional<int64_t> length; // i32 data, exact in double.
+      if (keyLengthMask)
+        length = int64_t(operand(*keyLengthMask->input).data[b]);
       for (int64_t i = 0; i < S; ++i) {
-        const int64_t aligned = i + T - S; // i', bottom-right alignment.
+        const int64_t aligned = semantics::alignedPosition(arith, i, S, T);
         const double *query = q.row(b, h, i);
         std::vector<double> queryTerm; // Wq q_i or qᵀW, per score kind.
         double queryNorm = 0;
@@ -187,25 +203,10 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
 
         double rowMax = negInf;
         for (int64_t j = 0; j < T; ++j) {
-          bool keep = true;
-          size_t tensorMask = 0;
-          for (const AttentionMask &mask : op.masks) {
-            switch (mask.kind) {
-            case MaskKind::Causal:
-              keep &= j <= aligned;
-              break;
-            case MaskKind::Window:
-              // Differences of positions cannot overflow; L and R may be huge.
-              keep &= aligned - j <= mask.left && j - aligned <= mask.right;
-              break;
-            case MaskKind::KeyLength:
-              keep &= double(j) < operand(*mask.input).data[b];
-              break;
-            case MaskKind::Tensor:
-              keep &= tensorMasks[tensorMask++].at(b, h, i, j) != 0;
-              break;
-            }
-          }
+          bool keep = semantics::keyVisible(arith, visibility, aligned, j, T,
+                                            length);
+          for (const Broadcast4D &mask : tensorMasks)
+            keep &= mask.at(b, h, i, j) != 0;
           kept[j] = keep;
           if (!keep)
             continue;

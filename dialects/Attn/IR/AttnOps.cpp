@@ -577,5 +577,28 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+semantics::ScaleRule AttentionOp::getScaleRule() {
+  std::optional<double> given;
+  if (FloatAttr scale = getScaleAttr())
+    given = scale.getValueAsDouble();
+  ScoreKind score = getScore();
+  return semantics::scaleRule(
+      given, score == ScoreKind::dot || score == ScoreKind::general);
+}
+
+semantics::KeyVisibility AttentionOp::getKeyVisibility() {
+  std::optional<int64_t> left, right;
+  if (std::optional<ArrayRef<int64_t>> window = getWindow()) {
+    left = (*window)[0];
+    right = (*window)[1];
+  }
+  return semantics::keyVisibility(getCausal(), left, right,
+                                  static_cast<bool>(getKeyLengths()));
+}
+
+semantics::LayoutAxes AttentionOp::getLayoutAxes() {
+  return semantics::layoutAxes(getLayout() == Layout::bhsd);
+}
+
 #define GET_OP_CLASSES
 #include "Attn/IR/AttnOps.cpp.inc"

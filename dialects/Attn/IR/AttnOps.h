@@ -4,6 +4,7 @@
 #define ATTN_IR_ATTNOPS_H
 
 #include "Attn/IR/AttnDialect.h"
+#include "Attn/IR/AttnSemantics.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -319,6 +319,13 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     OptionalAttr<DenseBoolArrayAttr>:$mask_drops
   );
   let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
+  let extraClassDeclaration = [{
+    /// The rules of Attn/IR/AttnSemantics.h for this op's attributes; every
+    /// backend reads the scale, the visible keys and the axes from here.
+    ::mlir::attn::semantics::ScaleRule getScaleRule();
+    ::mlir::attn::semantics::KeyVisibility getKeyVisibility();
+    ::mlir::attn::semantics::LayoutAxes getLayoutAxes();
+  }];
   let assemblyFormat = [{
     $query `,` $key `,` $value
     (`general` `(` $general_weight^ `)`)?
