@@ -18,15 +18,22 @@
 #include <fstream>
 #include <functional>
 #include <limits>
-#include <regex>
 #include <set>
 #include <sstream>
 
 namespace attnc {
 
 bool isIdentifier(const std::string &name) {
-  static const std::regex identifier("[A-Za-z_][A-Za-z0-9_]*");
-  return std::regex_match(name, identifier);
+  // [A-Za-z_][A-Za-z0-9_]*, by a loop: libstdc++'s regex recurses per
+  // character and overflows the stack on names of ~100k characters.
+  auto isLetter = [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  };
+  if (name.empty() || !isLetter(name[0]))
+    return false;
+  return std::all_of(name.begin(), name.end(), [&](char c) {
+    return isLetter(c) || (c >= '0' && c <= '9');
+  });
 }
 
 namespace {
