@@ -8,6 +8,7 @@
 #include "Attn/IR/AttnOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
@@ -428,15 +429,10 @@ LogicalResult ConcatOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AttentionOp::verify() {
+  // Ranks, element types, the window's form and finite scalars are ODS
+  // constraints (AttnOps.td); what is left relates operands to each other.
   RankedTensorType q = tensorType(getQuery()), k = tensorType(getKey()),
                    v = tensorType(getValue());
-  for (RankedTensorType type : {q, k, v})
-    if (type.getRank() != 4)
-      return emitOpError("query, key and value must have rank 4");
-  Type element = q.getElementType();
-  if (!isa<FloatType>(element) || k.getElementType() != element ||
-      v.getElementType() != element)
-    return emitOpError("query, key and value must share one float type");
 
   bool bhsd = getLayout() == Layout::bhsd;
   int headAxis = bhsd ? 1 : 2, seqAxis = bhsd ? 2 : 1;
@@ -470,11 +466,6 @@ LogicalResult AttentionOp::verify() {
                            << ", got " << formatShape(type.getShape());
     return success();
   };
-  auto requireFloat = [&](Value value, StringRef what) -> LogicalResult {
-    if (!isa<FloatType>(tensorType(value).getElementType()))
-      return emitOpError() << what << " must be a float tensor";
-    return success();
-  };
 
   ScoreKind score = getScore();
   bool general = score == ScoreKind::general,
@@ -485,9 +476,8 @@ LogicalResult AttentionOp::verify() {
       static_cast<bool>(getKeyWeight()) != additive ||
       static_cast<bool>(getScoreVector()) != additive)
     return emitOpError("an additive score needs exactly its Wq, Wk and va");
-  if (general && (failed(requireFloat(getGeneralWeight(), "general weight")) ||
-                  failed(requireShape(getGeneralWeight(), "general weight",
-                                      {keyDim, keyDim}))))
+  if (general && failed(requireShape(getGeneralWeight(), "general weight",
+                                    {keyDim, keyDim})))
     return failure();
   if (additive) {
     RankedTensorType wq = tensorType(getQueryWeight());
@@ -503,9 +493,6 @@ LogicalResult AttentionOp::verify() {
                    ? requireShape(getScoreVector(), "score vector", {units, 1})
                    : requireShape(getScoreVector(), "score vector", {units})))
       return failure();
-    for (Value weight : {getQueryWeight(), getKeyWeight(), getScoreVector()})
-      if (failed(requireFloat(weight, "additive weight")))
-        return failure();
   }
 
   SmallVector<int64_t> scores{batch, queryHeads, queryLen, keyLen};
@@ -523,57 +510,31 @@ LogicalResult AttentionOp::verify() {
     return success();
   };
   for (Value bias : getBiases())
-    if (failed(requireFloat(bias, "bias")) ||
-        failed(requireBroadcastable(bias, "bias")))
+    if (failed(requireBroadcastable(bias, "bias")))
       return failure();
   if (getAlibiSlopes() && !getAlibi())
     return emitOpError("alibi_slopes needs the alibi attribute");
-  if (Value slopes = getAlibiSlopes()) {
-    if (!tensorType(slopes).getElementType().isF32())
-      return emitOpError("alibi slopes must be f32");
+  if (Value slopes = getAlibiSlopes())
     if (failed(requireShape(slopes, "alibi slopes", {queryHeads})))
       return failure();
-  }
-  if (Value lengths = getKeyLengths()) {
-    if (!tensorType(lengths).getElementType().isInteger(32))
-      return emitOpError("key lengths must be i32");
+  if (Value lengths = getKeyLengths())
     if (failed(requireShape(lengths, "key lengths", {batch})))
       return failure();
-  }
-  for (Value mask : getMasks()) {
-    if (!tensorType(mask).getElementType().isInteger(1))
-      return emitOpError("masks must be i1 tensors");
+  for (Value mask : getMasks())
     if (failed(requireBroadcastable(mask, "mask")))
       return failure();
-  }
   if (auto drops = getMaskDrops())
     if (drops->size() != static_cast<int64_t>(getMasks().size()))
       return emitOpError("mask_drops needs one entry per mask");
-  if (auto window = getWindow())
-    if (window->size() != 2 || (*window)[0] < 0 || (*window)[1] < 0)
-      return emitOpError("window must be [left, right], both >= 0");
-  if (auto softcap = getSoftcap())
-    if (!(softcap->convertToDouble() > 0) ||
-        failed(verifyFinite(*this, softcap->convertToDouble(), "softcap")))
-      return emitOpError("softcap must be a finite number > 0");
-  if (auto scale = getScale())
-    if (failed(verifyFinite(*this, scale->convertToDouble(), "scale")))
-      return failure();
 
   SmallVector<int64_t> expected =
       bhsd ? SmallVector<int64_t>{batch, queryHeads, queryLen, valueDim}
            : SmallVector<int64_t>{batch, queryLen, queryHeads, valueDim};
-  if (getOutput().getType().getElementType() != element)
-    return emitOpError("output must have the value's element type");
   if (failed(verifyResultShape(*this, expected)))
     return failure();
-  if (Value lse = getLse()) {
-    RankedTensorType type = tensorType(lse);
-    if (!type.getElementType().isF32())
-      return emitOpError("lse must be f32");
+  if (Value lse = getLse())
     if (failed(requireShape(lse, "lse", {batch, queryHeads, queryLen})))
       return failure();
-  }
   return success();
 }
 

@@ -265,7 +265,20 @@ def Attn_ConcatOp : Attn_Op<"concat", [Pure]> {
 // The fused op
 //===----------------------------------------------------------------------===//
 
-def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+// Scalar attributes the op accepts: finite, and for softcap also > 0.
+def Attn_FiniteF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"std::isfinite(::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble())">,
+    "a finite number">]>;
+def Attn_PositiveF64Attr : ConfinedAttr<F64Attr, [AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble() > 0 && "
+          "std::isfinite(::llvm::cast<::mlir::FloatAttr>($_self).getValueAsDouble())">,
+    "a finite number > 0">]>;
+// [left, right], both >= 0.
+def Attn_WindowAttr : ConfinedAttr<DenseI64ArrayAttr,
+    [DenseArrayCount<2>, DenseArrayNonNegative<DenseI64ArrayAttr>]>;
+
+def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments,
+    AllElementTypesMatch<["query", "key", "value", "output"]>]> {
   let summary = "fused attention: scores, masks, softmax and the V product";
   let description = [{
     For every batch b, query head h (reading kv head `h / (Hq / Hkv)`) and
@@ -300,25 +313,27 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     ```
   }];
   let arguments = (ins
-    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value,
-    Optional<AnyRankedTensor>:$general_weight,
-    Optional<AnyRankedTensor>:$query_weight,
-    Optional<AnyRankedTensor>:$key_weight,
-    Optional<AnyRankedTensor>:$score_vector,
-    Variadic<AnyRankedTensor>:$biases,
-    Optional<AnyRankedTensor>:$alibi_slopes,
-    Optional<AnyRankedTensor>:$key_lengths,
-    Variadic<AnyRankedTensor>:$masks,
+    4DTensorOf<[AnyFloat]>:$query, 4DTensorOf<[AnyFloat]>:$key,
+    4DTensorOf<[AnyFloat]>:$value,
+    Optional<RankedTensorOf<[AnyFloat]>>:$general_weight,
+    Optional<RankedTensorOf<[AnyFloat]>>:$query_weight,
+    Optional<RankedTensorOf<[AnyFloat]>>:$key_weight,
+    Optional<RankedTensorOf<[AnyFloat]>>:$score_vector,
+    Variadic<RankedTensorOf<[AnyFloat]>>:$biases,
+    Optional<1DTensorOf<[F32]>>:$alibi_slopes,
+    Optional<1DTensorOf<[I32]>>:$key_lengths,
+    Variadic<RankedTensorOf<[I1]>>:$masks,
     DefaultValuedAttr<Attn_ScoreKindAttr, "ScoreKind::dot">:$score,
     DefaultValuedAttr<Attn_LayoutAttr, "Layout::bhsd">:$layout,
-    OptionalAttr<F64Attr>:$scale,
-    OptionalAttr<F64Attr>:$softcap,
+    OptionalAttr<Attn_FiniteF64Attr>:$scale,
+    OptionalAttr<Attn_PositiveF64Attr>:$softcap,
     UnitAttr:$alibi,
     UnitAttr:$causal,
-    OptionalAttr<DenseI64ArrayAttr>:$window,
+    OptionalAttr<Attn_WindowAttr>:$window,
     OptionalAttr<DenseBoolArrayAttr>:$mask_drops
   );
-  let results = (outs AnyRankedTensor:$output, Optional<AnyRankedTensor>:$lse);
+  let results = (outs 4DTensorOf<[AnyFloat]>:$output,
+                      Optional<3DTensorOf<[F32]>>:$lse);
   let extraClassDeclaration = [{
     /// The rules of Attn/IR/AttnSemantics.h for this op's attributes; every
     /// backend reads the scale, the visible keys and the axes from here.

@@ -438,7 +438,7 @@ func.func @concat_result_shape(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tens
 
 // Tests that attention needs rank-4 q, k and v.
 func.func @attention_rank(%q: tensor<12x?x64xf32>, %k: tensor<1x12x?x64xf32>, %v: tensor<1x12x?x64xf32>) -> tensor<1x12x?x64xf32> {
-  // expected-error @+1 {{'attn.attention' op query, key and value must have rank 4}}
+  // expected-error @+1 {{operand #0 must be 4D tensor of floating-point values, but got 'tensor<12x?x64xf32>'}}
   %0 = attn.attention %q, %k, %v : (tensor<12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>) -> tensor<1x12x?x64xf32>
   return %0 : tensor<1x12x?x64xf32>
 }
@@ -447,7 +447,7 @@ func.func @attention_rank(%q: tensor<12x?x64xf32>, %k: tensor<1x12x?x64xf32>, %v
 
 // Tests that attention needs one float type for q, k and v.
 func.func @attention_element_types(%q: tensor<1x12x?x64xf32>, %k: tensor<1x12x?x64xf32>, %v: tensor<1x12x?x64xbf16>) -> tensor<1x12x?x64xbf16> {
-  // expected-error @+1 {{query, key and value must share one float type}}
+  // expected-error @+1 {{failed to verify that all of {query, key, value, output} have same element type}}
   %0 = attn.attention %q, %k, %v : (tensor<1x12x?x64xf32>, tensor<1x12x?x64xf32>, tensor<1x12x?x64xbf16>) -> tensor<1x12x?x64xbf16>
   return %0 : tensor<1x12x?x64xbf16>
 }
@@ -456,7 +456,7 @@ func.func @attention_element_types(%q: tensor<1x12x?x64xf32>, %k: tensor<1x12x?x
 
 // Tests that attention rejects integer q, k and v.
 func.func @attention_integer(%q: tensor<1x12x8x64xi8>) -> tensor<1x12x8x64xi8> {
-  // expected-error @+1 {{query, key and value must share one float type}}
+  // expected-error @+1 {{operand #0 must be 4D tensor of floating-point values, but got 'tensor<1x12x8x64xi8>'}}
   %0 = attn.attention %q, %q, %q : (tensor<1x12x8x64xi8>, tensor<1x12x8x64xi8>, tensor<1x12x8x64xi8>) -> tensor<1x12x8x64xi8>
   return %0 : tensor<1x12x8x64xi8>
 }
@@ -550,7 +550,7 @@ func.func @attention_additive_weights_on_dot(%q: tensor<1x4x8x64xf32>, %wq: tens
 
 // Tests that a general weight must be float.
 func.func @attention_general_weight_type(%q: tensor<1x4x8x64xf32>, %w: tensor<64x64xi32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{general weight must be a float tensor}}
+  // expected-error @+1 {{operand #3 must be ranked tensor of floating-point values, but got 'tensor<64x64xi32>'}}
   %0 = attn.attention %q, %q, %q general(%w) {score = #attn.score<general>} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<64x64xi32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -613,7 +613,7 @@ func.func @attention_additive_va_row(%q: tensor<1x4x8x64xf32>, %wq: tensor<16x64
 
 // Tests that additive weights must be float.
 func.func @attention_additive_type(%q: tensor<1x4x8x64xf32>, %wq: tensor<16x64xf32>, %va: tensor<16xi32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{additive weight must be a float tensor}}
+  // expected-error @+1 {{operand #5 must be ranked tensor of floating-point values, but got 'tensor<16xi32>'}}
   %0 = attn.attention %q, %q, %q additive(%wq, %wq, %va) {score = #attn.score<additive>} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<16xi32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -626,7 +626,7 @@ func.func @attention_additive_type(%q: tensor<1x4x8x64xf32>, %wq: tensor<16x64xf
 
 // Tests that a bias must be float.
 func.func @attention_bias_type(%q: tensor<1x4x8x64xf32>, %b: tensor<1x4x8x8xi32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{bias must be a float tensor}}
+  // expected-error @+1 {{operand #3 must be variadic of ranked tensor of floating-point values, but got 'tensor<1x4x8x8xi32>'}}
   %0 = attn.attention %q, %q, %q bias(%b) : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x8xi32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -663,7 +663,7 @@ func.func @attention_slopes_without_alibi(%q: tensor<1x4x8x64xf32>, %s: tensor<4
 
 // Tests that alibi slopes must be f32.
 func.func @attention_slopes_type(%q: tensor<1x4x8x64xf16>, %s: tensor<4xf16>) -> tensor<1x4x8x64xf16> {
-  // expected-error @+1 {{alibi slopes must be f32}}
+  // expected-error @+1 {{operand #3 must be 1D tensor of 32-bit float values, but got 'tensor<4xf16>'}}
   %0 = attn.attention %q, %q, %q alibi_slopes(%s) {alibi} : (tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<1x4x8x64xf16>, tensor<4xf16>) -> tensor<1x4x8x64xf16>
   return %0 : tensor<1x4x8x64xf16>
 }
@@ -681,7 +681,7 @@ func.func @attention_slopes_shape(%q: tensor<1x8x?x64xf16>, %k: tensor<1x2x?x64x
 
 // Tests that key lengths must be i32.
 func.func @attention_key_lengths_type(%q: tensor<2x4x8x64xf32>, %len: tensor<2xi64>) -> tensor<2x4x8x64xf32> {
-  // expected-error @+1 {{key lengths must be i32}}
+  // expected-error @+1 {{operand #3 must be 1D tensor of 32-bit signless integer values, but got 'tensor<2xi64>'}}
   %0 = attn.attention %q, %q, %q key_lengths(%len) : (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2xi64>) -> tensor<2x4x8x64xf32>
   return %0 : tensor<2x4x8x64xf32>
 }
@@ -690,7 +690,7 @@ func.func @attention_key_lengths_type(%q: tensor<2x4x8x64xf32>, %len: tensor<2xi
 
 // Tests that key lengths must have one entry per batch.
 func.func @attention_key_lengths_shape(%q: tensor<2x4x8x64xf32>, %len: tensor<2x1xi32>) -> tensor<2x4x8x64xf32> {
-  // expected-error @+1 {{key lengths must be [2], got [2, 1]}}
+  // expected-error @+1 {{operand #3 must be 1D tensor of 32-bit signless integer values, but got 'tensor<2x1xi32>'}}
   %0 = attn.attention %q, %q, %q key_lengths(%len) : (tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x1xi32>) -> tensor<2x4x8x64xf32>
   return %0 : tensor<2x4x8x64xf32>
 }
@@ -699,7 +699,7 @@ func.func @attention_key_lengths_shape(%q: tensor<2x4x8x64xf32>, %len: tensor<2x
 
 // Tests that masks must be i1.
 func.func @attention_mask_type(%q: tensor<1x4x8x64xf32>, %m: tensor<8x8xi8>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{masks must be i1 tensors}}
+  // expected-error @+1 {{operand #3 must be variadic of ranked tensor of 1-bit signless integer values, but got 'tensor<8x8xi8>'}}
   %0 = attn.attention %q, %q, %q masks(%m) : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<8x8xi8>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -739,7 +739,7 @@ func.func @attention_mask_drops_no_masks(%q: tensor<1x4x8x64xf32>) -> tensor<1x4
 
 // Tests that window needs two entries.
 func.func @attention_window_size(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{window must be [left, right], both >= 0}}
+  // expected-error @+1 {{attribute 'window' failed to satisfy constraint: i64 dense array attribute with exactly 2 elements whose value is non-negative}}
   %0 = attn.attention %q, %q, %q {window = array<i64: 128>} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -748,7 +748,7 @@ func.func @attention_window_size(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf3
 
 // Tests that window sizes must not be negative.
 func.func @attention_window_negative(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{window must be [left, right], both >= 0}}
+  // expected-error @+1 {{attribute 'window' failed to satisfy constraint: i64 dense array attribute with exactly 2 elements whose value is non-negative}}
   %0 = attn.attention %q, %q, %q {window = array<i64: 128, -1>} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -757,7 +757,7 @@ func.func @attention_window_negative(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x6
 
 // Tests that softcap must be positive.
 func.func @attention_softcap(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{softcap must be a finite number > 0}}
+  // expected-error @+1 {{attribute 'softcap' failed to satisfy constraint: 64-bit float attribute a finite number > 0}}
   %0 = attn.attention %q, %q, %q {softcap = 0.0 : f64} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -766,7 +766,7 @@ func.func @attention_softcap(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
 
 // Tests that the output has the value's element type.
 func.func @attention_output_type(%q: tensor<1x4x8x64xbf16>) -> tensor<1x4x8x64xf32> {
-  // expected-error @+1 {{output must have the value's element type}}
+  // expected-error @+1 {{failed to verify that all of {query, key, value, output} have same element type}}
   %0 = attn.attention %q, %q, %q : (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
@@ -793,7 +793,7 @@ func.func @attention_output_shape_bshd(%q: tensor<1x16x8x64xf32>, %k: tensor<1x?
 
 // Tests that lse must be f32 whatever the input type.
 func.func @attention_lse_type(%q: tensor<1x4x8x64xbf16>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8xbf16>) {
-  // expected-error @+1 {{lse must be f32}}
+  // expected-error @+1 {{result #1 must be 3D tensor of 32-bit float values, but got 'tensor<1x4x8xbf16>'}}
   %0:2 = attn.attention %q, %q, %q : (tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>, tensor<1x4x8x64xbf16>) -> (tensor<1x4x8x64xbf16>, tensor<1x4x8xbf16>)
   return %0#0, %0#1 : tensor<1x4x8x64xbf16>, tensor<1x4x8xbf16>
 }
@@ -914,7 +914,17 @@ func.func @masked_fill_nan(%a: tensor<4xf32>, %m: tensor<4xi1>) -> tensor<4xf32>
 
 // Tests that an infinite attention scale is rejected.
 func.func @attention_scale_infinite(%q: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
-  // expected-error @+1 {{scale must be a finite number}}
+  // expected-error @+1 {{attribute 'scale' failed to satisfy constraint: 64-bit float attribute a finite number}}
   %0 = attn.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %0 : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Tests that an infinite softcap gives one error (the ODS constraint), not a
+// second one from the verifier.
+func.func @attention_softcap_inf(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32> {
+  // expected-error @+1 {{attribute 'softcap' failed to satisfy constraint: 64-bit float attribute a finite number > 0}}
+  %0 = attn.attention %q, %q, %q {softcap = 0x7FF0000000000000 : f64} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32>
+  return %0 : tensor<1x4x8x64xf32>
 }
