@@ -21,9 +21,16 @@ namespace semantics = mlir::attn::semantics;
 
 namespace {
 
-/// The semantics rules (Attn/IR/AttnSemantics.h) on int64 expressions.
-struct Int64Exprs {
-  Expr constant(int64_t value) { return Expr(value); }
+/// The semantics rules (Attn/IR/AttnSemantics.h) on Halide expressions:
+/// int64 when `wide` (window bounds reach 2^32 here), else int32, which
+/// holds every position difference of Halide's int32 sizes when no window
+/// bound is involved.
+struct IndexExprs {
+  bool wide = true;
+  Expr index(Expr e) const { return wide ? cast<int64_t>(e) : e; }
+  Expr constant(int64_t value) {
+    return wide ? Expr(value) : Expr(int32_t(value));
+  }
   Expr add(Expr x, Expr y) { return x + y; }
   Expr sub(Expr x, Expr y) { return x - y; }
   Expr div(Expr x, Expr y) { return x / y; }
@@ -101,7 +108,7 @@ private:
   /// a window may be as wide as int32 allows; an empty range is a row of
   /// fully masked queries (sum 0: output 0, lse -inf).
   RDom keysOfCrop(Expr T, Expr S) {
-    Int64Exprs a;
+    IndexExprs a;
     Expr first = semantics::alignedPosition(a, cast<int64_t>(f.queryFirst),
                                             cast<int64_t>(S), cast<int64_t>(T));
     Expr last = first + cast<int64_t>(f.queryCount) - 1;
@@ -188,7 +195,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   auto at = [&](ImageParam &t, Expr dd, Expr pos, Expr head, Expr bb) {
     return f.bshd ? t(dd, head, pos, bb) : t(dd, pos, head, bb);
   };
-  Int64Exprs arith; // Type-generic: here on int32 expressions.
+  IndexExprs arith{false};
   Expr kvHead = clamp(semantics::kvHeadOf(arith, Expr(h), Hq, Hkv), 0, Hkv - 1);
   c.overDepth = RDom(0, Dk, "rd");
   c.overKeys = keysOfCrop(T, S);
@@ -263,7 +270,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     float c = float(*op.softcap);
     score = c * tanh(score / c);
   }
-  Expr aligned = i + T - S; // i', bottom-right alignment.
+  Expr aligned = semantics::alignedPosition(arith, Expr(i), S, T);
   Expr ci = clampQ(i), cj = clampK(j), ch = clampH(h), cb = clampB(b);
   for (int bias : op.biases)
     score += f32(broadcast4D(bias, cb, ch, ci, cj));
@@ -284,15 +291,17 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
 
   Expr keep = Internal::const_true();
   if (op.visibility.narrowsKeys()) {
-    // In int64: window bounds reach 2^62 (AttnSemantics.h).
-    Int64Exprs a;
+    // Per element: int32 (vector compares twice as wide) unless a window
+    // bound is part of the sums.
+    semantics::KeyVisibility rule = visibility();
+    IndexExprs a{rule.windowLeft.has_value()};
     std::optional<Expr> keyLength;
-    if (op.visibility.keyLength)
-      keyLength = cast<int64_t>(param(op.keyLengths)(cb));
-    Expr position = semantics::alignedPosition(
-        a, cast<int64_t>(i), cast<int64_t>(S), cast<int64_t>(T));
-    keep = semantics::keyVisible(a, visibility(), position, cast<int64_t>(j),
-                                 cast<int64_t>(T), keyLength);
+    if (rule.keyLength)
+      keyLength = a.index(param(op.keyLengths)(cb));
+    Expr position = semantics::alignedPosition(a, a.index(i), a.index(S),
+                                               a.index(T));
+    keep = semantics::keyVisible(a, rule, position, a.index(j), a.index(T),
+                                 keyLength);
   }
   for (size_t n = 0; n < op.masks.size(); ++n) {
     Expr set = broadcast4D(op.masks[n], cb, ch, ci, cj) != 0;
