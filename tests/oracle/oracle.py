@@ -254,7 +254,10 @@ def _attention(node, env, dtypes, dims):
         raw = np.einsum("bhsd,bhtd->bhst", q, K)
     elif kind == "general":
         W = _ref(env, score["w"])                          # [Dk, Dk]
-        raw = np.einsum("bhsa,ac,bhtc->bhst", q, W, K)      # q^T W k
+        # q^T W k, contracted in two steps: one three-operand einsum loops over
+        # every (s, t, a, c) and takes minutes at Dk = 256
+        qW = np.einsum("bhsa,ac->bhsc", q, W)
+        raw = np.einsum("bhsc,bhtc->bhst", qW, K)
     elif kind == "additive":
         Wq = _ref(env, score["wq"])                        # [A, Dk]
         Wk = _ref(env, score["wk"])                        # [A, Dk]
@@ -311,9 +314,13 @@ def _attention(node, env, dtypes, dims):
         if mk == "causal":
             keep &= (jpos[None, :] <= ipos[:, None])[None, None]
         elif mk == "window":
-            L = int(mask["left"])
-            R = int(mask["right"])
-            w = (ipos[:, None] - L <= jpos[None, :]) & (jpos[None, :] <= ipos[:, None] + R)
+            # i' - L <= j <= i' + R, written as differences: L and R may be as
+            # large as 2^63 - 1, where i' - L and i' + R overflow int64.  A bound
+            # past S + T keeps every key on its side, so clamp it there.
+            L = min(int(mask["left"]), S + T)
+            R = min(int(mask["right"]), S + T)
+            d = ipos[:, None] - jpos[None, :]        # i' - j, |d| < S + T
+            w = (d <= L) & (-d <= R)
             keep &= w[None, None]
         elif mk == "key_length":
             lens = _ref(env, mask["input"]).reshape(B)
