@@ -11,7 +11,7 @@ For each generated case: write graph.json and one .npy per input, run
 compiled kernels are checked against the oracle, not against attnc's own reference),
 load OUT/<output>.npy for every graph output and compare with oracle.py:
 normwise relative error <= 1e-4 for f32 outputs, <= 2e-2 for f16/bf16 outputs
-(an all-zero reference compares by absolute norm), NaN never passes, non-finite
+(an all-zero reference needs an exactly zero output), NaN never passes, non-finite
 reference entries (-inf of lse) must match exactly in position; bool and i32
 outputs must match exactly; file dtypes and shapes must be the declared ones.
 """
@@ -60,9 +60,13 @@ def compare(arr, ref, dtype):
     o = out[ref_fin]
     nref = float(np.linalg.norm(r))
     diff = float(np.linalg.norm(o - r))
-    err = diff / nref if nref > 0 else diff
     tol = TOL[dtype]
-    return err <= tol, err, ("rel" if nref > 0 else "abs") + " err %.3g (tol %g)" % (err, tol)
+    if nref == 0:
+        # an all-zero reference (every row fully masked, ...): the output must be
+        # exactly zero too, no tolerance
+        return diff == 0, diff, "abs err %.3g (reference all zero: must be exactly 0)" % diff
+    err = diff / nref
+    return err <= tol, err, "rel err %.3g (tol %g)" % (err, tol)
 
 
 def write_case(case, d, backend=None):
@@ -193,7 +197,7 @@ def main():
                                                   summary, " [%s]" % path if path else ""),
                       flush=True)
                 if path:
-                    group = "attention" if path == "attention" else "primitives"
+                    group = path.split(" ")[0].rstrip(":")   # attention, primitives, unknown
                     by_path.setdefault(group, [0, 0])[0 if ok else 1] += 1
                 if ok:
                     passed += 1
@@ -218,7 +222,8 @@ def main():
         # exporter chains and blocks with projections also run primitive kernels
         # (lowered through linalg), a second code path: report the two apart
         for group, what in (("attention", "graphs compiled to attention kernels only"),
-                            ("primitives", "graphs that also need primitive kernels")):
+                            ("primitives", "graphs that also need primitive kernels"),
+                            ("unknown", "graphs `attnc explain` rejects")):
             if group in by_path:
                 print("%s: %d passed, %d failed" % (what, by_path[group][0], by_path[group][1]))
     print("%d passed, %d failed" % (passed, len(failures)))
