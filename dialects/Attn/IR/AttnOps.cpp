@@ -8,10 +8,10 @@
 #include "Attn/IR/AttnOps.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
 #include <numeric>
@@ -477,7 +477,7 @@ LogicalResult AttentionOp::verify() {
       static_cast<bool>(getScoreVector()) != additive)
     return emitOpError("an additive score needs exactly its Wq, Wk and va");
   if (general && failed(requireShape(getGeneralWeight(), "general weight",
-                                    {keyDim, keyDim})))
+                                     {keyDim, keyDim})))
     return failure();
   if (additive) {
     RankedTensorType wq = tensorType(getQueryWeight());
@@ -543,8 +543,8 @@ semantics::ScaleRule AttentionOp::getScaleRule() {
   if (FloatAttr scale = getScaleAttr())
     given = scale.getValueAsDouble();
   ScoreKind score = getScore();
-  return semantics::scaleRule(
-      given, score == ScoreKind::dot || score == ScoreKind::general);
+  return semantics::scaleRule(given, score == ScoreKind::dot ||
+                                         score == ScoreKind::general);
 }
 
 semantics::KeyVisibility AttentionOp::getKeyVisibility() {
@@ -559,6 +559,104 @@ semantics::KeyVisibility AttentionOp::getKeyVisibility() {
 
 semantics::LayoutAxes AttentionOp::getLayoutAxes() {
   return semantics::layoutAxes(getLayout() == Layout::bhsd);
+}
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+// Ranks and element types are ODS constraints (AttnTileOps.td); what is
+// left relates the tiles' sizes to each other.
+
+LogicalResult TileScoresOp::verify() {
+  RankedTensorType q = tensorType(getQuery()), k = tensorType(getKey());
+  int64_t keyDim = q.getDimSize(1);
+  if (!compatible(k.getDimSize(1), keyDim))
+    return emitOpError("query and key tiles differ in depth: ")
+           << formatShape(q.getShape()) << " vs " << formatShape(k.getShape());
+  ScoreKind score = getScore();
+  bool general = score == ScoreKind::general,
+       additive = score == ScoreKind::additive;
+  if (static_cast<bool>(getGeneralWeight()) != general)
+    return emitOpError("a general score needs exactly its weight operand");
+  if (static_cast<bool>(getQueryWeight()) != additive ||
+      static_cast<bool>(getKeyWeight()) != additive ||
+      static_cast<bool>(getScoreVector()) != additive)
+    return emitOpError("an additive score needs exactly its Wq, Wk and va");
+  if (general) {
+    RankedTensorType w = tensorType(getGeneralWeight());
+    if (!compatible(w.getDimSize(0), keyDim) ||
+        !compatible(w.getDimSize(1), keyDim))
+      return emitOpError("general weight must be [Dk, Dk]");
+  }
+  if (additive) {
+    RankedTensorType wq = tensorType(getQueryWeight()),
+                     wk = tensorType(getKeyWeight()),
+                     va = tensorType(getScoreVector());
+    int64_t units = wq.getDimSize(0);
+    bool vectorOk = va.getRank() == 1 ||
+                    (va.getRank() == 2 && compatible(va.getDimSize(1), 1));
+    if (!compatible(wq.getDimSize(1), keyDim) ||
+        !compatible(wk.getDimSize(0), units) ||
+        !compatible(wk.getDimSize(1), keyDim) || !vectorOk ||
+        !compatible(va.getDimSize(0), units))
+      return emitOpError("additive weights must be Wq, Wk [A, Dk] and va [A] "
+                         "or [A, 1]");
+  }
+  return verifyResultShape(*this, {q.getDimSize(0), k.getDimSize(0)});
+}
+
+semantics::ScaleRule TileScoresOp::getScaleRule() {
+  std::optional<double> given;
+  if (FloatAttr scale = getScaleAttr())
+    given = scale.getValueAsDouble();
+  ScoreKind score = getScore();
+  return semantics::scaleRule(given, score == ScoreKind::dot ||
+                                         score == ScoreKind::general);
+}
+
+LogicalResult TileMaskOp::verify() {
+  if (!getCausal() && !getWindow())
+    return emitOpError("needs a position mask: causal or window");
+  return success();
+}
+
+semantics::KeyVisibility TileMaskOp::getKeyVisibility() {
+  std::optional<int64_t> left, right;
+  if (std::optional<ArrayRef<int64_t>> window = getWindow()) {
+    left = (*window)[0];
+    right = (*window)[1];
+  }
+  return semantics::keyVisibility(getCausal(), left, right,
+                                  /*keyLength=*/false);
+}
+
+LogicalResult TileAccumulateOp::verify() {
+  RankedTensorType p = tensorType(getProbabilities()),
+                   v = tensorType(getValue()),
+                   acc = tensorType(getAccumulator());
+  if (!compatible(p.getDimSize(1), v.getDimSize(0)) ||
+      !compatible(p.getDimSize(0), acc.getDimSize(0)) ||
+      !compatible(v.getDimSize(1), acc.getDimSize(1)))
+    return emitOpError("tiles do not chain: P ")
+           << formatShape(p.getShape()) << " x V " << formatShape(v.getShape())
+           << " into " << formatShape(acc.getShape());
+  return success();
+}
+
+LogicalResult TileNormalizeOp::verify() {
+  RankedTensorType acc = tensorType(getAccumulator());
+  int64_t rows = acc.getDimSize(0);
+  if (!compatible(tensorType(getSum()).getDimSize(0), rows))
+    return emitOpError("sum must have one entry per row (")
+           << formatShape(acc.getShape()) << ")";
+  if (static_cast<bool>(getMax()) != static_cast<bool>(getLse()))
+    return emitOpError("an lse result needs the running max, and only it");
+  if (Value max = getMax())
+    if (!compatible(tensorType(max).getDimSize(0), rows) ||
+        !compatible(tensorType(getLse()).getDimSize(0), rows))
+      return emitOpError("max and lse must have one entry per row");
+  return verifyResultShape(*this, acc.getShape());
 }
 
 #define GET_OP_CLASSES

@@ -354,4 +354,10 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Tile ops (attn-tile-attention's output)
+//===----------------------------------------------------------------------===//
+
+include "Attn/IR/AttnTileOps.td"
+
 #endif // ATTN_OPS_TD

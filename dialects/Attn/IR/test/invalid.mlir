@@ -928,3 +928,125 @@ func.func @attention_softcap_inf(%q: tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf3
   %0 = attn.attention %q, %q, %q {softcap = 0x7FF0000000000000 : f64} : (tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>, tensor<1x4x8x64xf32>) -> tensor<1x4x8x64xf32>
   return %0 : tensor<1x4x8x64xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// Tile ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// Tests that tile_scores rejects tiles of two depths.
+func.func @tile_scores_depths_differ(%q: tensor<16x8xf32>, %k: tensor<32x4xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{query and key tiles differ in depth: [16, 8] vs [32, 4]}}
+  %0 = attn.tile_scores %q, %k : (tensor<16x8xf32>, tensor<32x4xf32>) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// Tests that tile_scores' result is [M, N] of its tiles.
+func.func @tile_scores_result_shape(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>) -> tensor<16x16xf32> {
+  // expected-error @+1 {{result must have shape [16, 32], got [16, 16]}}
+  %0 = attn.tile_scores %q, %k : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x16xf32>
+  return %0 : tensor<16x16xf32>
+}
+
+// -----
+
+// Tests that the scores accumulate in f32 (an ODS constraint).
+func.func @tile_scores_f16_result(%q: tensor<16x8xf16>, %k: tensor<32x8xf16>) -> tensor<16x32xf16> {
+  // expected-error @+1 {{result #0 must be 2D tensor of 32-bit float values}}
+  %0 = attn.tile_scores %q, %k : (tensor<16x8xf16>, tensor<32x8xf16>) -> tensor<16x32xf16>
+  return %0 : tensor<16x32xf16>
+}
+
+// -----
+
+// Tests that a general score needs its weight.
+func.func @tile_scores_general_without_weight(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{a general score needs exactly its weight operand}}
+  %0 = attn.tile_scores %q, %k {score = #attn.score<general>} : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// Tests that the general weight is [Dk, Dk].
+func.func @tile_scores_general_weight_shape(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>, %w: tensor<8x4xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{general weight must be [Dk, Dk]}}
+  %0 = attn.tile_scores %q, %k general(%w) {score = #attn.score<general>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<8x4xf32>) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// Tests that the additive weights agree on A.
+func.func @tile_scores_additive_units(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>, %wq: tensor<4x8xf32>, %wk: tensor<5x8xf32>, %va: tensor<4xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{additive weights must be Wq, Wk [A, Dk] and va [A] or [A, 1]}}
+  %0 = attn.tile_scores %q, %k additive(%wq, %wk, %va) {score = #attn.score<additive>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<4x8xf32>, tensor<5x8xf32>, tensor<4xf32>) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// Tests that tile_scores rejects a zero softcap, as attn.attention does.
+func.func @tile_scores_softcap_zero(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>) -> tensor<16x32xf32> {
+  // expected-error @+1 {{attribute 'softcap' failed to satisfy constraint: 64-bit float attribute a finite number > 0}}
+  %0 = attn.tile_scores %q, %k {softcap = 0.0 : f64} : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x32xf32>
+  return %0 : tensor<16x32xf32>
+}
+
+// -----
+
+// Tests that tile_mask needs a position mask to apply.
+func.func @tile_mask_without_mask(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf32> {
+  // expected-error @+1 {{needs a position mask: causal or window}}
+  %0 = attn.tile_mask %s [%p, %p] : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that tile_mask rejects a negative window bound (the ODS constraint
+// attn.attention has).
+func.func @tile_mask_negative_window(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf32> {
+  // expected-error @+1 {{attribute 'window' failed to satisfy constraint}}
+  %0 = attn.tile_mask %s [%p, %p] {window = array<i64: -1, 0>} : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that P · V must chain: P's columns are V's rows.
+func.func @tile_accumulate_shapes(%p: tensor<16x32xf32>, %v: tensor<16x8xf32>, %acc: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{tiles do not chain: P [16, 32] x V [16, 8] into [16, 8]}}
+  %0 = attn.tile_accumulate %p, %v, %acc : (tensor<16x32xf32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+// Tests that normalize needs one sum per row.
+func.func @tile_normalize_sum_rows(%acc: tensor<16x8xf32>, %l: tensor<8xf32>) -> tensor<16x8xf32> {
+  // expected-error @+1 {{sum must have one entry per row ([16, 8])}}
+  %0 = attn.tile_normalize %acc, %l : (tensor<16x8xf32>, tensor<8xf32>) -> tensor<16x8xf32>
+  return %0 : tensor<16x8xf32>
+}
+
+// -----
+
+// Tests that an lse result comes with the running max.
+func.func @tile_normalize_lse_without_max(%acc: tensor<16x8xf32>, %l: tensor<16xf32>) -> (tensor<16x8xf32>, tensor<16xf32>) {
+  // expected-error @+1 {{an lse result needs the running max, and only it}}
+  %0, %1 = "attn.tile_normalize"(%acc, %l) : (tensor<16x8xf32>, tensor<16xf32>) -> (tensor<16x8xf32>, tensor<16xf32>)
+  return %0, %1 : tensor<16x8xf32>, tensor<16xf32>
+}
+
+// -----
+
+// Tests that the normalized output keeps the accumulator's shape.
+func.func @tile_normalize_output_shape(%acc: tensor<16x8xf32>, %l: tensor<16xf32>) -> tensor<16x4xbf16> {
+  // expected-error @+1 {{result must have shape [16, 8], got [16, 4]}}
+  %0 = attn.tile_normalize %acc, %l : (tensor<16x8xf32>, tensor<16xf32>) -> tensor<16x4xbf16>
+  return %0 : tensor<16x4xbf16>
+}

@@ -379,3 +379,40 @@ func.func @attention_additive_everything(%q: tensor<2x4x?x64xf32>, %k: tensor<2x
   %0 = attn.attention %q, %k, %v additive(%wq, %wk, %va) bias(%b) key_lengths(%len) masks(%m) {score = #attn.score<additive>, mask_drops = array<i1: true>} : (tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>, tensor<16x1xf32>, tensor<1x1x1x?xf32>, tensor<2xi32>, tensor<2x1x1x?xi1>) -> tensor<2x4x?x64xf32>
   return %0 : tensor<2x4x?x64xf32>
 }
+
+// -----
+
+// Tests that the tile ops of attn-tile-attention round-trip: dot scores with
+// scale and softcap, the position mask at an offset, P·V into the
+// accumulator, and normalization with and without lse.
+// CHECK-LABEL: func.func @tile_ops
+// CHECK-SAME:    %[[Q:[a-z0-9]+]]: tensor<?x64xbf16>, %[[K:[a-z0-9]+]]: tensor<?x64xbf16>, %[[V:[a-z0-9]+]]: tensor<?x32xbf16>, %[[P0:[a-z0-9]+]]: index, %[[J0:[a-z0-9]+]]: index, %[[ACC:[a-z0-9]+]]: tensor<?x32xf32>, %[[L:[a-z0-9]+]]: tensor<?xf32>, %[[M:[a-z0-9]+]]: tensor<?xf32>
+// CHECK:         %[[S:.+]] = attn.tile_scores %[[Q]], %[[K]] {scale = 1.250000e-01 : f64, softcap = 3.000000e+01 : f64} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x?xf32>
+// CHECK:         %[[MS:.+]] = attn.tile_mask %[[S]][%[[P0]], %[[J0]]] {causal, window = array<i64: 4, 0>} : tensor<?x?xf32>
+// CHECK:         %[[A:.+]] = attn.tile_accumulate %[[MS]], %[[V]], %[[ACC]] : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>) -> tensor<?x32xf32>
+// CHECK:         %[[O:.+]], %[[LSE:.+]] = attn.tile_normalize %[[A]], %[[L]] lse(%[[M]]) : (tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>)
+// CHECK:         attn.tile_normalize %[[A]], %[[L]] : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
+func.func @tile_ops(%q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>, %v: tensor<?x32xbf16>, %p0: index, %j0: index, %acc: tensor<?x32xf32>, %l: tensor<?xf32>, %m: tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>, tensor<?x32xf32>) {
+  %s = attn.tile_scores %q, %k {scale = 0.125 : f64, softcap = 30.0 : f64} : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x?xf32>
+  %ms = attn.tile_mask %s [%p0, %j0] {causal, window = array<i64: 4, 0>} : tensor<?x?xf32>
+  %a = attn.tile_accumulate %ms, %v, %acc : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>) -> tensor<?x32xf32>
+  %o, %lse = attn.tile_normalize %a, %l lse(%m) : (tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>)
+  %o2 = attn.tile_normalize %a, %l : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
+  return %o, %lse, %o2 : tensor<?x32xbf16>, tensor<?xf32>, tensor<?x32xf32>
+}
+
+// -----
+
+// Tests that tile_scores keeps the general and additive weight groups and
+// the score kind in a round trip, on static tiles.
+// CHECK-LABEL: func.func @tile_scores_kinds
+// CHECK-SAME:    %[[Q:[a-z0-9]+]]: tensor<16x8xf32>, %[[K:[a-z0-9]+]]: tensor<32x8xf32>, %[[W:[a-z0-9]+]]: tensor<8x8xf32>, %[[WQ:[a-z0-9]+]]: tensor<4x8xf32>, %[[WK:[a-z0-9]+]]: tensor<4x8xf32>, %[[VA:[a-z0-9]+]]: tensor<4xf32>
+// CHECK:         attn.tile_scores %[[Q]], %[[K]] general(%[[W]]) {score = #attn.score<general>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<8x8xf32>) -> tensor<16x32xf32>
+// CHECK:         attn.tile_scores %[[Q]], %[[K]] additive(%[[WQ]], %[[WK]], %[[VA]]) {score = #attn.score<additive>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<16x32xf32>
+// CHECK:         attn.tile_scores %[[Q]], %[[K]] {score = #attn.score<cosine>} : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x32xf32>
+func.func @tile_scores_kinds(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>, %w: tensor<8x8xf32>, %wq: tensor<4x8xf32>, %wk: tensor<4x8xf32>, %va: tensor<4xf32>) -> (tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>) {
+  %0 = attn.tile_scores %q, %k general(%w) {score = #attn.score<general>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<8x8xf32>) -> tensor<16x32xf32>
+  %1 = attn.tile_scores %q, %k additive(%wq, %wk, %va) {score = #attn.score<additive>} : (tensor<16x8xf32>, tensor<32x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<16x32xf32>
+  %2 = attn.tile_scores %q, %k {score = #attn.score<cosine>} : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x32xf32>
+  return %0, %1, %2 : tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>
+}

@@ -1,0 +1,129 @@
+//===- AttnTileOps.td - Tile ops of the attention lowering -*- tablegen -*-===//
+//
+// The ops `attn-tile-attention` writes: one row tile of queries against one
+// key tile, on 2-D tensor slices. They are the pieces a backend maps to its
+// microkernels (CPU: register blocks; GPU: mma); the online-softmax update
+// between them stays arith/math on the tiles, so every backend shares it.
+// Included by AttnOps.td.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_TILE_OPS_TD
+#define ATTN_TILE_OPS_TD
+
+def Attn_TileScoresOp : Attn_Op<"tile_scores", [Pure, AttrSizedOperandSegments,
+    AllElementTypesMatch<["query", "key"]>]> {
+  let summary = "the scores of a query tile against a key tile";
+  let description = [{
+    `query [M, Dk]` and `key [N, Dk]` give the f32 scores `[M, N]`:
+    `scale · score_fn(q_r, k_c)`, then `c · tanh(score / c)` with `softcap`.
+    Score kinds, weights and the default scale are those of `attn.attention`
+    (absent `scale`: 1/sqrt(Dk) for dot and general, 1 otherwise, Dk being
+    the tiles' depth, a run-time size when it is `?`). The scores are in
+    natural units and accumulate in f32.
+
+    ```mlir
+    %s = attn.tile_scores %q, %k {scale = 0.125 : f64}
+        : (tensor<?x64xbf16>, tensor<?x64xbf16>) -> tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins
+    2DTensorOf<[AnyFloat]>:$query, 2DTensorOf<[AnyFloat]>:$key,
+    Optional<2DTensorOf<[AnyFloat]>>:$general_weight,
+    Optional<2DTensorOf<[AnyFloat]>>:$query_weight,
+    Optional<2DTensorOf<[AnyFloat]>>:$key_weight,
+    Optional<RankedTensorOf<[AnyFloat]>>:$score_vector,
+    DefaultValuedAttr<Attn_ScoreKindAttr, "ScoreKind::dot">:$score,
+    OptionalAttr<Attn_FiniteF64Attr>:$scale,
+    OptionalAttr<Attn_PositiveF64Attr>:$softcap
+  );
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let extraClassDeclaration = [{
+    /// The scale rule of AttnSemantics.h, as attn.attention's.
+    ::mlir::attn::semantics::ScaleRule getScaleRule();
+  }];
+  let assemblyFormat = [{
+    $query `,` $key
+    (`general` `(` $general_weight^ `)`)?
+    (`additive` `(` $query_weight^ `,` $key_weight `,` $score_vector `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure,
+    AllTypesMatch<["scores", "result"]>]> {
+  let summary = "sets the scores a causal or window mask drops to -inf";
+  let description = [{
+    Row `r` of the tile is the query at aligned position `p = position + r`
+    (`p = i + T - S`), column `c` is key `j = key + c`. The entry becomes
+    -inf unless `keyVisible(p, j)` (AttnSemantics.h) holds for `causal`
+    (`j <= p`) and `window = [L, R]` (`p - L <= j <= p + R`); the key length
+    is not part of it (a key loop bounded by `visibleKeys` never passes it).
+
+    ```mlir
+    %m = attn.tile_mask %s [%p0, %j0] {causal} : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$scores, Index:$position,
+                       Index:$key, UnitAttr:$causal,
+                       OptionalAttr<Attn_WindowAttr>:$window);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let extraClassDeclaration = [{
+    /// The position masks as AttnSemantics.h's rule (no key length).
+    ::mlir::attn::semantics::KeyVisibility getKeyVisibility();
+  }];
+  let assemblyFormat = [{
+    $scores `[` $position `,` $key `]` attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileAccumulateOp : Attn_Op<"tile_accumulate", [Pure,
+    AllTypesMatch<["accumulator", "result"]>]> {
+  let summary = "acc + P · V for a tile of probabilities";
+  let description = [{
+    `probabilities [M, N]` (f32) times `value [N, Dv]` added to the f32
+    accumulator `[M, Dv]`. The rescale by alpha comes before it, as its own
+    arith ops on the accumulator.
+
+    ```mlir
+    %o = attn.tile_accumulate %p, %v, %acc
+        : (tensor<?x?xf32>, tensor<?x64xbf16>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$probabilities,
+                       2DTensorOf<[AnyFloat]>:$value,
+                       2DTensorOf<[F32]>:$accumulator);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $probabilities `,` $value `,` $accumulator attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileNormalizeOp : Attn_Op<"tile_normalize", [Pure]> {
+  let summary = "the output rows acc / l, and their lse";
+  let description = [{
+    `output[r] = accumulator[r] / sum[r]`, exactly 0 where `sum[r] = 0` (a
+    row that saw no key: never NaN), converted to the output's element type.
+    With `lse(%max)`: `lse[r] = max[r] + log(sum[r])`, -inf for such a row;
+    `max` is the running maximum of the natural-unit scores.
+
+    ```mlir
+    %o, %lse = attn.tile_normalize %acc, %l lse(%m)
+        : (tensor<?x64xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x64xbf16>, tensor<?xf32>)
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$accumulator, 1DTensorOf<[F32]>:$sum,
+                       Optional<1DTensorOf<[F32]>>:$max);
+  let results = (outs 2DTensorOf<[AnyFloat]>:$output,
+                      Optional<1DTensorOf<[F32]>>:$lse);
+  let assemblyFormat = [{
+    $accumulator `,` $sum (`lse` `(` $max^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_TILE_OPS_TD
