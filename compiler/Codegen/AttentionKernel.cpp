@@ -126,6 +126,33 @@ public:
     }
   }
 
+  /// f16 and bf16 take no masked vector loads or stores: x86 without AVX-512
+  /// scalarises them through a compiler-runtime conversion (__truncsfbf2,
+  /// which libgcc 12 lacks). Partial vectors of them go lane by lane.
+  static bool isHalfFloat(Type element) {
+    return isa<FloatType>(element) && element.getIntOrFloatBitWidth() == 16;
+  }
+  /// full() when count == width, else partial(); both yield `type` (none
+  /// when null).
+  Value whenFull(Value count, int64_t width, Type type,
+                 function_ref<Value()> full, function_ref<Value()> partial) {
+    Value isFull =
+        b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, count, index(width));
+    auto op = b.create<scf::IfOp>(type ? TypeRange{type} : TypeRange{},
+                                  isFull, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    for (auto [region, body] : {std::pair{&op.getThenRegion(), full},
+                                std::pair{&op.getElseRegion(), partial}}) {
+      Block &block = region->front();
+      if (!block.empty())
+        block.back().erase(); // The implicit empty yield.
+      b.setInsertionPointToEnd(&block);
+      Value result = body();
+      b.create<scf::YieldOp>(result ? ValueRange{result} : ValueRange{});
+    }
+    return type ? op.getResult(0) : Value();
+  }
+
   Value toF32(Value value) {
     Type element = mlir::getElementTypeOrSelf(value.getType());
     if (element.isF32())
@@ -156,6 +183,19 @@ public:
     auto type = VectorType::get({width}, element);
     if (!count)
       return toF32(b.create<vector::LoadOp>(type, buffer, offset));
+    if (isHalfFloat(element))
+      return whenFull(
+          count, width, VectorType::get({width}, f32),
+          [&] { return loadVector(buffer, offset, width); },
+          [&] {
+            return loop(index(0), count, 1, {constant(0.0, VectorType::get({width}, f32))},
+                        [&](Value lane, ValueRange args) {
+                          Value x = loadF32(buffer, add(offset, lane));
+                          return SmallVector<Value>{
+                              b.create<vector::InsertElementOp>(x, args[0],
+                                                                lane)};
+                        })[0];
+          });
     Value mask = b.create<vector::CreateMaskOp>(
         VectorType::get({width}, b.getI1Type()), count);
     Value zero = b.create<arith::ConstantOp>(
@@ -166,12 +206,29 @@ public:
   void storeVector(Value vector, Value buffer, Value offset,
                    Value count = nullptr) {
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    int64_t width = cast<VectorType>(vector.getType()).getNumElements();
+    if (count && isHalfFloat(element)) {
+      whenFull(
+          count, width, {},
+          [&] {
+            storeVector(vector, buffer, offset);
+            return Value();
+          },
+          [&] {
+            loop(index(0), count, 1, [&](Value lane) {
+              Value x = b.create<vector::ExtractElementOp>(vector, lane);
+              b.create<memref::StoreOp>(fromF32(x, element), buffer,
+                                        add(offset, lane));
+            });
+            return Value();
+          });
+      return;
+    }
     vector = fromF32(vector, element);
     if (!count) {
       b.create<vector::StoreOp>(vector, buffer, offset);
       return;
     }
-    int64_t width = cast<VectorType>(vector.getType()).getNumElements();
     Value mask = b.create<vector::CreateMaskOp>(
         VectorType::get({width}, b.getI1Type()), count);
     b.create<vector::MaskedStoreOp>(buffer, offset, mask, vector);

@@ -260,6 +260,7 @@ private:
 
   // Document sections.
   void parseDims(const json &dims);
+  void requireRuntimeDimsBound() const;
   void parseInputs(const json &inputs);
   void parseNode(const json &node, size_t index);
   void parseOutputs(const json &outputs);
@@ -446,6 +447,7 @@ Graph GraphParser::parse(std::string_view text) {
   if (const json *dims = root.find("dims"))
     parseDims(*dims);
   parseInputs(root.require("inputs"));
+  requireRuntimeDimsBound();
   const json &nodes = root.require("nodes");
   if (!nodes.is_array())
     fail("/nodes", "expected a list of nodes, got " + describeJsonType(nodes));
@@ -483,6 +485,24 @@ void GraphParser::parseDims(const json &dims) {
     }
     declaredDims.emplace(item.key(), fixed);
     graph.dims.push_back({item.key(), fixed});
+  }
+}
+
+// A call binds each run-time size from the shapes of its inputs: one that no
+// input has could never be given a value.
+void GraphParser::requireRuntimeDimsBound() const {
+  for (const DimDecl &dim : graph.dims) {
+    if (dim.fixed)
+      continue;
+    bool bound = false;
+    for (const Value &value : graph.values)
+      for (const Dim &size : value.type.shape)
+        bound = bound || (!size.isFixed() && size.symbol == dim.name);
+    if (!bound)
+      fail("/dims/" + pointerToken(dim.name),
+           "run-time size " + inQuotes(dim.name) +
+               " appears in no input's shape, so no call could give it a "
+               "value; fix it to a number or remove it");
   }
 }
 
