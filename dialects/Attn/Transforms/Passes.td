@@ -23,4 +23,39 @@ def FuseAttentionPass : Pass<"attn-fuse-attention", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::attn::AttnDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering (docs/design/lowering-passes.md)
+//===----------------------------------------------------------------------===//
+
+def TileAttentionPass : Pass<"attn-tile-attention", "::mlir::func::FuncOp"> {
+  let summary = "Tiles attn.attention into row tiles, key tiles and an "
+                "online softmax on tile tensors";
+  let description = [{
+    Rewrites each `attn.attention` (tensor semantics) into an `scf.forall`
+    over (batch, query head, row tile) and, per row tile, an `scf.for` over
+    key tiles whose bounds are `visibleKeys` of the tile (AttnSemantics.h):
+    tiles that causal, window and key_length masks remove whole are never
+    visited. The kv head is `kvHeadOf` the query head (GQA, MQA). Per key
+    tile: `attn.tile_scores`, biases, ALiBi and tensor masks as a
+    `linalg.generic`, `attn.tile_mask` under an `scf.if` on
+    `!blockFullyVisible`, the online-softmax update (running max, `exp2` of
+    the shifted scores, alpha, running sum, alpha · O) as `linalg.generic`s
+    of `arith`/`math`, and `attn.tile_accumulate` (O + P · V). After the
+    loop, `attn.tile_normalize` (O / l, 0 for l = 0, lse) and a
+    `tensor.parallel_insert_slice` per result. Nothing in it is specific to
+    one backend; the tile sizes are the schedule's.
+  }];
+  let options = [
+    Option<"rowTile", "row-tile", "int64_t", /*default=*/"64",
+           "Query rows per tile (>= 1)">,
+    Option<"keyTile", "key-tile", "int64_t", /*default=*/"64",
+           "Keys per tile (>= 1)">,
+  ];
+  let dependentDialects = [
+    "::mlir::attn::AttnDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD
