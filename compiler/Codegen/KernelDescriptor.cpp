@@ -42,6 +42,9 @@ static_assert(std::is_same_v<decltype(attnrt_kernel::entry), attnrt_entry_fn>);
 static_assert(std::is_same_v<attnrt_entry_fn,
                              int32_t (*)(attnrt_invocation *, const int64_t *,
                                          void *const *)>);
+static_assert(
+    std::is_same_v<decltype(attnrt_kernel::num_divisibilities), int32_t>);
+static_assert(kIsPointer<decltype(attnrt_kernel::divisibilities)>);
 static_assert(offsetof(attnrt_kernel, abi_version) == 0 &&
               offsetof(attnrt_kernel, name) == 8 &&
               offsetof(attnrt_kernel, num_dims) == 16 &&
@@ -54,7 +57,18 @@ static_assert(offsetof(attnrt_kernel, abi_version) == 0 &&
               offsetof(attnrt_kernel, target) == 72 &&
               offsetof(attnrt_kernel, manifest) == 80 &&
               offsetof(attnrt_kernel, entry) == 88 &&
-              sizeof(attnrt_kernel) == 96);
+              offsetof(attnrt_kernel, num_divisibilities) == 96 &&
+              offsetof(attnrt_kernel, divisibilities) == 104 &&
+              sizeof(attnrt_kernel) == 112);
+
+static_assert(
+    std::is_same_v<decltype(attnrt_divisibility::multiple), int64_t> &&
+    std::is_same_v<decltype(attnrt_divisibility::divisor), int64_t> &&
+    kIsPointer<decltype(attnrt_divisibility::what)>);
+static_assert(offsetof(attnrt_divisibility, multiple) == 0 &&
+              offsetof(attnrt_divisibility, divisor) == 8 &&
+              offsetof(attnrt_divisibility, what) == 16 &&
+              sizeof(attnrt_divisibility) == 24);
 
 static_assert(kIsPointer<decltype(attnrt_arg_info::name)>);
 static_assert(std::is_same_v<decltype(attnrt_arg_info::dtype), attnrt_dtype>);
@@ -124,7 +138,34 @@ private:
   }
   llvm::Constant *argInfos(const std::vector<ValueId> &ids,
                            const std::string &kind);
+  llvm::Constant *divisibilities();
 };
+
+/// attnrt_divisibility[]: {multiple, divisor, what}.
+llvm::Constant *DescriptorBuilder::divisibilities() {
+  auto *ruleType = llvm::StructType::get(context, {i64, i64, ptr});
+  checkStructLayout(module, ruleType, "attnrt_divisibility",
+                    {offsetof(attnrt_divisibility, multiple),
+                     offsetof(attnrt_divisibility, divisor),
+                     offsetof(attnrt_divisibility, what)},
+                    sizeof(attnrt_divisibility));
+  std::vector<llvm::Constant *> rules;
+  for (const SizeDivisibility &rule : graph.divisibilities()) {
+    std::vector<int64_t> sizes =
+        abiDims(graph, Shape{rule.multiple, rule.divisor});
+    rules.push_back(llvm::ConstantStruct::get(
+        ruleType, {llvm::ConstantInt::get(i64, sizes[0]),
+                   llvm::ConstantInt::get(i64, sizes[1]),
+                   string(rule.what, "divisibility" +
+                                         std::to_string(rules.size()))}));
+  }
+  if (rules.empty())
+    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+  return privateConstant(
+      llvm::ConstantArray::get(llvm::ArrayType::get(ruleType, rules.size()),
+                               rules),
+      "divisibilities");
+}
 
 /// attnrt_arg_info[]: {name, dtype, rank, dims}.
 llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
@@ -175,7 +216,8 @@ void DescriptorBuilder::build(const std::string &target,
 
   // attnrt_kernel, field by field (LLVM adds the C padding).
   auto *kernelType = llvm::StructType::get(
-      context, {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr});
+      context,
+      {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr, i32, ptr});
   checkStructLayout(module, kernelType, "attnrt_kernel",
                     {offsetof(attnrt_kernel, abi_version),
                      offsetof(attnrt_kernel, name),
@@ -188,7 +230,9 @@ void DescriptorBuilder::build(const std::string &target,
                      offsetof(attnrt_kernel, alignment),
                      offsetof(attnrt_kernel, target),
                      offsetof(attnrt_kernel, manifest),
-                     offsetof(attnrt_kernel, entry)},
+                     offsetof(attnrt_kernel, entry),
+                     offsetof(attnrt_kernel, num_divisibilities),
+                     offsetof(attnrt_kernel, divisibilities)},
                     sizeof(attnrt_kernel));
   llvm::Constant *fields[] = {
       llvm::ConstantInt::get(i32, ATTNRT_ABI_VERSION),
@@ -202,7 +246,9 @@ void DescriptorBuilder::build(const std::string &target,
       llvm::ConstantInt::get(i32, 1), // The kernels accept any alignment.
       string(target, "target"),
       string(manifest, "manifest"),
-      entry};
+      entry,
+      llvm::ConstantInt::get(i32, graph.divisibilities().size()),
+      divisibilities()};
   new llvm::GlobalVariable(module, kernelType, /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantStruct::get(kernelType, fields),

@@ -2,6 +2,7 @@
 
 #include "Codegen/KernelInterface.h"
 
+#include <attnc/attnrt.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -92,13 +93,23 @@ std::string kernelManifest(const Graph &graph, const std::string &backend,
     }
     return list;
   };
+  json divisibilities = json::array();
+  for (const SizeDivisibility &rule : graph.divisibilities()) {
+    auto size = [](const Dim &dim) {
+      return dim.isFixed() ? json(dim.size) : json(dim.symbol);
+    };
+    divisibilities.push_back({{"multiple", size(rule.multiple)},
+                              {"divisor", size(rule.divisor)},
+                              {"what", rule.what}});
+  }
   json manifest = {{"attnc_manifest", 1},
                    {"name", graph.name},
                    {"graph", graph.file},
                    {"backend", backend},
                    {"target", {{"name", target.name}, {"cpu", target.cpu}}},
-                   {"abi_version", 1},
+                   {"abi_version", ATTNRT_ABI_VERSION},
                    {"runtime_dims", graph.runtimeDims()},
+                   {"divisibilities", divisibilities},
                    {"inputs", arguments(graph.inputs)},
                    {"outputs", arguments(graph.outputs)},
                    {"schedule", json::parse(schedule.toJson())},

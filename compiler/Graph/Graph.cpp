@@ -67,9 +67,14 @@ std::optional<ValueId> Graph::lookup(std::string_view name) const {
 
 std::vector<std::string> Graph::runtimeDims() const {
   std::vector<std::string> names;
-  for (const DimDecl &dim : dims)
-    if (!dim.fixed)
+  for (const DimDecl &dim : dims) {
+    bool used = false;
+    for (ValueId input : inputs)
+      for (const Dim &size : type(input).shape)
+        used = used || (!size.isFixed() && size.symbol == dim.name);
+    if (!dim.fixed && used)
       names.push_back(dim.name);
+  }
   return names;
 }
 
@@ -80,6 +85,23 @@ AttentionSizes Graph::attentionSizes(const AttentionOp &op) const {
   int headAxis = op.layout == Layout::BHSD ? 1 : 2;
   int seqAxis = op.layout == Layout::BHSD ? 2 : 1;
   return {q[0], q[headAxis], k[headAxis], q[seqAxis], k[seqAxis], q[3], v[3]};
+}
+
+std::vector<SizeDivisibility> Graph::divisibilities() const {
+  std::vector<SizeDivisibility> result;
+  for (const Node &node : nodes) {
+    const AttentionOp *op = node.getIf<AttentionOp>();
+    if (!op)
+      continue;
+    AttentionSizes sizes = attentionSizes(*op);
+    const Dim &hq = sizes.queryHeads, &hkv = sizes.kvHeads;
+    if (hq == hkv || (hq.isFixed() && hkv.isFixed()))
+      continue; // Equal, or checked by the parser.
+    result.push_back({hq, hkv,
+                      "attention " + node.name + ": query heads " + hq.str() +
+                          " must be a multiple of kv heads " + hkv.str()});
+  }
+  return result;
 }
 
 std::vector<int64_t> concreteShape(const Shape &shape,
@@ -100,6 +122,20 @@ void checkBindings(const Graph &graph, const DimBindings &bindings) {
     if (it->second <= 0)
       throw UserError("--dim " + name + "=" + std::to_string(it->second) +
                       ": a size must be > 0");
+  }
+  auto sizeOf = [&](const Dim &dim) {
+    return dim.isFixed() ? dim.size : bindings.at(dim.symbol);
+  };
+  for (const SizeDivisibility &rule : graph.divisibilities()) {
+    int64_t multiple = sizeOf(rule.multiple), divisor = sizeOf(rule.divisor);
+    if (multiple % divisor == 0)
+      continue;
+    std::string values;
+    for (const Dim *dim : {&rule.multiple, &rule.divisor})
+      if (!dim->isFixed())
+        values += (values.empty() ? "" : ", ") + dim->symbol + " = " +
+                  std::to_string(sizeOf(*dim));
+    throw UserError(graph.file + ": " + rule.what + " (" + values + ")");
   }
   for (const Value &value : graph.values) {
     int64_t count = 1;

@@ -194,6 +194,13 @@ struct Value {
   bool isInput() const { return producer < 0; }
 };
 
+/// A relation between sizes that equal shapes do not express: `multiple` must
+/// be a multiple of `divisor`. Checked at run time for what is not fixed.
+struct SizeDivisibility {
+  Dim multiple, divisor;
+  std::string what; ///< "attention o: query heads Hq must be a multiple ..."
+};
+
 /// A size named in `dims`; `fixed` is empty for a run-time size.
 struct DimDecl {
   std::string name;
@@ -213,9 +220,13 @@ struct Graph {
   const TensorType &type(ValueId id) const { return values[id].type; }
   /// The value called `name`, if any.
   std::optional<ValueId> lookup(std::string_view name) const;
-  /// Names of the run-time sizes, in declaration order.
+  /// Names of the run-time sizes some input's shape uses (the kernel's
+  /// dims; a call binds them from its inputs), in declaration order.
   std::vector<std::string> runtimeDims() const;
   AttentionSizes attentionSizes(const AttentionOp &op) const;
+  /// The divisibilities the run-time sizes must meet: query heads a multiple
+  /// of kv heads for each attention whose head counts are not both fixed.
+  std::vector<SizeDivisibility> divisibilities() const;
 };
 
 /// Whether `name` matches [A-Za-z_][A-Za-z0-9_]*, as graph, value and
@@ -243,8 +254,9 @@ using DimBindings = std::map<std::string, int64_t>;
 std::vector<int64_t> concreteShape(const Shape &shape,
                                    const DimBindings &bindings);
 
-/// Checks that every run-time size is bound to a value > 0 and that no value
-/// of the graph exceeds kMaxElements under the bindings. Throws UserError.
+/// Checks that every run-time size is bound to a value > 0, that the
+/// graph's divisibilities hold and that no value of the graph exceeds
+/// kMaxElements under the bindings. Throws UserError.
 void checkBindings(const Graph &graph, const DimBindings &bindings);
 
 } // namespace attnc

@@ -260,7 +260,6 @@ private:
 
   // Document sections.
   void parseDims(const json &dims);
-  void requireRuntimeDimsBound() const;
   void parseInputs(const json &inputs);
   void parseNode(const json &node, size_t index);
   void parseOutputs(const json &outputs);
@@ -447,7 +446,6 @@ Graph GraphParser::parse(std::string_view text) {
   if (const json *dims = root.find("dims"))
     parseDims(*dims);
   parseInputs(root.require("inputs"));
-  requireRuntimeDimsBound();
   const json &nodes = root.require("nodes");
   if (!nodes.is_array())
     fail("/nodes", "expected a list of nodes, got " + describeJsonType(nodes));
@@ -485,24 +483,6 @@ void GraphParser::parseDims(const json &dims) {
     }
     declaredDims.emplace(item.key(), fixed);
     graph.dims.push_back({item.key(), fixed});
-  }
-}
-
-// A call binds each run-time size from the shapes of its inputs: one that no
-// input has could never be given a value.
-void GraphParser::requireRuntimeDimsBound() const {
-  for (const DimDecl &dim : graph.dims) {
-    if (dim.fixed)
-      continue;
-    bool bound = false;
-    for (const Value &value : graph.values)
-      for (const Dim &size : value.type.shape)
-        bound = bound || (!size.isFixed() && size.symbol == dim.name);
-    if (!bound)
-      fail("/dims/" + pointerToken(dim.name),
-           "run-time size " + inQuotes(dim.name) +
-               " appears in no input's shape, so no call could give it a "
-               "value; fix it to a number or remove it");
   }
 }
 
@@ -911,6 +891,14 @@ GraphParser::NodeResult GraphParser::parseReshape(const ObjectReader &fields) {
       continue;
     }
     target.push_back(parseDim(shapeField[i], pointer));
+    // A call binds run-time sizes from its inputs' shapes only.
+    const Dim &dim = *target.back();
+    std::vector<std::string> bound = graph.runtimeDims();
+    if (!dim.isFixed() &&
+        std::find(bound.begin(), bound.end(), dim.symbol) == bound.end())
+      fail(pointer, "run-time size " + inQuotes(dim.symbol) +
+                        " appears in no input's shape, so no call could "
+                        "give it a value");
   }
   std::string problem;
   std::optional<Shape> shape = inferReshape(type(x).shape, target, problem);
@@ -1102,11 +1090,8 @@ GraphParser::parseAttention(const ObjectReader &fields) {
   requireSame(seq(op.k), seq(op.v), "key lengths of k and v");
   requireSame(type(op.q).shape[3], type(op.k).shape[3], "head dims of q and k");
   const Dim &hq = sizes.queryHeads, &hkv = sizes.kvHeads;
-  if (hq != hkv) {
-    if (!hq.isFixed() || !hkv.isFixed())
-      fail(fields.pointer(), "query heads " + hq.str() + " and kv heads " +
-                                 hkv.str() +
-                                 " must be fixed sizes or the same named size");
+  // Run-time head counts are checked when bound (Graph::divisibilities).
+  if (hq != hkv && hq.isFixed() && hkv.isFixed()) {
     if (hq.size % hkv.size != 0)
       fail(fields.pointer(), "query heads (" + hq.str() +
                                  ") must be a multiple of kv heads (" +

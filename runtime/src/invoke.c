@@ -12,7 +12,8 @@
  *      disagreement names both arguments), byte size within int64 and the
  *      address space, strides dense C order (or null), data aligned to
  *      kernel->alignment;
- *   4. no output's bytes overlap an input's or another output's.
+ *   4. no output's bytes overlap an input's or another output's;
+ *   5. the kernel's divisibilities under the bound run-time dims.
  *
  * Every dim must be >= 1, so a tensor never has 0 elements and null data is
  * always an error. Dims in messages count from 0.
@@ -146,6 +147,54 @@ static int uses_dim(const attnrt_arg_info *args, int32_t count,
   return 0;
 }
 
+/* A fixed size > 0 or a run-time dim of the kernel. */
+static int valid_size(const attnrt_kernel *kernel, int64_t encoded) {
+  return encoded > 0 || (encoded < 0 && -(encoded + 1) < kernel->num_dims);
+}
+
+/* The value of a size under the bound run-time dims. */
+static int64_t size_value(int64_t encoded, const int64_t *dims) {
+  return encoded > 0 ? encoded : dims[-(encoded + 1)];
+}
+
+/* Appends " (NAME = VALUE)" for a run-time size. */
+static void describe_size(char **cursor, size_t *room,
+                          const attnrt_kernel *kernel, int64_t encoded,
+                          const int64_t *dims, int *first) {
+  if (encoded > 0)
+    return;
+  int written = snprintf(*cursor, *room, "%s%s = %" PRId64, *first ? "" : ", ",
+                         kernel->dim_names[-(encoded + 1)],
+                         size_value(encoded, dims));
+  *first = 0;
+  if (written < 0 || (size_t)written >= *room)
+    written = (int)(*room ? *room - 1 : 0);
+  *cursor += written;
+  *room -= (size_t)written;
+}
+
+static attnrt_status check_divisibilities(attnrt_context *context,
+                                          const attnrt_kernel *kernel,
+                                          const int64_t *dims) {
+  for (int32_t i = 0; i < kernel->num_divisibilities; ++i) {
+    const attnrt_divisibility *rule = &kernel->divisibilities[i];
+    if (size_value(rule->multiple, dims) % size_value(rule->divisor, dims) ==
+        0)
+      continue;
+    char values[SHAPE_CAPACITY];
+    char *cursor = values;
+    size_t room = sizeof values;
+    int first = 1;
+    values[0] = 0;
+    describe_size(&cursor, &room, kernel, rule->multiple, dims, &first);
+    describe_size(&cursor, &room, kernel, rule->divisor, dims, &first);
+    attnrt_impl_set_error(context, "kernel %s: %s (%s)", kernel->name,
+                          rule->what, values);
+    return ATTNRT_SHAPE_MISMATCH;
+  }
+  return ATTNRT_OK;
+}
+
 attnrt_status attnrt_impl_check_descriptor(attnrt_context *context,
                                            const attnrt_kernel *kernel) {
   if (!kernel) {
@@ -215,6 +264,24 @@ attnrt_status attnrt_impl_check_descriptor(attnrt_context *context,
                             "kernel %s: run-time dim %s is used by "
                             "no argument",
                             name, kernel->dim_names[i]);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+  }
+  if (kernel->num_divisibilities < 0 ||
+      (kernel->num_divisibilities > 0 && !kernel->divisibilities)) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: bad divisibilities (count %" PRId32 ")",
+                          name, kernel->num_divisibilities);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  for (int32_t i = 0; i < kernel->num_divisibilities; ++i) {
+    const attnrt_divisibility *rule = &kernel->divisibilities[i];
+    if (!valid_size(kernel, rule->multiple) ||
+        !valid_size(kernel, rule->divisor) || !rule->what) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: divisibilities[%" PRId32
+                            "] names no size or has no text",
+                            name, i);
       return ATTNRT_INVALID_ARGUMENT;
     }
   }
@@ -474,6 +541,11 @@ attnrt_status attnrt_invoke(attnrt_context *context,
 
   for (size_t i = 0; i < num_dims; ++i)
     dims[i] = bindings[i].value;
+  status = check_divisibilities(context, kernel, dims);
+  if (status != ATTNRT_OK) {
+    free(workspace);
+    return status;
+  }
   attnrt_invocation invocation;
   attnrt_impl_invocation_begin(&invocation, context->pool);
   int32_t result = kernel->entry(&invocation, dims, buffers);

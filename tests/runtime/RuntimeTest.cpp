@@ -228,8 +228,11 @@ TEST(RegistryTest, RejectsAnotherAbiVersion) {
   kernel.abi_version = ATTNRT_ABI_VERSION + 1;
   EXPECT_EQ(attnrt_register_kernel(context.get(), &kernel),
             ATTNRT_INVALID_ARGUMENT);
-  EXPECT_EQ(context.error(), "kernel has ABI version 2, this runtime supports "
-                             "1; rebuild it with a matching attnc");
+  EXPECT_EQ(context.error(),
+            "kernel has ABI version " + std::to_string(ATTNRT_ABI_VERSION + 1) +
+                ", this runtime supports " +
+                std::to_string(ATTNRT_ABI_VERSION) +
+                "; rebuild it with a matching attnc");
 }
 
 TEST(RegistryTest, RejectsNullArguments) {
@@ -289,6 +292,10 @@ const attnrt_arg_info kBadRank[] = {{"x", ATTNRT_F32, -1, nullptr}};
 const attnrt_arg_info kNullDims[] = {{"x", ATTNRT_F32, 1, nullptr}};
 const attnrt_arg_info kDimTwo[] = {{"x", ATTNRT_F32, 1, kDimsTwo}};
 const attnrt_arg_info kDimZero[] = {{"x", ATTNRT_F32, 1, kDimsZero}};
+const attnrt_divisibility kNOfThree[] = {{-1, 3, "N must be a multiple of 3"}};
+const attnrt_divisibility kFourOfN[] = {{4, -1, "4 must be a multiple of N"}};
+const attnrt_divisibility kUnknownDim[] = {{-2, 3, "M ..."}};
+const attnrt_divisibility kNoText[] = {{-1, 3, nullptr}};
 
 const BadDescriptor kBadDescriptors[] = {
     {"null name", [](attnrt_kernel &k) { k.name = nullptr; },
@@ -326,6 +333,21 @@ const BadDescriptor kBadDescriptors[] = {
        k.dim_names = kNamesNM;
      },
      "kernel axpy: run-time dim M is used by no argument"},
+    {"divisibilities null",
+     [](attnrt_kernel &k) { k.num_divisibilities = 1; },
+     "kernel axpy: bad divisibilities (count 1)"},
+    {"divisibility of an unknown dim",
+     [](attnrt_kernel &k) {
+       k.num_divisibilities = 1;
+       k.divisibilities = kUnknownDim;
+     },
+     "kernel axpy: divisibilities[0] names no size or has no text"},
+    {"divisibility without text",
+     [](attnrt_kernel &k) {
+       k.num_divisibilities = 1;
+       k.divisibilities = kNoText;
+     },
+     "kernel axpy: divisibilities[0] names no size or has no text"},
 };
 
 TEST(RegistryTest, RejectsInconsistentDescriptors) {
@@ -450,8 +472,24 @@ TEST_F(AxpyMisuseTest, WrongAbiVersion) {
   attnrt_kernel kernel = fake_axpy_kernel;
   kernel.abi_version = 0;
   EXPECT_EQ(invoke(&kernel), ATTNRT_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports 1; "
-                     "rebuild it with a matching attnc");
+  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports " +
+                         std::to_string(ATTNRT_ABI_VERSION) +
+                         "; rebuild it with a matching attnc");
+}
+
+// N = 8 here: a multiple of 4 (and of 8), not of 3, and 4 is no multiple of 8.
+TEST_F(AxpyMisuseTest, DivisibilitiesOfRunTimeDims) {
+  attnrt_kernel kernel = fake_axpy_kernel;
+  kernel.num_divisibilities = 1;
+  kernel.divisibilities = kNOfThree;
+  EXPECT_EQ(invoke(&kernel), ATTNRT_SHAPE_MISMATCH);
+  EXPECT_EQ(error(), "kernel axpy: N must be a multiple of 3 (N = 8)");
+  kernel.divisibilities = kFourOfN;
+  EXPECT_EQ(invoke(&kernel), ATTNRT_SHAPE_MISMATCH);
+  EXPECT_EQ(error(), "kernel axpy: 4 must be a multiple of N (N = 8)");
+  const attnrt_divisibility ofFour[] = {{-1, 4, "N must be a multiple of 4"}};
+  kernel.divisibilities = ofFour;
+  EXPECT_EQ(invoke(&kernel), ATTNRT_OK) << error();
 }
 
 TEST_F(AxpyMisuseTest, InconsistentDescriptorUnregistered) {

@@ -85,6 +85,17 @@ typedef struct attnrt_arg_info {
   const int64_t *dims;
 } attnrt_arg_info;
 
+/* A relation between sizes that the arguments' shapes do not express:
+ * `multiple` must be a multiple of `divisor`, each a size encoded as in
+ * attnrt_arg_info::dims (the query and kv heads of grouped-query attention
+ * when either is a run-time size). */
+typedef struct attnrt_divisibility {
+  int64_t multiple;
+  int64_t divisor;
+  const char *what; /* "attention o: query heads Hq must be a multiple of
+                       kv heads Hkv" */
+} attnrt_divisibility;
+
 /* Handed by the runtime to the generated code for one invocation. */
 typedef struct attnrt_invocation attnrt_invocation;
 
@@ -107,9 +118,11 @@ typedef struct attnrt_kernel {
   const char *target;  /* "x86-64-avx512", "cuda-sm90", ... */
   const char *manifest; /* the NAME.json manifest text, schedule included */
   attnrt_entry_fn entry;
+  int32_t num_divisibilities; /* checked once the run-time sizes are bound */
+  const attnrt_divisibility *divisibilities;
 } attnrt_kernel;
 
-#define ATTNRT_ABI_VERSION 1u
+#define ATTNRT_ABI_VERSION 2u
 
 /*===-- Contexts ----------------------------------------------------------===*/
 
@@ -148,7 +161,8 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
                                  const attnrt_kernel **out_kernel);
 
 /* Validates every tensor against the descriptor (count, rank, dtype, fixed
- * sizes, run-time sizes consistent across arguments and >= 1, dense strides,
+ * sizes, run-time sizes consistent across arguments, >= 1 and meeting the
+ * kernel's divisibilities, dense strides,
  * alignment, non-null data), binds the run-time sizes, and runs the kernel on
  * the context's threads. Outputs must not alias inputs. */
 attnrt_status attnrt_invoke(attnrt_context *context,
