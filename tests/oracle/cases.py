@@ -17,6 +17,13 @@ reshape -1 resolves to a fixed integer or a single named dim; no concat along a
 run-time-sized axis; window always has both left and right.  A primitive
 softmax slice that is all -inf gives zeros (decision (h)), so exporter chains
 with S > T and a causal mask have fully masked rows, as fused kernels do.
+
+The fused attention cases also reach the edges of the format: every size (B,
+Hq, Hkv, S, T, Dk, Dv) may be a literal, a fixed named dim or a run-time one
+(the dynamic family always has one run-time size, the others now and then);
+window bounds are small, near S, T, T - S or S + T, or huge (2^31 - 1 up to
+2^63 - 1), left and right drawn apart; scales go down to 1e-6 and 0 and up to
+1e4 (also -1e3), softcaps from 1e-6 to 1e6.
 """
 import math
 import zlib
@@ -28,6 +35,16 @@ import oracle
 SEQ = [1, 2, 3, 5, 7, 13, 33, 64, 65]
 DSIZES = [1, 3, 8, 16, 17, 40]
 HEADS = [1, 2, 3, 4, 5, 6, 8, 12]
+
+# window bounds past int32 and up to the largest int64 (L and R are drawn apart)
+HUGE = [2**31 - 1, 2**31, 2**32 + 1, 2**62, 2**63 - 1, 2**63 - 1]
+# scales and softcaps at the extremes, beside the ordinary ones: with std-1
+# inputs a scale of 1e4 makes the softmax (nearly) one-hot and 1e-6 (nearly)
+# uniform, a softcap of 1e-6 squeezes every score to about +-1e-6
+EXTREME_SCALES = [1e-6, 1e3, 1e4, -1e3]
+EXTREME_SOFTCAPS = [1e-6, 1e4]
+# the sizes of the attention op, each a literal, a fixed named dim or a run-time one
+DIM_LETTERS = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]
 
 FAMILIES = ["dot", "general", "additive", "cosine", "masks", "bias", "gqa",
             "layout", "lowp", "dynamic", "exporter", "primitives"]
@@ -162,15 +179,22 @@ def sample_attention(rng, **over):
     cfg["A"] = choice(rng, [1, 3, 8, 16])
     cfg["layout"] = "bshd" if coin(rng, 0.2) else "bhsd"
     cfg["dtype"] = "f32"
-    cfg["scale"] = choice(rng, [None, None, None, "default", 0.3, 1.0, 2.5, -0.7, 0.0, 20.0])
-    cfg["softcap"] = choice(rng, [None, None, None, None, 0.5, 1.0, 5.0, 30.0])
+    cfg["scale"] = choice(rng, [None, None, None, "default", 0.3, 1.0, 2.5, -0.7, 0.0, 20.0]
+                          + EXTREME_SCALES)
+    cfg["softcap"] = choice(rng, [None, None, None, None, None, 0.5, 1.0, 5.0, 30.0]
+                            + EXTREME_SOFTCAPS)
     cfg["biases"] = []
     cfg["masks"] = []
     if coin(rng, 0.3):
         cfg["masks"].append({"kind": "causal"})
     cfg["lse"] = coin(rng, 0.4)
-    cfg["names"] = {}           # letter -> dim name (named dims)
-    cfg["dynamic"] = False      # named dims are null (run-time) when True
+    # letter (DIM_LETTERS) -> "fixed" (a named dim bound to its size) or
+    # "runtime" (a named dim bound to null); letters left out are literals
+    cfg["dimmode"] = {}
+    if coin(rng, 0.25):
+        cfg["dimmode"] = random_dimmodes(rng)
+    cfg["names"] = {}           # letter -> dim name (default: the letter)
+    cfg["share"] = coin(rng)    # equal sizes of one mode share one name
     cfg["bias_dtype"] = "f32"
     cfg["w_dtype"] = None       # default: q's dtype
     cfg.update(over)
@@ -183,13 +207,38 @@ def sample_attention(rng, **over):
     return cfg
 
 
+def random_dimmodes(rng, p_named=0.5):
+    """Each size named with probability p_named, then fixed or run-time."""
+    return {L: ("runtime" if coin(rng, 0.6) else "fixed")
+            for L in DIM_LETTERS if coin(rng, p_named)}
+
+
+def window_bound(rng, small):
+    """A window bound: a small one, one near S, T, T - S or S + T (resolved
+    by build_attention as ("near", base, offset)), or a huge one."""
+    kind = choice(rng, ["small", "near", "huge"])
+    if kind == "small":
+        return choice(rng, small)
+    if kind == "near":
+        return ("near", choice(rng, ["S", "T", "T-S", "S+T"]), choice(rng, [-1, 0, 1]))
+    return choice(rng, HUGE)
+
+
+def resolve_bound(x, cfg):
+    if isinstance(x, tuple):
+        _, base, off = x
+        S, T = cfg["S"], cfg["T"]
+        return max(0, {"S": S, "T": T, "T-S": abs(T - S), "S+T": S + T}[base] + off)
+    return int(x)
+
+
 def random_mask(rng, cfg, kind=None):
     kind = kind or choice(rng, ["causal", "window", "key_length", "tensor"])
     if kind == "causal":
         return {"kind": "causal"}
     if kind == "window":
-        return {"kind": "window", "left": choice(rng, [0, 1, 2, 3, 7, 100]),
-                "right": choice(rng, [0, 0, 1, 2, 5, 100])}
+        return {"kind": "window", "left": window_bound(rng, [0, 1, 2, 3, 7, 100]),
+                "right": window_bound(rng, [0, 0, 1, 2, 5, 100])}
     if kind == "key_length":
         return {"kind": "key_length", "lens": choice(rng, ["random", "random", "zero", "full", "one"])}
     if kind == "tensor":
@@ -201,14 +250,22 @@ def random_mask(rng, cfg, kind=None):
 def build_attention(b, cfg, q=None, k=None, v=None, node_name="o", add_outputs=True):
     """Adds the inputs (unless q/k/v are given) and the attention node of cfg to b."""
     rng = b.rng
-    names = cfg["names"]
+    modes = cfg["dimmode"]
+    names = {L: cfg["names"].get(L, L) for L in modes}
+    if cfg["share"]:
+        for x, y in (("S", "T"), ("Hq", "Hkv"), ("Dk", "Dv")):
+            if x in modes and y in modes and modes[x] == modes[y] and cfg[x] == cfg[y]:
+                names[y] = names[x]
 
     def ref(letter):
-        if letter in names:
-            if names[letter] not in b.dims_decl:
-                b.dim(names[letter], cfg[letter], cfg["dynamic"])
-            return names[letter]
-        return cfg[letter]
+        if letter not in modes:
+            return cfg[letter]
+        n = names[letter]
+        runtime = modes[letter] == "runtime"
+        if n not in b.dims_decl:
+            b.dim(n, cfg[letter], runtime)
+        assert b.bound[n] == cfg[letter] and (b.dims_decl[n] is None) == runtime, (letter, n)
+        return n
 
     B, Hq, Hkv, S, T = ref("B"), ref("Hq"), ref("Hkv"), ref("S"), ref("T")
     Dk, Dv = ref("Dk"), ref("Dv")
@@ -226,6 +283,9 @@ def build_attention(b, cfg, q=None, k=None, v=None, node_name="o", add_outputs=T
     node = {"q": q, "k": k, "v": v}
     desc = ["%s B%d Hq%d Hkv%d S%d T%d Dk%d Dv%d %s" % (
         cfg["kind"], cfg["B"], cfg["Hq"], cfg["Hkv"], cfg["S"], cfg["T"], cfg["Dk"], cfg["Dv"], dt)]
+    if modes:
+        desc.append("dims[%s]" % ",".join("%s=%s:%s" % (L, names[L], modes[L][0])
+                                          for L in DIM_LETTERS if L in modes))
     if cfg["layout"] != "bhsd" or coin(rng, 0.2):
         node["layout"] = cfg["layout"]
         if bshd:
@@ -250,6 +310,12 @@ def build_attention(b, cfg, q=None, k=None, v=None, node_name="o", add_outputs=T
         node["scale"] = cfg["scale"]
         desc.append("scale=%s" % cfg["scale"])
     if cfg["softcap"] is not None:
+        if cfg["softcap"] >= 1e3 and isinstance(cfg["scale"], float) and abs(cfg["scale"]) >= 1e3:
+            # a softcap of 1e4 after a scale of 1e3 or more crowds the scores
+            # just under 1e4, where f32 resolves only 1e-3: the softmax of
+            # near-tied scores is then off by more than 1e-4 in any f32
+            # kernel.  A cap of 1e6 stays in tanh's linear part.
+            cfg["softcap"] = 1e6
         node["softcap"] = cfg["softcap"]
         desc.append("softcap=%s" % cfg["softcap"])
     full = [B, Hq, S, T]
@@ -277,8 +343,9 @@ def build_attention(b, cfg, q=None, k=None, v=None, node_name="o", add_outputs=T
             masks.append({"kind": "causal"})
             desc.append("causal")
         elif m["kind"] == "window":
-            masks.append({"kind": "window", "left": m["left"], "right": m["right"]})
-            desc.append("window(%d,%d)" % (m["left"], m["right"]))
+            L, R = resolve_bound(m["left"], cfg), resolve_bound(m["right"], cfg)
+            masks.append({"kind": "window", "left": L, "right": R})
+            desc.append("window(%d,%d)" % (L, R))
         elif m["kind"] == "key_length":
             Tn = cfg["T"]
             lens = rng.integers(0, Tn + 1, size=cfg["B"])
@@ -348,7 +415,8 @@ def fam_additive(rng, b, i):
 
 
 def fam_cosine(rng, b, i):
-    return attention_case(rng, b, kind="cosine", scale=choice(rng, [None, "default", 4.0, 10.0]))
+    return attention_case(rng, b, kind="cosine", scale=choice(
+        rng, [None, "default", 4.0, 10.0, 1e-6, 1e4, -10.0]))
 
 
 def fam_masks(rng, b, i):
@@ -361,14 +429,16 @@ def fam_masks(rng, b, i):
         # rows fully masked: window with S > T, small right reach
         cfg["S"] = choice(rng, [5, 7, 13, 33, 65])
         cfg["T"] = choice(rng, [s for s in SEQ if s < cfg["S"]])
-        cfg["masks"] = [{"kind": "window", "left": choice(rng, [0, 1, 3]), "right": choice(rng, [0, 1])}]
+        cfg["masks"] = [{"kind": "window", "left": choice(rng, [0, 1, 3] + HUGE),
+                         "right": choice(rng, [0, 1])}]
         if coin(rng):
             cfg["masks"].append({"kind": "causal"})
     elif plan == 5:
         # window and key lengths that leave some rows empty, key_length 0
         cfg["T"] = choice(rng, [7, 13, 33, 64, 65])
         cfg["B"] = choice(rng, [2, 3])
-        cfg["masks"] = [{"kind": "window", "left": choice(rng, [0, 1, 2]), "right": choice(rng, [0, 1, 2])},
+        cfg["masks"] = [{"kind": "window", "left": window_bound(rng, [0, 1, 2]),
+                         "right": window_bound(rng, [0, 1, 2])},
                         {"kind": "key_length", "lens": choice(rng, ["random", "zero"])}]
     else:
         # two to four kinds combined
@@ -466,26 +536,27 @@ def fam_lowp(rng, b, i):
 def fam_dynamic(rng, b, i):
     plan = i % 4
     if plan in (0, 1):
-        # fused attention with named run-time dims
+        # fused attention with named dims: every size (B, Hq, Hkv, S, T, Dk,
+        # Dv) independently a literal, a fixed named dim or a run-time one, at
+        # least one run-time
         cfg = sample_attention(rng)
-        letters = ["B", "S", "T"] if coin(rng) else ["S", "T"]
         if coin(rng, 0.3):
-            letters = ["T"]
-        stems = {"B": ["B", "batch", "nb"], "S": ["S", "seq_q", "Lq"], "T": ["T", "seq_k", "Lk"]}
-        selfattn = coin(rng, 0.3)
-        if selfattn:
             cfg["T"] = cfg["S"]
-        for L in letters:
-            cfg["names"][L] = choice(rng, stems[L])
-        if selfattn and "S" in cfg["names"] and "T" in cfg["names"]:
-            cfg["names"]["T"] = cfg["names"]["S"]     # one dim, used for both
-        cfg["dynamic"] = True
+        if coin(rng, 0.3):
+            cfg["Dv"] = cfg["Dk"]
+        cfg["dimmode"] = random_dimmodes(rng, p_named=0.6)
+        if "runtime" not in cfg["dimmode"].values():
+            cfg["dimmode"][choice(rng, DIM_LETTERS)] = "runtime"
+        stems = {"B": ["B", "batch", "nb"], "S": ["S", "seq_q", "Lq"], "T": ["T", "seq_k", "Lk"],
+                 "Hq": ["Hq", "heads"], "Hkv": ["Hkv", "kv_heads"], "Dk": ["Dk", "D", "head_dim"],
+                 "Dv": ["Dv", "dv"]}
+        cfg["names"] = {L: choice(rng, stems[L]) for L in cfg["dimmode"]}
         if coin(rng, 0.5):
             cfg["masks"] = [random_mask(rng, cfg)]
         if coin(rng, 0.3):
             cfg["biases"] = [{"kind": "tensor"}]
         cfg["lse"] = coin(rng)
-        return build_attention(b, cfg) + " dyn" + str(sorted(set(cfg["names"].values())))
+        return build_attention(b, cfg) + " dyn"
     if plan == 2:
         return exporter_sdpa(rng, b, "f32", dynamic=True)
     return exporter_projection(rng, b, "f32", fused=coin(rng), dynamic=True)
