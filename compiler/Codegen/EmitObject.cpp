@@ -3,6 +3,8 @@
 #include "Codegen/EmitObject.h"
 #include "Support/MLIRDiagnostics.h"
 
+#include "Attn/Transforms/Passes.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -32,29 +34,9 @@
 namespace attnc {
 namespace {
 
-/// The lowering measured in docs/design/cpu-codegen-notes.md (point 6): vector
-/// code reaches hand-written kernel speed through exactly these passes. Not
-/// wrapped in builtin.module(...): the pass manager is already anchored on
-/// the module, and an anchor here would nest the passes one module deeper.
-/// Ahead of it: linalg (the leftover primitives) becomes loops, and
-/// `arith-expand{include-bf16}` turns bf16 conversions into integer code, so
-/// no object needs a compiler runtime's __truncsfbf2.
-constexpr const char *kLowerToLLVM =
-    "convert-linalg-to-loops, arith-expand{include-bf16=true}, "
-    "convert-vector-to-scf, convert-scf-to-cf, "
-    "expand-strided-metadata, lower-affine, "
-    "convert-vector-to-llvm{enable-x86vector}, convert-math-to-llvm, "
-    "convert-arith-to-llvm, finalize-memref-to-llvm, "
-    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
-    "convert-cf-to-llvm, convert-index-to-llvm, reconcile-unrealized-casts";
-
 void registerOnce() {
   static std::once_flag once;
   std::call_once(once, [] {
-    mlir::registerConversionPasses();
-    mlir::memref::registerMemRefPasses();
-    mlir::arith::registerArithExpandOpsPass();
-    mlir::registerConvertLinalgToLoopsPass();
     LLVMInitializeX86TargetInfo();
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
@@ -66,20 +48,9 @@ void registerOnce() {
 
 void lowerToLLVMDialect(mlir::ModuleOp module) {
   registerOnce();
-  // tanh, exp, log... become inline polynomials: convert-math-to-llvm would
-  // make the backend scalarise each vector into libm calls
-  // (docs/design/cpu-codegen-notes.md, point 1).
-  {
-    mlir::RewritePatternSet patterns(module.getContext());
-    mlir::populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(mlir::applyPatternsAndFoldGreedily(module, std::move(patterns))))
-      throw std::logic_error("math approximation did not converge");
-  }
   mlir::PassManager pm(module.getContext());
+  mlir::attn::buildAttnLowerToLLVMPipeline(pm);
   std::string diagnostics;
-  llvm::raw_string_ostream parseErrors(diagnostics);
-  if (failed(mlir::parsePassPipeline(kLowerToLLVM, pm, parseErrors)))
-    throw std::logic_error("bad lowering pipeline: " + diagnostics);
   if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
                                    [&] { return pm.run(module); })))
     throw std::logic_error("lowering to the LLVM dialect failed: " +

@@ -31,6 +31,7 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   mlir::attn::registerAttnPasses();
   mlir::attn::registerAttnPipeline();
+  mlir::attn::registerAttnLowerToLLVMPipeline();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));
 }

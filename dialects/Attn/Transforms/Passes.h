@@ -24,6 +24,14 @@ void buildAttnPipeline(OpPassManager &pm);
 /// Registers buildAttnPipeline as the pass pipeline "attn-pipeline".
 void registerAttnPipeline();
 
+/// The last stage of every CPU kernel: memref/vector/scf/arith/math code to
+/// the LLVM dialect (attn-approximate-math, then the upstream conversions).
+void buildAttnLowerToLLVMPipeline(OpPassManager &pm);
+
+/// Registers buildAttnLowerToLLVMPipeline as "attn-lower-to-llvm", with the
+/// upstream passes it names.
+void registerAttnLowerToLLVMPipeline();
+
 } // namespace mlir::attn
 
 #endif // ATTN_TRANSFORMS_PASSES_H

@@ -58,4 +58,20 @@ def TileAttentionPass : Pass<"attn-tile-attention", "::mlir::func::FuncOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowering to the LLVM dialect
+//===----------------------------------------------------------------------===//
+
+def ApproximateMathPass : Pass<"attn-approximate-math"> {
+  let summary = "Rewrites exp, tanh, log... into inline polynomials";
+  let description = [{
+    Upstream's polynomial approximations of `math` ops on f32 scalars and
+    vectors. Without them `convert-math-to-llvm` leaves LLVM intrinsics that
+    the x86 backend scalarises into one libm call per lane. The first step of
+    `attn-lower-to-llvm`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

@@ -2,8 +2,16 @@
 
 #include "Attn/Transforms/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <mutex>
 
 using namespace mlir;
 
@@ -20,4 +28,46 @@ void attn::registerAttnPipeline() {
       "attn-pipeline",
       "Fuse attention chains into attn.attention, then canonicalize",
       [](OpPassManager &pm) { buildAttnPipeline(pm); });
+}
+
+/// The lowering measured in docs/design/cpu-codegen-notes.md (point 6): vector
+/// code reaches hand-written kernel speed through exactly these passes. Ahead
+/// of them: math ops become polynomials, linalg (leftover primitives) becomes
+/// loops, and `arith-expand{include-bf16}` turns bf16 conversions into
+/// integer code, so no object needs a compiler runtime's __truncsfbf2.
+static constexpr const char *kLowerToLLVM =
+    "attn-approximate-math, convert-linalg-to-loops, "
+    "arith-expand{include-bf16=true}, convert-vector-to-scf, "
+    "convert-scf-to-cf, expand-strided-metadata, lower-affine, "
+    "convert-vector-to-llvm{enable-x86vector}, convert-math-to-llvm, "
+    "convert-arith-to-llvm, finalize-memref-to-llvm, "
+    "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
+    "convert-cf-to-llvm, convert-index-to-llvm, reconcile-unrealized-casts";
+
+static void registerLoweringPasses() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    registerConversionPasses();
+    memref::registerMemRefPasses();
+    arith::registerArithExpandOpsPass();
+    registerConvertLinalgToLoopsPass();
+    attn::registerApproximateMathPass();
+  });
+}
+
+void attn::buildAttnLowerToLLVMPipeline(OpPassManager &pm) {
+  registerLoweringPasses();
+  std::string errors;
+  llvm::raw_string_ostream stream(errors);
+  // Not wrapped in builtin.module(...): the caller anchors pm on the module.
+  if (failed(parsePassPipeline(kLowerToLLVM, pm, stream)))
+    llvm::report_fatal_error("attn-lower-to-llvm: " + llvm::Twine(errors));
+}
+
+void attn::registerAttnLowerToLLVMPipeline() {
+  registerLoweringPasses();
+  PassPipelineRegistration<>(
+      "attn-lower-to-llvm",
+      "Lower memref/vector/scf/arith/math code to the LLVM dialect",
+      [](OpPassManager &pm) { buildAttnLowerToLLVMPipeline(pm); });
 }
