@@ -12,6 +12,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 namespace attnc {
 
 CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
@@ -30,14 +32,22 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
       kernelManifest(graph, "mlir", result.target, result.schedule);
 
   mlir::MLIRContext context;
-  mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);
-  runAttnPipeline(*module);
-  buildKernels(*module, graph, result.schedule);
-  if (options.emitMlir) {
-    llvm::raw_string_ostream stream(result.mlir);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  auto stageDone = [&](const std::string &stage) {
+    const auto &asked = options.emitMlirStages;
+    if (std::find(asked.begin(), asked.end(), stage) == asked.end())
+      return;
+    llvm::raw_string_ostream stream(result.mlir[stage]);
     module->print(stream);
-  }
+  };
+  module = importGraph(graph, context);
+  stageDone("attn");
+  runAttnPipeline(*module);
+  stageDone("fused");
+  buildKernels(*module, graph, result.schedule);
+  stageDone("kernels");
   lowerToLLVMDialect(*module);
+  stageDone("llvm");
   result.object = emitObject(
       *module, result.target, options.emitLlvm ? &result.llvm : nullptr,
       [&](llvm::Module &llvmModule) {

@@ -12,7 +12,9 @@
 #include "Codegen/Target.h"
 #include "Graph/Graph.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
 namespace attnc {
 
@@ -23,8 +25,24 @@ struct CompileOptions {
   /// Sizes of run-time dims for an autoscheduler to plan for (halide,
   /// `--schedule auto:NAME`); the others get defaults.
   DimBindings dimEstimates;
-  bool emitMlir = false, emitLlvm = false;
+  /// MLIR stages to print (kMlirStages), in the order asked; `--emit mlir`
+  /// asks for "kernels".
+  std::vector<std::string> emitMlirStages;
+  bool emitLlvm = false;
 };
+
+/// The stages of the MLIR backend `--emit mlir:STAGE` can print, in pipeline
+/// order, with what the module holds after each.
+struct MlirStage {
+  const char *name, *holds;
+};
+inline constexpr MlirStage kMlirStages[] = {
+    {"attn", "the graph as attn ops, before fusion"},
+    {"fused", "after attn-pipeline: attention chains fused into "
+              "attn.attention"},
+    {"kernels", "the entry, closures and task functions (scf, vector, "
+                "memref), before lowering"},
+    {"llvm", "after attn-lower-to-llvm: the LLVM dialect"}};
 
 struct CompiledGraph {
   CpuTarget target;
@@ -33,7 +51,8 @@ struct CompiledGraph {
   bool isArchive = false; ///< `object` is a static library (NAME.a).
   std::string header;   ///< NAME.h
   std::string manifest; ///< NAME.json
-  std::string mlir;     ///< The kernels before lowering, when asked for.
+  /// The module after each stage asked for, by stage name.
+  std::map<std::string, std::string> mlir;
   std::string llvm;     ///< The optimised LLVM IR, when asked for.
 };
 

@@ -11,6 +11,7 @@
 #include "Driver/Options.h"
 #include "Support/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <filesystem>
@@ -31,14 +32,30 @@ CompileOptions compileOptions() {
   result.schedulePath = options::schedule;
   llvm::SmallVector<llvm::StringRef> kinds;
   llvm::StringRef(options::emit).split(kinds, ',', -1, /*KeepEmpty=*/false);
+  std::string stages;
+  for (const MlirStage &stage : kMlirStages)
+    stages += std::string(stages.empty() ? "" : ", ") + "mlir:" + stage.name;
   for (llvm::StringRef kind : kinds) {
-    if (kind == "mlir")
-      result.emitMlir = true;
-    else if (kind == "llvm")
+    std::string stage;
+    llvm::StringRef stageName = kind;
+    if (kind == "llvm") {
       result.emitLlvm = true;
+      continue;
+    }
+    if (kind == "mlir")
+      stage = "kernels";
+    else if (stageName.consume_front("mlir:") &&
+             llvm::any_of(kMlirStages, [&](const MlirStage &known) {
+               return stageName == known.name;
+             }))
+      stage = stageName.str();
     else
       throw UserError("--emit " + options::emit + ": unknown kind \"" +
-                      kind.str() + "\"; allowed: mlir, llvm");
+                      kind.str() + "\"; allowed: mlir, llvm, " + stages);
+    if (llvm::is_contained(result.emitMlirStages, stage))
+      throw UserError("--emit " + options::emit + ": the stage " + stage +
+                      " is asked for twice");
+    result.emitMlirStages.push_back(stage);
   }
   return result;
 }
@@ -120,8 +137,16 @@ int compileCommand() {
       {graph.name + (compiled.isArchive ? ".a" : ".o"), compiled.object},
       {graph.name + ".h", compiled.header},
       {graph.name + ".json", compiled.manifest}};
-  if (settings.emitMlir)
-    files.push_back({graph.name + ".mlir", compiled.mlir});
+  // `--emit mlir` writes NAME.mlir; `--emit mlir:STAGE` NAME.STAGE.mlir.
+  llvm::SmallVector<llvm::StringRef> kinds;
+  llvm::StringRef(options::emit).split(kinds, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef kind : kinds) {
+    if (kind == "mlir")
+      files.push_back({graph.name + ".mlir", compiled.mlir.at("kernels")});
+    else if (kind.consume_front("mlir:"))
+      files.push_back(
+          {graph.name + "." + kind.str() + ".mlir", compiled.mlir.at(kind.str())});
+  }
   if (settings.emitLlvm)
     files.push_back({graph.name + ".ll", compiled.llvm});
   writeAll(options::outputFiles, files);

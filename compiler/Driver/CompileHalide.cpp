@@ -121,7 +121,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
                                  const CompileOptions &options) {
   CompiledGraph result;
   result.target = cpuTarget(options.target);
-  if (options.emitMlir || options.emitLlvm)
+  if (!options.emitMlirStages.empty() || options.emitLlvm)
     throw UserError("--emit: the halide backend writes no MLIR or LLVM IR");
   std::string targetClass = targetClassOf(result.target);
   HalideSchedule schedule = scheduleFor(options, targetClass);
