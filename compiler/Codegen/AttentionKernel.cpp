@@ -296,34 +296,21 @@ public:
   }
 };
 
-/// The semantics rules (Attn/IR/AttnSemantics.h) on `index` values.
-struct IndexArith {
+/// The semantics rules (Attn/IR/AttnSemantics.h) on MLIR values of one type:
+/// `index` scalars (loop bounds, tile ranges) or vectors of i64 (one position
+/// or key per lane). Only constants depend on which.
+struct ValueArith {
   Emitter &e;
-  Value constant(int64_t value) { return e.index(value); }
-  Value add(Value x, Value y) { return e.add(x, y); }
-  Value sub(Value x, Value y) { return e.sub(x, y); }
-  Value div(Value x, Value y) { return e.div(x, y); }
-  Value min(Value x, Value y) { return e.min(x, y); }
-  Value max(Value x, Value y) { return e.max(x, y); }
-  Value lt(Value x, Value y) { return e.lt(x, y); }
-  Value le(Value x, Value y) {
-    return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, x, y);
-  }
-  Value logicalAnd(Value x, Value y) {
-    return e.b.create<arith::AndIOp>(x, y);
-  }
-};
-
-/// The same rules on vectors of i64, one position or key per lane.
-struct LaneArith {
-  Emitter &e;
-  VectorType type;
+  Type type;
   Value constant(int64_t value) {
-    return e.b.create<arith::ConstantOp>(
-        type, DenseElementsAttr::get(type, e.b.getI64IntegerAttr(value)));
+    if (auto vector = dyn_cast<VectorType>(type))
+      return e.b.create<arith::ConstantOp>(
+          vector, DenseElementsAttr::get(vector, e.b.getI64IntegerAttr(value)));
+    return e.index(value);
   }
   Value add(Value x, Value y) { return e.b.create<arith::AddIOp>(x, y); }
   Value sub(Value x, Value y) { return e.b.create<arith::SubIOp>(x, y); }
+  Value div(Value x, Value y) { return e.b.create<arith::DivUIOp>(x, y); }
   Value min(Value x, Value y) { return e.b.create<arith::MinSIOp>(x, y); }
   Value max(Value x, Value y) { return e.b.create<arith::MaxSIOp>(x, y); }
   Value lt(Value x, Value y) {
@@ -454,7 +441,7 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   staticDv = getConstantIntValue(Dv);
 
   // task = ((b · Hkv) + kv head) · tiles + tile, over G·S rows.
-  IndexArith arith{e};
+  ValueArith arith{e, e.b.getIndexType()};
   group = attn::semantics::groupSize(arith, Hq, Hkv);
   Value rowCount = e.mul(group, S);
   Value tiles = e.ceilDiv(rowCount, t.queryTile);
@@ -714,7 +701,7 @@ void AttentionTaskBuilder::keyTile(Value j0, Value nk, Value lastKey) {
   // Causal and window masks cut only the tiles that straddle a diagonal.
   Value needMask;
   if (visibility.hasPositionMask()) {
-    IndexArith arith{e};
+    ValueArith arith{e, e.b.getIndexType()};
     Value whole = attn::semantics::blockFullyVisible(
         arith, visibility, firstQuery, lastQuery, j0, lastKey);
     needMask = e.b.create<arith::XOrIOp>(
@@ -910,7 +897,7 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
   };
   if (positionMasks) {
     // In i64 lanes: window bounds reach 2^62 (AttnSemantics.h).
-    LaneArith lanes64{e, i64Vec};
+    ValueArith lanes64{e, i64Vec};
     Value lanePositions = lanes64.add(laneQueries64, splatI64(offset));
     Value keys = splatI64(key), keyLen = splatI64(T);
     keepAlso(attn::semantics::keyVisible(lanes64, visibility, lanePositions,
