@@ -1,17 +1,31 @@
-# The attn-dialects lit suite: FileCheck tests of the dialects, beside what
-# they test (dialects/**/test/*.mlir). Included from dialects/CMakeLists.txt.
+# The attn-opt lit suites: FileCheck tests beside what they test, the
+# dialects' (dialects/**/test/*.mlir, defined here) and the CPU backend's
+# passes' (compiler/Codegen/test/*.mlir, compiler/Codegen/CMakeLists.txt).
+# Included from dialects/CMakeLists.txt.
 #
-#   ctest -L lit -R dialects-lit --output-on-failure   (from the build directory)
+#   ctest -L lit -R 'dialects-lit|codegen-lit' --output-on-failure
 #   /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv build/dialects
+#   /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv build/compiler/Codegen/test
 #
 # lit, FileCheck and not come from LLVM 19 (LLVM_TOOLS_BINARY_DIR).
 
-if(BUILD_TESTING)
-  configure_file(${CMAKE_CURRENT_SOURCE_DIR}/lit.site.cfg.py.in
-                 ${PROJECT_BINARY_DIR}/dialects/lit.site.cfg.py @ONLY)
-
-  add_test(NAME dialects-lit
+# attnc_add_lit_suite(NAME SOURCE_DIR): a suite of attn-opt FileCheck tests
+# under SOURCE_DIR, run from build/<SOURCE_DIR relative to the project>
+# by the ctest NAME (label lit).
+function(attnc_add_lit_suite name source_dir)
+  if(NOT BUILD_TESTING)
+    return()
+  endif()
+  file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR} ${source_dir})
+  set(ATTNC_LIT_SUITE ${name})
+  set(ATTNC_LIT_SOURCE_ROOT ${source_dir})
+  set(ATTNC_LIT_EXEC_ROOT ${PROJECT_BINARY_DIR}/${relative})
+  configure_file(${PROJECT_SOURCE_DIR}/dialects/lit.site.cfg.py.in
+                 ${ATTNC_LIT_EXEC_ROOT}/lit.site.cfg.py @ONLY)
+  add_test(NAME ${name}-lit
            COMMAND /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py
-                   -sv ${PROJECT_BINARY_DIR}/dialects)
-  set_tests_properties(dialects-lit PROPERTIES LABELS lit)
-endif()
+                   -sv ${ATTNC_LIT_EXEC_ROOT})
+  set_tests_properties(${name}-lit PROPERTIES LABELS lit)
+endfunction()
+
+attnc_add_lit_suite(dialects ${CMAKE_CURRENT_SOURCE_DIR})

@@ -1,7 +1,9 @@
 # -*- Python -*-
 #
-# The attn-dialects lit suite: FileCheck tests of the MLIR dialects, kept
-# beside what they test (dialects/<Dialect>/IR/test/*.mlir, ...). Run it
+# The FileCheck suites of attn-opt: attn-dialects (the MLIR dialects,
+# dialects/<Dialect>/{IR,Transforms}/test/*.mlir) and attn-codegen (the CPU
+# backend's passes, compiler/Codegen/test/*.mlir), each kept beside what it
+# tests. lit.site.cfg.py names the suite and its directories. Run it
 # through the configured build directory (build/dialects holds
 # lit.site.cfg.py, which sets the paths used here):
 #
@@ -19,11 +21,9 @@ if not hasattr(config, "attnc_bin_dir"):
         "run lit on the build directory (build/dialects), which holds the "
         "configured lit.site.cfg.py, not on the source directory")
 
-config.name = "attn-dialects"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
-config.test_source_root = os.path.dirname(__file__)
 
 # The tools: attn-opt first, then FileCheck and not of LLVM 19.
 for tool, directory in [("attn-opt", config.attnc_bin_dir),

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Codegen/BuildKernels.h"
+#include "Codegen/Passes.h"
+#include "Support/MLIRDiagnostics.h"
 #include "Codegen/AttentionKernel.h"
 #include "Codegen/PrimitiveKernels.h"
 
@@ -27,6 +29,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -36,6 +39,9 @@
 #include <stdexcept>
 
 namespace attnc {
+
+#define GEN_PASS_DEF_BUILDENTRYPASS
+#include "Codegen/Passes.h.inc"
 
 using namespace mlir;
 
@@ -71,19 +77,18 @@ int64_t elementBytes(Type element) {
 
 class KernelModuleBuilder {
 public:
-  KernelModuleBuilder(ModuleOp module, const Graph &graph,
-                      const AttentionSchedule &schedule)
-      : module(module), graph(graph),
-        tiling(AttentionTiling::from(schedule)), builder(module.getContext()),
+  KernelModuleBuilder(ModuleOp module, const AttentionTiling &tiling)
+      : module(module), tiling(tiling), builder(module.getContext()),
         loc(module.getLoc()), ptrType(LLVM::LLVMPointerType::get(
                                    module.getContext())) {}
 
-  void build();
+  /// Fails (with a diagnostic) on a module importGraph did not make.
+  LogicalResult build();
 
 private:
   ModuleOp module;
-  const Graph &graph;
   AttentionTiling tiling;
+  std::string name; ///< The graph's: NAME_entry, NAME_k0, ...
   OpBuilder builder;
   Location loc;
   Type ptrType;
@@ -253,7 +258,7 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
   MLIRContext *context = module.getContext();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(entry);
-  std::string name = graph.name + "_k" + std::to_string(kernelCount++);
+  std::string name = this->name + "_k" + std::to_string(kernelCount++);
   // func.func rather than llvm.func: its conversion also converts the index
   // block arguments of the loops inside.
   auto task = builder.create<func::FuncOp>(
@@ -412,21 +417,39 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
       loc, parallelFor, ValueRange{invocation, i64(count), function, closure});
 }
 
-void KernelModuleBuilder::build() {
+LogicalResult KernelModuleBuilder::build() {
   auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
   if (functions.size() != 1)
-    throw std::logic_error("buildKernels: expected one graph function");
+    return module.emitError("attn-build-entry: expected one graph function");
   func::FuncOp graphFunction = functions.front();
-  std::vector<std::string> runtimeDims = graph.runtimeDims();
-  size_t numDims = runtimeDims.size();
-  if (graphFunction.getNumArguments() != numDims + graph.inputs.size())
-    throw std::logic_error("buildKernels: the function does not match the "
-                           "graph's run-time dims and inputs");
+  name = graphFunction.getSymName().str();
+  // The importer's signature: the run-time sizes (index, `attn.dim`), then
+  // the inputs, each with `attn.dims` (> 0 fixed, -(k + 1) run-time size k).
+  size_t numDims = 0;
+  while (numDims < graphFunction.getNumArguments() &&
+         graphFunction.getArgAttr(numDims, "attn.dim"))
+    ++numDims;
+  size_t numInputs = graphFunction.getNumArguments() - numDims;
+  SmallVector<ArrayRef<int64_t>> inputDims;
+  for (size_t i = 0; i < numInputs; ++i) {
+    auto dims = graphFunction.getArgAttrOfType<DenseI64ArrayAttr>(
+        numDims + i, "attn.dims");
+    auto type = dyn_cast<RankedTensorType>(
+        graphFunction.getArgument(numDims + i).getType());
+    if (!dims || !type || dims.size() != type.getRank() ||
+        llvm::any_of(dims.asArrayRef(), [&](int64_t dim) {
+          return dim == 0 || dim < -int64_t(numDims);
+        }))
+      return graphFunction.emitError("attn-build-entry: input ")
+             << i << " needs an `attn.dims` array of its rank (> 0 fixed, "
+             << "-(k + 1) for run-time size k of " << numDims << ")";
+    inputDims.push_back(dims.asArrayRef());
+  }
 
   declareRuntime();
   builder.setInsertionPointToEnd(module.getBody());
   entry = builder.create<func::FuncOp>(
-      loc, graph.name + "_entry",
+      loc, name + "_entry",
       builder.getFunctionType({ptrType, ptrType, ptrType},
                               {builder.getI32Type()}));
   Block *body = entry.addEntryBlock();
@@ -450,16 +473,11 @@ void KernelModuleBuilder::build() {
   auto bufferPointer = [&](int64_t slot) -> Value {
     return builder.create<LLVM::LoadOp>(loc, ptrType, word(bufferArray, slot));
   };
-  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+  for (size_t i = 0; i < numInputs; ++i) {
     BufferRef ref{bufferPointer(i), {}};
-    for (const Dim &dim : graph.type(graph.inputs[i]).shape) {
-      if (dim.isFixed()) {
-        ref.sizes.push_back(indexConstant(dim.size));
-        continue;
-      }
-      auto it = std::find(runtimeDims.begin(), runtimeDims.end(), dim.symbol);
-      ref.sizes.push_back(dimValues[it - runtimeDims.begin()]);
-    }
+    for (int64_t dim : inputDims[i])
+      ref.sizes.push_back(dim > 0 ? indexConstant(dim)
+                                  : dimValues[-(dim + 1)]);
     buffers[graphFunction.getArgument(numDims + i)] = ref;
   }
 
@@ -469,7 +487,7 @@ void KernelModuleBuilder::build() {
       cast<func::ReturnOp>(graphFunction.getBody().front().getTerminator());
   SmallVector<std::pair<Value, Value>> copies; // (value, output pointer).
   for (auto [k, value] : llvm::enumerate(returnOp.getOperands())) {
-    Value pointer = bufferPointer(graph.inputs.size() + k);
+    Value pointer = bufferPointer(numInputs + k);
     if (isa<BlockArgument>(value) || buffers.count(value))
       copies.push_back({value, pointer});
     else
@@ -490,21 +508,70 @@ void KernelModuleBuilder::build() {
       loc,
       ValueRange{builder.create<arith::ConstantIntOp>(loc, ATTNRT_OK, 32)});
   graphFunction.erase();
+  return success();
 }
 
 } // namespace
 
-void buildKernels(ModuleOp module, const Graph &graph,
-                  const AttentionSchedule &schedule) {
-  MLIRContext *context = module.getContext();
-  context->loadDialect<arith::ArithDialect, cf::ControlFlowDialect,
-                       func::FuncDialect, LLVM::LLVMDialect,
-                       linalg::LinalgDialect, math::MathDialect,
-                       memref::MemRefDialect, scf::SCFDialect,
-                       vector::VectorDialect>();
-  KernelModuleBuilder(module, graph, schedule).build();
-  if (failed(verify(module)))
-    throw std::logic_error("buildKernels: the kernel module does not verify");
+namespace {
+
+/// attn-build-entry: the schedule's register blocks and tiles are its
+/// options, rounded as AttentionTiling::from rounds a schedule's.
+struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
+  using BuildEntryPassBase::BuildEntryPassBase;
+
+  void runOnOperation() override {
+    AttentionSchedule schedule;
+    schedule.queryTile = queryTile;
+    schedule.keyTile = keyTile;
+    schedule.vectorWidth = vectorWidth;
+    schedule.scoreVectors = scoreVectors;
+    schedule.scoreKeys = scoreKeys;
+    schedule.pvRows = pvRows;
+    schedule.pvVectors = pvVectors;
+    for (int64_t value : {queryTile.getValue(), keyTile.getValue(),
+                          vectorWidth.getValue(), scoreVectors.getValue(),
+                          scoreKeys.getValue(), pvRows.getValue(),
+                          pvVectors.getValue()})
+      if (value < 1) {
+        getOperation().emitError("attn-build-entry: every tile and block "
+                                 "option must be >= 1");
+        return signalPassFailure();
+      }
+    // Kernel builders report a module they cannot lower by throwing; catch
+    // here, before the exception would cross libMLIR's frames.
+    try {
+      if (failed(KernelModuleBuilder(getOperation(),
+                                     AttentionTiling::from(schedule))
+                     .build()))
+        return signalPassFailure();
+    } catch (const std::exception &error) {
+      getOperation().emitError("attn-build-entry: ") << error.what();
+      return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+void buildKernels(ModuleOp module, const AttentionSchedule &schedule) {
+  PassManager pm(module.getContext());
+  pm.addPass(createBuildEntryPass(buildEntryOptions(schedule)));
+  std::string diagnostics;
+  if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
+                                   [&] { return pm.run(module); })))
+    throw std::logic_error("attn-build-entry failed: " + diagnostics);
+}
+
+BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
+  BuildEntryPassOptions options;
+  options.queryTile = schedule.queryTile;
+  options.keyTile = schedule.keyTile;
+  options.vectorWidth = schedule.vectorWidth;
+  options.scoreVectors = schedule.scoreVectors;
+  options.scoreKeys = schedule.scoreKeys;
+  options.pvRows = schedule.pvRows;
+  options.pvVectors = schedule.pvVectors;
+  return options;
 }
 
 } // namespace attnc

@@ -12,14 +12,15 @@
 // attn.attention over (batch, head, query tile) (AttentionKernel.h), any
 // other op as one task (PrimitiveKernels.h). Intermediates live in
 // attnrt_allocate memory. The result is in the scf/vector/memref/llvm
-// dialects, ready for lowerToLLVMDialect.
+// dialects, ready for lowerToLLVMDialect. `attn-opt --attn-build-entry` runs
+// it alone.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_CODEGEN_BUILDKERNELS_H
 #define ATTNC_CODEGEN_BUILDKERNELS_H
 
 #include "Codegen/Schedule.h"
-#include "Graph/Graph.h"
+#include "Codegen/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -27,12 +28,16 @@
 
 namespace attnc {
 
-/// Replaces the graph function of `module` (fused attn IR of `graph`) by
-/// the task functions and `NAME_entry`. Throws std::logic_error when the
-/// module is not what importGraph + runAttnPipeline make. The descriptor
+/// The attn-build-entry options of a schedule: the pass replaces the graph
+/// function of a fused attn module (importGraph + runAttnPipeline) by the
+/// task functions and `NAME_entry` (Codegen/Passes.td). The descriptor
 /// `NAME_kernel` is added to the LLVM IR later (KernelDescriptor.h).
-void buildKernels(mlir::ModuleOp module, const Graph &graph,
-                  const AttentionSchedule &schedule);
+BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule);
+
+/// Runs attn-build-entry with `schedule`'s options on `module`. Throws
+/// std::logic_error with the pass's diagnostics when it fails (a module
+/// importGraph + runAttnPipeline did not make).
+void buildKernels(mlir::ModuleOp module, const AttentionSchedule &schedule);
 
 } // namespace attnc
 

@@ -44,7 +44,7 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
   stageDone("attn");
   runAttnPipeline(*module);
   stageDone("fused");
-  buildKernels(*module, graph, result.schedule);
+  buildKernels(*module, result.schedule);
   stageDone("kernels");
   lowerToLLVMDialect(*module);
   stageDone("llvm");

@@ -280,6 +280,17 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
     ValueId id = graph.inputs[i];
     func.setArgAttr(arg, "attn.input",
                     builder.getStringAttr(graph.value(id).name));
+    // Which run-time size each dim is, as the kernel ABI encodes it (> 0
+    // fixed, -(k + 1) the k-th run-time size): what the entry reads from
+    // `dims`, so no later pass needs the graph.
+    llvm::SmallVector<int64_t> dims;
+    for (const Dim &dim : graph.type(id).shape) {
+      auto named = std::find(runtimeDims.begin(), runtimeDims.end(),
+                             dim.symbol);
+      dims.push_back(dim.isFixed() ? dim.size
+                                   : -(named - runtimeDims.begin()) - 1);
+    }
+    func.setArgAttr(arg, "attn.dims", builder.getDenseI64ArrayAttr(dims));
     values[id] = body->getArgument(arg);
   }
   for (size_t i = 0; i < graph.outputs.size(); ++i)

@@ -1,13 +1,15 @@
 //===- attn-opt.cpp - mlir-opt for the attn dialect -----------------------===//
 //
-// MlirOptMain with the attn dialect, its passes and pipeline, and the
-// upstream dialects attn lowers to. Only what is used is registered: the
+// MlirOptMain with the attn dialect, its passes and pipelines, the CPU
+// backend's passes (attn-build-entry), and the upstream dialects attn lowers
+// to. Only what is used is registered: the
 // InitAll headers cost half a minute per translation unit.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attn/IR/AttnDialect.h"
 #include "Attn/Transforms/Passes.h"
+#include "Codegen/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,6 +34,7 @@ int main(int argc, char **argv) {
   mlir::attn::registerAttnPasses();
   mlir::attn::registerAttnPipeline();
   mlir::attn::registerAttnLowerToLLVMPipeline();
+  attnc::registerAttncCodegenPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "attn optimizer driver\n", registry));
 }

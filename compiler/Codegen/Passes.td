@@ -1,0 +1,57 @@
+//===- Passes.td - Passes of the CPU backend ---------------*- tablegen -*-===//
+//
+// The CPU-specific lowering steps. They live beside the backend rather than
+// in dialects/: they write code against the attnrt kernel ABI
+// (runtime/include/attnc/attnrt.h), which the dialects know nothing of.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_PASSES_TD
+#define ATTNC_CODEGEN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
+  let summary = "Turns the fused graph function into NAME_entry and one task "
+                "function per kernel";
+  let description = [{
+    Replaces the graph function (as `attnc` imports and fuses it: run-time
+    sizes as `index` arguments marked `attn.dim`, then the inputs, each with
+    `attn.dims`) by the functions NAME.o exports:
+
+      int32_t NAME_entry(attnrt_invocation *, const int64_t *dims,
+                         void *const *buffers);
+
+    The entry reads the run-time sizes and buffer pointers, allocates
+    intermediates with `attnrt_allocate` (ATTNRT_OUT_OF_MEMORY when it
+    fails), packs each op's pointers and sizes into a closure and runs the
+    op's task function `NAME_kN(closure, index)` through
+    `attnrt_parallel_for`: attn.attention over (batch, kv head, query tile)
+    with the tiled online softmax, any other op as one task. Options are the
+    schedule's tiles and register blocks (defaults: the x86-64-avx2 class's
+    schedule, schedules/cpu/x86-64-avx2.json).
+  }];
+  let options = [
+    Option<"queryTile", "query-tile", "int64_t", /*default=*/"32",
+           "Queries per attention task (rounded up to the register blocks)">,
+    Option<"keyTile", "key-tile", "int64_t", /*default=*/"48",
+           "Keys per online-softmax step (rounded up to score-keys)">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "f32 lanes per vector">,
+    Option<"scoreVectors", "score-vectors", "int64_t", /*default=*/"2",
+           "Query vectors of the QK^T register block">,
+    Option<"scoreKeys", "score-keys", "int64_t", /*default=*/"6",
+           "Keys of the QK^T register block">,
+    Option<"pvRows", "pv-rows", "int64_t", /*default=*/"4",
+           "Rows of the P.V register block">,
+    Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"2",
+           "Vectors of the P.V register block">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"];
+}
+
+#endif // ATTNC_CODEGEN_PASSES_TD

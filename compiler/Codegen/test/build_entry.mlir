@@ -1,0 +1,64 @@
+// RUN: attn-opt %s --attn-build-entry --split-input-file --verify-diagnostics | FileCheck %s
+
+// Tests that the graph function becomes NAME_entry(invocation, dims,
+// buffers) and one task function per op: the run-time sizes B and S come
+// from dims[0] and dims[1] (the `attn.dims` of each input says which dim is
+// which), the intermediate attention output is attnrt_allocate memory with
+// ATTNRT_OUT_OF_MEMORY (5) when that fails, the attention and the neg each run
+// through attnrt_parallel_for, and the neg writes straight into the output
+// buffer (buffers[3]).
+
+// CHECK-DAG: llvm.func @attnrt_parallel_for(!llvm.ptr, i64, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @attnrt_allocate(!llvm.ptr, i64) -> !llvm.ptr
+// CHECK-DAG: func.func @g_k0(%{{.*}}: !llvm.ptr, %{{.*}}: i64) attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK-DAG: func.func @g_k1(%{{.*}}: !llvm.ptr, %{{.*}}: i64) attributes {llvm.linkage = #llvm.linkage<internal>}
+// CHECK-NOT: func.func @g(
+// CHECK: func.func @g_entry(%[[INVOCATION:.*]]: !llvm.ptr, %[[DIMS:.*]]: !llvm.ptr, %[[BUFFERS:.*]]: !llvm.ptr) -> i32
+// CHECK: %[[B_AT:.*]] = llvm.getelementptr %[[DIMS]][0]
+// CHECK: llvm.load %[[B_AT]] : !llvm.ptr -> i64
+// CHECK: %[[S_AT:.*]] = llvm.getelementptr %[[DIMS]][1]
+// CHECK: llvm.load %[[S_AT]] : !llvm.ptr -> i64
+// CHECK: llvm.getelementptr %[[BUFFERS]][3]
+// CHECK: %[[SCRATCH:.*]] = llvm.call @attnrt_allocate(%[[INVOCATION]], %{{.*}})
+// CHECK: llvm.icmp "eq" %[[SCRATCH]]
+// CHECK: arith.constant 5 : i32
+// CHECK: llvm.call @attnrt_parallel_for(%[[INVOCATION]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: llvm.call @attnrt_parallel_for(%[[INVOCATION]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: arith.constant 0 : i32
+module {
+  func.func @g(%arg0: index {attn.dim = "B"}, %arg1: index {attn.dim = "S"},
+               %q: tensor<?x4x?x16xf32> {attn.dims = array<i64: -1, 4, -2, 16>, attn.input = "q"},
+               %k: tensor<?x2x?x16xf32> {attn.dims = array<i64: -1, 2, -2, 16>, attn.input = "k"},
+               %v: tensor<?x2x?x16xf32> {attn.dims = array<i64: -1, 2, -2, 16>, attn.input = "v"})
+      -> (tensor<?x4x?x16xf32> {attn.output = "y"}) {
+    %o = attn.attention %q, %k, %v {causal} : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+    %y = attn.neg %o : tensor<?x4x?x16xf32>
+    return %y : tensor<?x4x?x16xf32>
+  }
+}
+
+// -----
+
+// Tests that an input returned as it is gets copied into its output buffer.
+
+// CHECK-LABEL: func.func @copy_entry(
+// CHECK: "llvm.intr.memcpy"
+// CHECK: arith.constant 0 : i32
+module {
+  func.func @copy(%x: tensor<2x3xf32> {attn.dims = array<i64: 2, 3>, attn.input = "x"})
+      -> (tensor<2x3xf32> {attn.output = "x"}) {
+    return %x : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+// Tests that an input without `attn.dims` (not what attnc imports) is one
+// error, not a crash.
+
+module {
+  // expected-error @+1 {{attn-build-entry: input 0 needs an `attn.dims` array of its rank}}
+  func.func @bad(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    return %x : tensor<2x3xf32>
+  }
+}
