@@ -428,6 +428,23 @@ LogicalResult ConcatOp::verify() {
 // The fused op
 //===----------------------------------------------------------------------===//
 
+/// The weight operands a score kind takes, for attn.attention and
+/// attn.tile_scores alike: the general weight with `general`, Wq, Wk and va
+/// with `additive`, none otherwise.
+static LogicalResult verifyScoreOperands(Operation *op, bool general,
+                                         bool additive, Value generalWeight,
+                                         Value queryWeight, Value keyWeight,
+                                         Value scoreVector) {
+  if (static_cast<bool>(generalWeight) != general)
+    return op->emitOpError("a general score needs exactly its weight operand");
+  if (static_cast<bool>(queryWeight) != additive ||
+      static_cast<bool>(keyWeight) != additive ||
+      static_cast<bool>(scoreVector) != additive)
+    return op->emitOpError(
+        "an additive score needs exactly its Wq, Wk and va");
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   // Ranks, element types, the window's form and finite scalars are ODS
   // constraints (AttnOps.td); what is left relates operands to each other.
@@ -470,12 +487,10 @@ LogicalResult AttentionOp::verify() {
   ScoreKind score = getScore();
   bool general = score == ScoreKind::general,
        additive = score == ScoreKind::additive;
-  if (static_cast<bool>(getGeneralWeight()) != general)
-    return emitOpError("a general score needs exactly its weight operand");
-  if (static_cast<bool>(getQueryWeight()) != additive ||
-      static_cast<bool>(getKeyWeight()) != additive ||
-      static_cast<bool>(getScoreVector()) != additive)
-    return emitOpError("an additive score needs exactly its Wq, Wk and va");
+  if (failed(verifyScoreOperands(getOperation(), general, additive,
+                                 getGeneralWeight(), getQueryWeight(),
+                                 getKeyWeight(), getScoreVector())))
+    return failure();
   if (general && failed(requireShape(getGeneralWeight(), "general weight",
                                      {keyDim, keyDim})))
     return failure();
@@ -577,12 +592,10 @@ LogicalResult TileScoresOp::verify() {
   ScoreKind score = getScore();
   bool general = score == ScoreKind::general,
        additive = score == ScoreKind::additive;
-  if (static_cast<bool>(getGeneralWeight()) != general)
-    return emitOpError("a general score needs exactly its weight operand");
-  if (static_cast<bool>(getQueryWeight()) != additive ||
-      static_cast<bool>(getKeyWeight()) != additive ||
-      static_cast<bool>(getScoreVector()) != additive)
-    return emitOpError("an additive score needs exactly its Wq, Wk and va");
+  if (failed(verifyScoreOperands(getOperation(), general, additive,
+                                 getGeneralWeight(), getQueryWeight(),
+                                 getKeyWeight(), getScoreVector())))
+    return failure();
   if (general) {
     RankedTensorType w = tensorType(getGeneralWeight());
     if (!compatible(w.getDimSize(0), keyDim) ||
