@@ -58,6 +58,23 @@ def TileAttentionPass : Pass<"attn-tile-attention", "::mlir::func::FuncOp"> {
   ];
 }
 
+def LowerTileOpsPass : Pass<"attn-lower-tile-ops", "::mlir::func::FuncOp"> {
+  let summary = "Lowers the tile ops of attn-tile-attention to linalg on tensors";
+  let description = [{
+    The portable lowering of `attn.tile_scores` (each score kind, the scale
+    with 1/sqrt(Dk) read at run time when Dk is, the softcap), `attn.tile_mask`
+    (`semantics::keyVisible` per element), `attn.tile_accumulate` and
+    `attn.tile_normalize` into `linalg.generic`s that accumulate in f32.
+    After it the tiled attention is plain tensor code that upstream
+    bufferization and lowering run; a backend with its own micro-kernels
+    lowers the tile ops itself instead.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the LLVM dialect
 //===----------------------------------------------------------------------===//

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Attn/Transforms/IndexArith.h"
 #include "Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -47,44 +48,6 @@ using namespace mlir::attn;
 namespace {
 
 constexpr double kLog2e = 1.4426950408889634;
-
-/// The semantics rules (Attn/IR/AttnSemantics.h) on `index` values. Sizes
-/// and heads are non-negative; positions may not be (p - L), so min, max
-/// and the comparisons are signed.
-struct IndexArith {
-  OpBuilder &b;
-  Location loc;
-  Value constant(int64_t value) {
-    return b.create<arith::ConstantIndexOp>(loc, value);
-  }
-  Value add(Value x, Value y) {
-    return b.createOrFold<arith::AddIOp>(loc, x, y);
-  }
-  Value sub(Value x, Value y) {
-    return b.createOrFold<arith::SubIOp>(loc, x, y);
-  }
-  Value mul(Value x, Value y) {
-    return b.createOrFold<arith::MulIOp>(loc, x, y);
-  }
-  Value div(Value x, Value y) {
-    return b.createOrFold<arith::DivUIOp>(loc, x, y);
-  }
-  Value min(Value x, Value y) {
-    return b.createOrFold<arith::MinSIOp>(loc, x, y);
-  }
-  Value max(Value x, Value y) {
-    return b.createOrFold<arith::MaxSIOp>(loc, x, y);
-  }
-  Value lt(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, x, y);
-  }
-  Value le(Value x, Value y) {
-    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, x, y);
-  }
-  Value logicalAnd(Value x, Value y) {
-    return b.createOrFold<arith::AndIOp>(loc, x, y);
-  }
-};
 
 /// A run-time size: an attribute when some tensor carrying the dim knows
 /// it, else `tensor.dim` of the first.

@@ -1,0 +1,341 @@
+//===- LowerTileOps.cpp - attn-lower-tile-ops ------------------------------===//
+//
+// The tile ops of attn-tile-attention as linalg on tensors: a portable
+// lowering any backend can take through upstream bufferization and its own
+// code generation, and the one that makes the tiled IR runnable (and so
+// checkable against the float64 oracle) before a backend brings faster
+// micro-kernels for the same ops.
+//
+//   attn.tile_scores     q·kᵀ (general: (q W)·kᵀ; additive: Σa va·tanh(Wq q
+//                        + Wk k); cosine: q·k / norms clamped at 1e-12), then
+//                        the scale and the softcap, in f32
+//   attn.tile_mask       -inf where semantics::keyVisible does not hold
+//   attn.tile_accumulate acc + P·V
+//   attn.tile_normalize  acc / l (0 for l = 0) in the output's type; lse
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attn/Transforms/IndexArith.h"
+#include "Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+
+#include <limits>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_LOWERTILEOPSPASS
+#include "Attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+using utils::IteratorType;
+constexpr IteratorType kParallel = IteratorType::parallel;
+constexpr IteratorType kReduction = IteratorType::reduction;
+
+/// Builds the linalg code of one tile op at its place.
+class TileLowering {
+public:
+  TileLowering(OpBuilder &b, Location loc)
+      : b(b), loc(loc), f32(b.getF32Type()) {}
+
+  Value scores(TileScoresOp op);
+  Value mask(TileMaskOp op);
+  Value accumulate(TileAccumulateOp op);
+  SmallVector<Value> normalize(TileNormalizeOp op);
+
+private:
+  OpBuilder &b;
+  Location loc;
+  Type f32;
+
+  /// A map of `dims` loop dims onto the listed ones.
+  AffineMap map(unsigned dims, ArrayRef<unsigned> results) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : results)
+      exprs.push_back(b.getAffineDimExpr(d));
+    return AffineMap::get(dims, 0, exprs, b.getContext());
+  }
+  Value constant(double value) {
+    return b.create<arith::ConstantOp>(loc, b.getF32FloatAttr(value));
+  }
+  static Value toF32(OpBuilder &nested, Location loc, Value x) {
+    if (x.getType().isF32())
+      return x;
+    return nested.create<arith::ExtFOp>(loc, nested.getF32Type(), x);
+  }
+
+  /// An empty tensor of `type`, its dynamic sizes read from `carriers`
+  /// (tensor, axis) in order.
+  Value empty(RankedTensorType type,
+              ArrayRef<std::pair<Value, int64_t>> carriers) {
+    SmallVector<Value> dynamic;
+    for (auto [axis, carrier] : llvm::enumerate(carriers))
+      if (type.isDynamicDim(axis))
+        dynamic.push_back(
+            b.create<tensor::DimOp>(loc, carrier.first, carrier.second));
+    return b.create<tensor::EmptyOp>(loc, type, dynamic);
+  }
+  /// A zero f32 tensor whose axes are those of `carriers`.
+  Value zeros(ArrayRef<std::pair<Value, int64_t>> carriers) {
+    SmallVector<int64_t> shape;
+    for (auto [tensor, axis] : carriers)
+      shape.push_back(cast<RankedTensorType>(tensor.getType()).getDimSize(axis));
+    Value init = empty(RankedTensorType::get(shape, f32), carriers);
+    return b.create<linalg::FillOp>(loc, constant(0.0), init).getResult(0);
+  }
+
+  /// out(d0, d1) += x · y over loops (d0, d1, d2): the products the score
+  /// kinds and P·V are made of, accumulated in f32.
+  Value contract(Value x, ArrayRef<unsigned> xDims, Value y,
+                 ArrayRef<unsigned> yDims, Value out) {
+    return b
+        .create<linalg::GenericOp>(
+            loc, out.getType(), ValueRange{x, y}, ValueRange{out},
+            ArrayRef<AffineMap>{map(3, xDims), map(3, yDims), map(3, {0, 1})},
+            ArrayRef<IteratorType>{kParallel, kParallel, kReduction},
+            [](OpBuilder &nested, Location loc, ValueRange args) {
+              Value product = nested.create<arith::MulFOp>(
+                  loc, toF32(nested, loc, args[0]),
+                  toF32(nested, loc, args[1]));
+              nested.create<linalg::YieldOp>(
+                  loc, ValueRange{
+                           nested.create<arith::AddFOp>(loc, args[2], product)});
+            })
+        .getResult(0);
+  }
+  /// out(d0) = Σ x(d0, d1)²: the squared norms of a cosine score's rows.
+  Value squaredNorms(Value x) {
+    Value out = zeros({{x, 0}});
+    return b
+        .create<linalg::GenericOp>(
+            loc, out.getType(), ValueRange{x}, ValueRange{out},
+            ArrayRef<AffineMap>{map(2, {0, 1}), map(2, {0})},
+            ArrayRef<IteratorType>{kParallel, kReduction},
+            [](OpBuilder &nested, Location loc, ValueRange args) {
+              Value v = toF32(nested, loc, args[0]);
+              nested.create<linalg::YieldOp>(
+                  loc, ValueRange{nested.create<math::FmaOp>(loc, v, v,
+                                                             args[1])});
+            })
+        .getResult(0);
+  }
+};
+
+Value TileLowering::scores(TileScoresOp op) {
+  Value q = op.getQuery(), k = op.getKey();
+  // Loops (row, key, depth); the raw score of each kind first.
+  Value raw;
+  switch (op.getScore()) {
+  case ScoreKind::dot:
+  case ScoreKind::cosine:
+    raw = contract(q, {0, 2}, k, {1, 2}, zeros({{q, 0}, {k, 0}}));
+    break;
+  case ScoreKind::general: {
+    // (q W)[r, e] = Σd q[r, d] W[d, e], then its dot with k.
+    Value w = op.getGeneralWeight();
+    Value qw = contract(q, {0, 2}, w, {2, 1}, zeros({{q, 0}, {w, 1}}));
+    raw = contract(qw, {0, 2}, k, {1, 2}, zeros({{q, 0}, {k, 0}}));
+    break;
+  }
+  case ScoreKind::additive: {
+    // Σa va[a] tanh((Wq q)[r, a] + (Wk k)[c, a]).
+    Value wq = op.getQueryWeight(), wk = op.getKeyWeight();
+    Value va = op.getScoreVector();
+    Value qa = contract(q, {0, 2}, wq, {1, 2}, zeros({{q, 0}, {wq, 0}}));
+    Value ka = contract(k, {0, 2}, wk, {1, 2}, zeros({{k, 0}, {wk, 0}}));
+    Value out = zeros({{q, 0}, {k, 0}});
+    // va is [A] or [A, 1].
+    AffineMap vaMap = map(3, {2});
+    if (cast<RankedTensorType>(va.getType()).getRank() == 2)
+      vaMap = AffineMap::get(
+          3, 0, {b.getAffineDimExpr(2), b.getAffineConstantExpr(0)},
+          b.getContext());
+    raw = b.create<linalg::GenericOp>(
+               loc, out.getType(), ValueRange{qa, ka, va}, ValueRange{out},
+               ArrayRef<AffineMap>{map(3, {0, 2}), map(3, {1, 2}), vaMap,
+                                   map(3, {0, 1})},
+               ArrayRef<IteratorType>{kParallel, kParallel, kReduction},
+               [](OpBuilder &nested, Location loc, ValueRange args) {
+                 Value hidden = nested.create<math::TanhOp>(
+                     loc, nested.create<arith::AddFOp>(loc, args[0], args[1]));
+                 nested.create<linalg::YieldOp>(
+                     loc, ValueRange{nested.create<math::FmaOp>(
+                              loc, toF32(nested, loc, args[2]), hidden,
+                              args[3])});
+               })
+              .getResult(0);
+    break;
+  }
+  }
+
+  // The scale (1/sqrt(Dk) read at run time when Dk is), then the softcap.
+  semantics::ScaleRule rule = op.getScaleRule();
+  Value factor = constant(rule.factor);
+  if (rule.overSqrtKeyDim) {
+    Value depth = b.create<arith::IndexCastOp>(
+        loc, b.getI64Type(), b.create<tensor::DimOp>(loc, q, 1));
+    factor = b.create<arith::DivFOp>(
+        loc, factor,
+        b.create<math::SqrtOp>(
+            loc, b.create<arith::SIToFPOp>(loc, f32, depth)));
+  }
+  std::optional<double> softcap;
+  if (auto cap = op.getSoftcap())
+    softcap = cap->convertToDouble();
+  bool cosine = op.getScore() == ScoreKind::cosine;
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  if (cosine) {
+    inputs = {squaredNorms(q), squaredNorms(k)};
+    maps = {map(2, {0}), map(2, {1})};
+  }
+  maps.push_back(map(2, {0, 1}));
+  Value epilogue =
+      b.create<linalg::GenericOp>(
+           loc, raw.getType(), inputs, ValueRange{raw}, maps,
+           ArrayRef<IteratorType>{kParallel, kParallel},
+           [&](OpBuilder &nested, Location loc, ValueRange args) {
+             Value s = args.back();
+             if (cosine) {
+               // Norms clamped at 1e-12 (graph format decision (i)).
+               auto norm = [&](Value squared) {
+                 return nested.create<arith::MaximumFOp>(
+                     loc, nested.create<math::SqrtOp>(loc, squared),
+                     nested.create<arith::ConstantOp>(
+                         loc, nested.getF32FloatAttr(1e-12f)));
+               };
+               s = nested.create<arith::DivFOp>(
+                   loc, s,
+                   nested.create<arith::MulFOp>(loc, norm(args[0]),
+                                                norm(args[1])));
+             }
+             s = nested.create<arith::MulFOp>(loc, s, factor);
+             if (softcap) {
+               Value c = nested.create<arith::ConstantOp>(
+                   loc, nested.getF32FloatAttr(float(*softcap)));
+               s = nested.create<arith::MulFOp>(
+                   loc, c,
+                   nested.create<math::TanhOp>(
+                       loc, nested.create<arith::DivFOp>(loc, s, c)));
+             }
+             nested.create<linalg::YieldOp>(loc, ValueRange{s});
+           })
+          .getResult(0);
+  // The scores' type may be more static than the op's result.
+  if (epilogue.getType() != op.getType())
+    epilogue = b.create<tensor::CastOp>(loc, op.getType(), epilogue);
+  return epilogue;
+}
+
+Value TileLowering::mask(TileMaskOp op) {
+  semantics::KeyVisibility rule = op.getKeyVisibility();
+  Value position = op.getPosition(), key = op.getKey();
+  return b
+      .create<linalg::GenericOp>(
+          loc, op.getType(), ValueRange{}, ValueRange{op.getScores()},
+          ArrayRef<AffineMap>{map(2, {0, 1})},
+          ArrayRef<IteratorType>{kParallel, kParallel},
+          [&](OpBuilder &nested, Location loc, ValueRange args) {
+            IndexArith a{nested, loc};
+            Value p = a.add(position, nested.create<linalg::IndexOp>(loc, 0));
+            Value j = a.add(key, nested.create<linalg::IndexOp>(loc, 1));
+            // The tile never reaches past the keys: j + 1 stands for T.
+            Value visible = semantics::keyVisible(a, rule, p, j,
+                                                  a.add(j, a.constant(1)));
+            Value minusInf = nested.create<arith::ConstantOp>(
+                loc, nested.getF32FloatAttr(
+                         -std::numeric_limits<float>::infinity()));
+            nested.create<linalg::YieldOp>(
+                loc, ValueRange{nested.create<arith::SelectOp>(
+                         loc, visible, args[0], minusInf)});
+          })
+      .getResult(0);
+}
+
+Value TileLowering::accumulate(TileAccumulateOp op) {
+  // Loops (row, value column, key): acc[r, d] += P[r, k] · V[k, d].
+  return contract(op.getProbabilities(), {0, 2}, op.getValue(), {2, 1},
+                  op.getAccumulator());
+}
+
+SmallVector<Value> TileLowering::normalize(TileNormalizeOp op) {
+  Value acc = op.getAccumulator(), sum = op.getSum();
+  auto outputType = cast<RankedTensorType>(op.getOutput().getType());
+  Type element = outputType.getElementType();
+  Value output = b.create<linalg::GenericOp>(
+                      loc, outputType, ValueRange{acc, sum},
+                      ValueRange{empty(outputType, {{acc, 0}, {acc, 1}})},
+                      ArrayRef<AffineMap>{map(2, {0, 1}), map(2, {0}),
+                                          map(2, {0, 1})},
+                      ArrayRef<IteratorType>{kParallel, kParallel},
+                      [&](OpBuilder &nested, Location loc, ValueRange args) {
+                        Value zero = nested.create<arith::ConstantOp>(
+                            loc, nested.getF32FloatAttr(0.0f));
+                        Value empty = nested.create<arith::CmpFOp>(
+                            loc, arith::CmpFPredicate::OEQ, args[1], zero);
+                        Value value = nested.create<arith::SelectOp>(
+                            loc, empty, zero,
+                            nested.create<arith::DivFOp>(loc, args[0],
+                                                         args[1]));
+                        if (!element.isF32())
+                          value = nested.create<arith::TruncFOp>(loc, element,
+                                                                 value);
+                        nested.create<linalg::YieldOp>(loc, ValueRange{value});
+                      })
+                      .getResult(0);
+  SmallVector<Value> results{output};
+  if (Value max = op.getMax()) {
+    // lse = m + log l: -inf for a row without keys (l = 0).
+    auto lseType = cast<RankedTensorType>(op.getLse().getType());
+    results.push_back(
+        b.create<linalg::GenericOp>(
+             loc, lseType, ValueRange{max, sum},
+             ValueRange{empty(lseType, {{sum, 0}})},
+             ArrayRef<AffineMap>{map(1, {0}), map(1, {0}), map(1, {0})},
+             ArrayRef<IteratorType>{kParallel},
+             [](OpBuilder &nested, Location loc, ValueRange args) {
+               nested.create<linalg::YieldOp>(
+                   loc, ValueRange{nested.create<arith::AddFOp>(
+                            loc, args[0],
+                            nested.create<math::LogOp>(loc, args[1]))});
+             })
+            .getResult(0));
+  }
+  return results;
+}
+
+struct LowerTileOpsPass
+    : attn::impl::LowerTileOpsPassBase<LowerTileOpsPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> tileOps;
+    getOperation().walk([&](Operation *op) {
+      if (isa<TileScoresOp, TileMaskOp, TileAccumulateOp, TileNormalizeOp>(op))
+        tileOps.push_back(op);
+    });
+    for (Operation *op : tileOps) {
+      OpBuilder b(op);
+      TileLowering lowering(b, op->getLoc());
+      SmallVector<Value> replacements;
+      if (auto scores = dyn_cast<TileScoresOp>(op))
+        replacements = {lowering.scores(scores)};
+      else if (auto mask = dyn_cast<TileMaskOp>(op))
+        replacements = {lowering.mask(mask)};
+      else if (auto accumulate = dyn_cast<TileAccumulateOp>(op))
+        replacements = {lowering.accumulate(accumulate)};
+      else
+        replacements = lowering.normalize(cast<TileNormalizeOp>(op));
+      op->replaceAllUsesWith(replacements);
+      op->erase();
+    }
+  }
+};
+
+} // namespace
