@@ -553,23 +553,36 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
-semantics::ScaleRule AttentionOp::getScaleRule() {
+/// The scale rule of an op's `scale` attribute and score kind
+/// (attn.attention and attn.tile_scores carry both alike).
+static semantics::ScaleRule scaleRuleOf(FloatAttr scale, ScoreKind score) {
   std::optional<double> given;
-  if (FloatAttr scale = getScaleAttr())
+  if (scale)
     given = scale.getValueAsDouble();
-  ScoreKind score = getScore();
   return semantics::scaleRule(given, score == ScoreKind::dot ||
                                          score == ScoreKind::general);
 }
 
-semantics::KeyVisibility AttentionOp::getKeyVisibility() {
+/// The key visibility of `causal` and `window` attributes (attn.attention,
+/// attn.tile_mask), with or without a key-length operand.
+static semantics::KeyVisibility
+keyVisibilityOf(bool causal, std::optional<ArrayRef<int64_t>> window,
+                bool keyLength) {
   std::optional<int64_t> left, right;
-  if (std::optional<ArrayRef<int64_t>> window = getWindow()) {
+  if (window) {
     left = (*window)[0];
     right = (*window)[1];
   }
-  return semantics::keyVisibility(getCausal(), left, right,
-                                  static_cast<bool>(getKeyLengths()));
+  return semantics::keyVisibility(causal, left, right, keyLength);
+}
+
+semantics::ScaleRule AttentionOp::getScaleRule() {
+  return scaleRuleOf(getScaleAttr(), getScore());
+}
+
+semantics::KeyVisibility AttentionOp::getKeyVisibility() {
+  return keyVisibilityOf(getCausal(), getWindow(),
+                         static_cast<bool>(getKeyLengths()));
 }
 
 semantics::LayoutAxes AttentionOp::getLayoutAxes() {
@@ -620,12 +633,7 @@ LogicalResult TileScoresOp::verify() {
 }
 
 semantics::ScaleRule TileScoresOp::getScaleRule() {
-  std::optional<double> given;
-  if (FloatAttr scale = getScaleAttr())
-    given = scale.getValueAsDouble();
-  ScoreKind score = getScore();
-  return semantics::scaleRule(given, score == ScoreKind::dot ||
-                                         score == ScoreKind::general);
+  return scaleRuleOf(getScaleAttr(), getScore());
 }
 
 LogicalResult TileMaskOp::verify() {
@@ -635,13 +643,7 @@ LogicalResult TileMaskOp::verify() {
 }
 
 semantics::KeyVisibility TileMaskOp::getKeyVisibility() {
-  std::optional<int64_t> left, right;
-  if (std::optional<ArrayRef<int64_t>> window = getWindow()) {
-    left = (*window)[0];
-    right = (*window)[1];
-  }
-  return semantics::keyVisibility(getCausal(), left, right,
-                                  /*keyLength=*/false);
+  return keyVisibilityOf(getCausal(), getWindow(), /*keyLength=*/false);
 }
 
 LogicalResult TileAccumulateOp::verify() {

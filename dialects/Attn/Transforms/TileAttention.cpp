@@ -145,6 +145,13 @@ private:
   Value index(OpFoldResult ofr) {
     return getValueOrCreateConstantIndexOp(b, loc, ofr);
   }
+  /// Offsets, sizes and strides of the [length, depth] slice of a
+  /// q/k/v-shaped tensor at (batch, head, start), in either layout.
+  struct TileSlice {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+  };
+  TileSlice tileSlice(Value batch, Value head, Value start,
+                      OpFoldResult length, OpFoldResult depth);
   Value extractTile(Value tensor, Value batch, Value head, Value start,
                     OpFoldResult length, OpFoldResult depth);
   Value standardSlope(IndexArith &a, Value head);
@@ -155,26 +162,33 @@ private:
                    SmallVectorImpl<Value> &indices);
 };
 
-/// The [length, depth] slice of a q/k/v-shaped tensor at (batch, head,
-/// start), rank-reduced to 2-D, in either layout.
+AttentionTiler::TileSlice
+AttentionTiler::tileSlice(Value batch, Value head, Value start,
+                          OpFoldResult length, OpFoldResult depth) {
+  TileSlice slice{SmallVector<OpFoldResult>(4), SmallVector<OpFoldResult>(4),
+                  SmallVector<OpFoldResult>(4, b.getIndexAttr(1))};
+  slice.offsets[axes.batch] = batch;
+  slice.offsets[axes.heads] = head;
+  slice.offsets[axes.length] = start;
+  slice.offsets[axes.depth] = b.getIndexAttr(0);
+  slice.sizes[axes.batch] = b.getIndexAttr(1);
+  slice.sizes[axes.heads] = b.getIndexAttr(1);
+  slice.sizes[axes.length] = length;
+  slice.sizes[axes.depth] = depth;
+  return slice;
+}
+
+/// The tileSlice of `tensor`, rank-reduced to 2-D.
 Value AttentionTiler::extractTile(Value tensor, Value batch, Value head,
                                   Value start, OpFoldResult length,
                                   OpFoldResult depth) {
-  SmallVector<OpFoldResult> offsets(4), sizes(4), strides(4, b.getIndexAttr(1));
-  offsets[axes.batch] = batch;
-  offsets[axes.heads] = head;
-  offsets[axes.length] = start;
-  offsets[axes.depth] = b.getIndexAttr(0);
-  sizes[axes.batch] = b.getIndexAttr(1);
-  sizes[axes.heads] = b.getIndexAttr(1);
-  sizes[axes.length] = length;
-  sizes[axes.depth] = depth;
+  TileSlice slice = tileSlice(batch, head, start, length, depth);
   auto sourceType = cast<RankedTensorType>(tensor.getType());
   RankedTensorType type =
       tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
-          2, sourceType, offsets, sizes, strides);
-  return b.create<tensor::ExtractSliceOp>(loc, type, tensor, offsets, sizes,
-                                          strides);
+          2, sourceType, slice.offsets, slice.sizes, slice.strides);
+  return b.create<tensor::ExtractSliceOp>(loc, type, tensor, slice.offsets,
+                                          slice.sizes, slice.strides);
 }
 
 /// The standard ALiBi slope of query head h: n = 2^floor(log2 Hq); head
@@ -513,18 +527,10 @@ LogicalResult AttentionTiler::rewrite() {
       lse ? finalMax : Value());
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  SmallVector<OpFoldResult> offsets(4), sizes(4), strides(4, b.getIndexAttr(1));
-  offsets[axes.batch] = batch;
-  offsets[axes.heads] = head;
-  offsets[axes.length] = row0;
-  offsets[axes.depth] = b.getIndexAttr(0);
-  sizes[axes.batch] = b.getIndexAttr(1);
-  sizes[axes.heads] = b.getIndexAttr(1);
-  sizes[axes.length] = rows;
-  sizes[axes.depth] = valueDim;
+  TileSlice outSlice = tileSlice(batch, head, row0, rows, valueDim);
   b.create<tensor::ParallelInsertSliceOp>(loc, normalize.getOutput(),
-                                          body->getArgument(3), offsets, sizes,
-                                          strides);
+                                          body->getArgument(3), outSlice.offsets,
+                                          outSlice.sizes, outSlice.strides);
   if (lse) {
     SmallVector<OpFoldResult> lseStrides(3, b.getIndexAttr(1));
     b.create<tensor::ParallelInsertSliceOp>(
