@@ -138,32 +138,33 @@ private:
   }
   llvm::Constant *argInfos(const std::vector<ValueId> &ids,
                            const std::string &kind);
-  llvm::Constant *divisibilities();
+  llvm::Constant *divisibilities(const std::vector<SizeDivisibility> &rules);
 };
 
 /// attnrt_divisibility[]: {multiple, divisor, what}.
-llvm::Constant *DescriptorBuilder::divisibilities() {
+llvm::Constant *DescriptorBuilder::divisibilities(
+    const std::vector<SizeDivisibility> &rules) {
   auto *ruleType = llvm::StructType::get(context, {i64, i64, ptr});
   checkStructLayout(module, ruleType, "attnrt_divisibility",
                     {offsetof(attnrt_divisibility, multiple),
                      offsetof(attnrt_divisibility, divisor),
                      offsetof(attnrt_divisibility, what)},
                     sizeof(attnrt_divisibility));
-  std::vector<llvm::Constant *> rules;
-  for (const SizeDivisibility &rule : graph.divisibilities()) {
+  std::vector<llvm::Constant *> constants;
+  for (const SizeDivisibility &rule : rules) {
     std::vector<int64_t> sizes =
         abiDims(graph, Shape{rule.multiple, rule.divisor});
-    rules.push_back(llvm::ConstantStruct::get(
+    constants.push_back(llvm::ConstantStruct::get(
         ruleType, {llvm::ConstantInt::get(i64, sizes[0]),
                    llvm::ConstantInt::get(i64, sizes[1]),
                    string(rule.what, "divisibility" +
-                                         std::to_string(rules.size()))}));
+                                         std::to_string(constants.size()))}));
   }
-  if (rules.empty())
+  if (constants.empty())
     return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
   return privateConstant(
-      llvm::ConstantArray::get(llvm::ArrayType::get(ruleType, rules.size()),
-                               rules),
+      llvm::ConstantArray::get(llvm::ArrayType::get(ruleType, constants.size()),
+                               constants),
       "divisibilities");
 }
 
@@ -211,6 +212,7 @@ void DescriptorBuilder::build(const std::string &target,
                            "_entry in the module");
   std::vector<llvm::Constant *> dimNames;
   std::vector<std::string> runtimeDims = graph.runtimeDims();
+  std::vector<SizeDivisibility> rules = graph.divisibilities();
   for (size_t k = 0; k < runtimeDims.size(); ++k)
     dimNames.push_back(string(runtimeDims[k], "dim" + std::to_string(k)));
 
@@ -247,8 +249,8 @@ void DescriptorBuilder::build(const std::string &target,
       string(target, "target"),
       string(manifest, "manifest"),
       entry,
-      llvm::ConstantInt::get(i32, graph.divisibilities().size()),
-      divisibilities()};
+      llvm::ConstantInt::get(i32, rules.size()),
+      divisibilities(rules)};
   new llvm::GlobalVariable(module, kernelType, /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantStruct::get(kernelType, fields),
