@@ -178,7 +178,12 @@ def evaluate(graph, inputs, dims=None):
     return {name: val for name, (val, _dt) in evaluate_typed(graph, inputs, dims).items()}
 
 
-def evaluate_typed(graph, inputs, dims=None):
+def evaluate_typed(graph, inputs, dims=None, floors=None):
+    """Evaluates every node in float64; returns {output: (value, dtype)}.
+
+    With a dict `floors`, each attention node also records there, under its
+    output names, the f32 rounding floor of that output (see _rounding_floor).
+    """
     if graph.get("attnc") != 1:
         raise OracleError("not an attnc version 1 graph")
     bound = _bind_dims(graph, inputs, dims)
@@ -198,7 +203,10 @@ def evaluate_typed(graph, inputs, dims=None):
         fn = _OPS.get(op)
         if fn is None:
             raise OracleError("unknown op %r" % op)
-        results = fn(node, env, dtypes, bound)
+        if op == "attention":
+            results = fn(node, env, dtypes, bound, floors)
+        else:
+            results = fn(node, env, dtypes, bound)
         for rname, (rval, rdtype) in results.items():
             if rname in env:
                 raise OracleError("value %s defined twice" % rname)
@@ -222,7 +230,11 @@ def _ref(env, name):
     return env[name]
 
 
-def _attention(node, env, dtypes, dims):
+# The unit roundoff of f32.
+F32_UNIT_ROUNDOFF = 2.0 ** -24
+
+
+def _attention(node, env, dtypes, dims, floors=None):
     name = node["name"]
     q = _ref(env, node["q"])
     k = _ref(env, node["k"])
@@ -250,14 +262,19 @@ def _attention(node, env, dtypes, dims):
     # score_fn(q_i, k_j)
     score = node.get("score", {"kind": "dot"})
     kind = score["kind"]
+    # size[b,h,s,t]: the sum of the absolute values of the terms the raw score
+    # adds up (what its f32 rounding error is proportional to).
     if kind == "dot":
         raw = np.einsum("bhsd,bhtd->bhst", q, K)
+        size = np.einsum("bhsd,bhtd->bhst", np.abs(q), np.abs(K))
     elif kind == "general":
         W = _ref(env, score["w"])                          # [Dk, Dk]
         # q^T W k, contracted in two steps: one three-operand einsum loops over
         # every (s, t, a, c) and takes minutes at Dk = 256
         qW = np.einsum("bhsa,ac->bhsc", q, W)
         raw = np.einsum("bhsc,bhtc->bhst", qW, K)
+        size = np.einsum("bhsc,bhtc->bhst", np.einsum("bhsa,ac->bhsc", np.abs(q), np.abs(W)),
+                         np.abs(K))
     elif kind == "additive":
         Wq = _ref(env, score["wq"])                        # [A, Dk]
         Wk = _ref(env, score["wk"])                        # [A, Dk]
@@ -266,6 +283,12 @@ def _attention(node, env, dtypes, dims):
         ka = np.einsum("ad,bhtd->bhta", Wk, K)             # Wk k
         hidden = np.tanh(qa[:, :, :, None, :] + ka[:, :, None, :, :])   # [B,Hq,S,T,A]
         raw = np.einsum("a,bhsta->bhst", va, hidden)       # va^T tanh(...)
+        # an error in tanh's argument passes on times tanh' = 1 - tanh^2
+        qa_size = np.einsum("ad,bhsd->bhsa", np.abs(Wq), np.abs(q))
+        ka_size = np.einsum("ad,bhtd->bhta", np.abs(Wk), np.abs(K))
+        size = np.einsum("a,bhsta->bhst", np.abs(va),
+                         (1.0 - hidden * hidden) * (qa_size[:, :, :, None, :] +
+                                                    ka_size[:, :, None, :, :]) + np.abs(hidden))
     elif kind == "cosine":
         dot = np.einsum("bhsd,bhtd->bhst", q, K)
         qn = np.sqrt(np.sum(q * q, axis=-1))               # [B,Hq,S]
@@ -274,6 +297,8 @@ def _attention(node, env, dtypes, dims):
         qn = np.maximum(qn, 1e-12)
         kn = np.maximum(kn, 1e-12)
         raw = dot / (qn[:, :, :, None] * kn[:, :, None, :])
+        size = np.einsum("bhsd,bhtd->bhst", np.abs(q), np.abs(K)) / (
+            qn[:, :, :, None] * kn[:, :, None, :]) + 1.0
     else:
         raise OracleError("bad score kind %r" % kind)
 
@@ -282,11 +307,15 @@ def _attention(node, env, dtypes, dims):
     if scale == "default":
         scale = 1.0 / math.sqrt(Dk) if kind in ("dot", "general") else 1.0
     s = float(scale) * raw
+    size = abs(float(scale)) * size
 
     # softcap, after scale
     if "softcap" in node:
         c = float(node["softcap"])
-        s = c * np.tanh(s / c)
+        capped = np.tanh(s / c)
+        size = size * (1.0 - capped * capped)   # d/ds c tanh(s/c)
+        s = c * capped
+        size = size + np.abs(s)
 
     # query i is aligned to key position i' = i + T - S
     ipos = np.arange(S) + T - S          # [S]
@@ -297,6 +326,7 @@ def _attention(node, env, dtypes, dims):
         if bias["kind"] == "tensor":
             X = _ref(env, bias["input"])
             s = s + np.broadcast_to(X, (B, Hq, S, T))
+            size = size + np.abs(np.broadcast_to(X, (B, Hq, S, T)))
         elif bias["kind"] == "alibi":
             if "slopes" in bias:
                 slopes = _ref(env, bias["slopes"]).reshape(Hq)
@@ -304,6 +334,7 @@ def _attention(node, env, dtypes, dims):
                 slopes = alibi_standard_slopes(Hq)
             dist = np.abs(ipos[:, None] - jpos[None, :])                 # [S, T]
             s = s - slopes[None, :, None, None] * dist[None, None, :, :]
+            size = size + np.abs(slopes[None, :, None, None] * dist[None, None, :, :])
         else:
             raise OracleError("bad bias kind %r" % bias["kind"])
 
@@ -334,6 +365,8 @@ def _attention(node, env, dtypes, dims):
     # softmax over the kept keys; fully masked rows give output 0 and lse -inf
     out = np.zeros((B, Hq, S, Dv))
     lse = np.full((B, Hq, S), -np.inf)
+    out_floor = np.zeros((B, Hq, S, Dv))
+    lse_floor = np.zeros((B, Hq, S))
     for b in range(B):
         for h in range(Hq):
             for i in range(S):
@@ -347,12 +380,22 @@ def _attention(node, env, dtypes, dims):
                 p = e / den
                 out[b, h, i] = p @ V[b, h, kept]
                 lse[b, h, i] = m + math.log(den)
+                # First order, every score off by its rounding bound with the
+                # worst sign: d out = sum_j p_j (v_j - out) ds_j, d lse =
+                # sum_j p_j ds_j.
+                ds = p * (F32_UNIT_ROUNDOFF * size[b, h, i, kept])
+                out_floor[b, h, i] = ds @ np.abs(V[b, h, kept] - out[b, h, i])
+                lse_floor[b, h, i] = ds.sum()
 
     if layout == "bshd":
         out = out.transpose(0, 2, 1, 3)
+        out_floor = out_floor.transpose(0, 2, 1, 3)
     results = {name: (out, dtypes[node["v"]])}
     if node.get("return_lse", False):
         results[name + ".lse"] = (lse, "f32")
+    if floors is not None:
+        floors[name] = out_floor
+        floors[name + ".lse"] = lse_floor
     return results
 
 

@@ -569,6 +569,46 @@ def test_generator():
         check(f in feats, "generator covers %s" % f)
 
 
+def test_rounding_floor(rng):
+    """The f32 rounding floor (the verdict's allowance beyond 1e-4) is
+    negligible at ordinary scales and covers what rounding the scores to f32
+    does at extreme ones."""
+    B, H, S, T, D = 1, 2, 16, 24, 32
+    shapes = decl(q=(B, H, S, D), k=(B, H, T, D), v=(B, H, T, D), w=(D, D), wq=(8, D),
+                  wk=(8, D), va=(8,))
+    scores = {"dot": {"kind": "dot"}, "general": {"kind": "general", "w": "w"},
+              "additive": {"kind": "additive", "wq": "wq", "wk": "wk", "v": "va"},
+              "cosine": {"kind": "cosine"}}
+    inputs = {"q": rng.standard_normal((B, H, S, D)), "k": rng.standard_normal((B, H, T, D)),
+              "v": rng.standard_normal((B, H, T, D)), "w": rng.standard_normal((D, D)),
+              "wq": rng.standard_normal((8, D)), "wk": rng.standard_normal((8, D)),
+              "va": rng.standard_normal(8)}
+    for kind, score in scores.items():
+        floors = {}
+        g = att_graph(shapes, {"q": "q", "k": "k", "v": "v", "score": score,
+                               "return_lse": True}, ("o", "o.lse"))
+        ref = oracle.evaluate_typed(g, inputs, None, floors)
+        rel = np.linalg.norm(floors["o"]) / np.linalg.norm(ref["o"][0])
+        check(0 < rel < 1e-5, "rounding floor of %s at the default scale: %.2g" % (kind, rel))
+    # scale 1000: scores of |s| ~ 1e4, a near-one-hot softmax; the error of
+    # scores computed in f32 (then the softmax exactly) stays within the floor.
+    f32 = np.float32
+    for trial in range(10):
+        q, k, v = (rng.standard_normal((B, H, n, D)).astype(f32) for n in (S, T, T))
+        floors = {}
+        g = att_graph(decl(q=q.shape, k=k.shape, v=v.shape),
+                      {"q": "q", "k": "k", "v": "v", "scale": 1000.0})
+        ref = oracle.evaluate_typed(g, {"q": q, "k": k, "v": v}, None, floors)["o"][0]
+        s32 = np.einsum("bhsd,bhtd->bhst", q, k).astype(f32) * f32(1000)
+        s64 = s32.astype(np.float64)
+        p = np.exp(s64 - s64.max(-1, keepdims=True))
+        out = (p / p.sum(-1, keepdims=True)) @ v.astype(np.float64)
+        err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+        floor = np.linalg.norm(floors["o"]) / np.linalg.norm(ref)
+        check(err <= 1e-4 + floor, "f32 scores at scale 1000 (trial %d): err %.2g, floor %.2g"
+              % (trial, err, floor))
+
+
 def main():
     rng = np.random.default_rng(2024)
     tests = [("alibi slopes", test_alibi_slopes), ("dtypes", test_dtypes),
@@ -578,6 +618,7 @@ def main():
              ("bshd == transposed bhsd", lambda: test_bshd_equals_bhsd(rng)),
              ("exporter chains == fused op", lambda: test_chains_equal_fused(rng)),
              ("brute force", test_brute_force),
+             ("f32 rounding floor", lambda: test_rounding_floor(rng)),
              ("generator", test_generator)]
     for name, fn in tests:
         before = dict(_results)
