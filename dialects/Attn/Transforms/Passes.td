@@ -75,6 +75,30 @@ def LowerTileOpsPass : Pass<"attn-lower-tile-ops", "::mlir::func::FuncOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LowerPrimitivesPass
+    : Pass<"attn-lower-primitives", "::mlir::func::FuncOp"> {
+  let summary = "Lowers the primitive attn ops to linalg on tensors";
+  let description = [{
+    The portable lowering of every attn op but `attn.attention` and the tile
+    ops: `matmul` and `linear` (f32 accumulation, numpy batch broadcasting,
+    1-D operands), the elementwise ops with numpy broadcasting, `scale`,
+    `softmax` (an all -inf slice gives 0), `masked_fill`, `causal_mask`
+    (j <= i + T - S) and `reduce_sum` as `linalg.generic`s of `arith`/`math`;
+    `reshape` as `tensor.reshape`, `unsqueeze` as `tensor.expand_shape`,
+    `repeat` as `linalg.broadcast` and `tensor.collapse_shape`, `transpose`
+    as `linalg.transpose`, `concat` as `tensor.insert_slice`s. f16 and bf16
+    are computed in f32 and rounded once; every dim may be dynamic (sizes
+    from `tensor.dim` and reshape's size operands). The semantics are those
+    of PrimitiveKernels.cpp and docs/graph-format.md; after it the graph is
+    plain tensor code that upstream bufferization and lowering run. An op
+    it cannot lower (an element type no rule covers) is an op error.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Lowering to the LLVM dialect
 //===----------------------------------------------------------------------===//
