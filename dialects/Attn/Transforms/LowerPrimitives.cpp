@@ -93,9 +93,7 @@ private:
   /// the result's type by the caller).
   using Body = function_ref<Value(OpBuilder &, Location, ArrayRef<Value>)>;
 
-  LogicalResult fail(const Twine &message) {
-    return op->emitOpError(message);
-  }
+  LogicalResult fail(const Twine &message) { return op->emitOpError(message); }
 
   Value materialize(OpFoldResult size) {
     return getValueOrCreateConstantIndexOp(b, loc, size);
@@ -167,9 +165,8 @@ private:
     unsigned offset = loops - type.getRank();
     SmallVector<AffineExpr> exprs;
     for (int64_t d = 0; d < type.getRank(); ++d)
-      exprs.push_back(type.getDimSize(d) == 1
-                          ? b.getAffineConstantExpr(0)
-                          : b.getAffineDimExpr(offset + d));
+      exprs.push_back(type.getDimSize(d) == 1 ? b.getAffineConstantExpr(0)
+                                              : b.getAffineDimExpr(offset + d));
     return AffineMap::get(loops, 0, exprs, b.getContext());
   }
   /// The size of each dim of `type`, the broadcast of `operands` (a static
@@ -212,14 +209,12 @@ private:
     Type element = resultType.getElementType();
     return b
         .create<linalg::GenericOp>(
-            loc, resultType, operands,
-            ValueRange{empty(resultType, sizes)}, maps,
-            SmallVector<IteratorType>(loops, kParallel),
+            loc, resultType, operands, ValueRange{empty(resultType, sizes)},
+            maps, SmallVector<IteratorType>(loops, kParallel),
             [&](OpBuilder &nested, Location loc, ValueRange args) {
               SmallVector<Value> values;
               for (Value arg : args.drop_back())
-                values.push_back(widenOperands ? widen(nested, loc, arg)
-                                               : arg);
+                values.push_back(widenOperands ? widen(nested, loc, arg) : arg);
               Value result = body(nested, loc, values);
               if (isa<FloatType>(element))
                 result = narrow(nested, loc, result, element);
@@ -233,10 +228,9 @@ private:
               ArrayRef<OpFoldResult> sizes) {
     if (tensorType(acc).getElementType() == resultType.getElementType())
       return castTo(acc, resultType);
-    return elementwise(acc, resultType, sizes, false,
-                       [](OpBuilder &, Location, ArrayRef<Value> v) {
-                         return v[0];
-                       });
+    return elementwise(
+        acc, resultType, sizes, false,
+        [](OpBuilder &, Location, ArrayRef<Value> v) { return v[0]; });
   }
 
   /// `x` with a dim of size 1 inserted at `axis` (unsqueeze, keepdims).
@@ -287,7 +281,8 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
   // added dim is absent from the result. Loops: the result's dims, then k.
   int64_t ra = tensorType(lhs).getRank(), rb = tensorType(rhs).getRank();
   int64_t rank = resultType.getRank();
-  bool hasRows = ra >= 2, hasCols = rb >= 2, transposeB = matmul.getTransposeB();
+  bool hasRows = ra >= 2, hasCols = rb >= 2,
+       transposeB = matmul.getTransposeB();
   int64_t batchRank = rank - hasRows - hasCols;
   if (batchRank < 0 || batchRank < ra - 2 || batchRank < rb - 2)
     return fail("result rank does not fit the operands");
@@ -305,11 +300,13 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
                           : b.getAffineDimExpr(batchRank - operandBatch + d));
     return exprs;
   };
-  SmallVector<AffineExpr> lhsExprs = batchExprs(lhs, std::max<int64_t>(ra - 2, 0));
+  SmallVector<AffineExpr> lhsExprs =
+      batchExprs(lhs, std::max<int64_t>(ra - 2, 0));
   if (hasRows)
     lhsExprs.push_back(row);
   lhsExprs.push_back(k);
-  SmallVector<AffineExpr> rhsExprs = batchExprs(rhs, std::max<int64_t>(rb - 2, 0));
+  SmallVector<AffineExpr> rhsExprs =
+      batchExprs(rhs, std::max<int64_t>(rb - 2, 0));
   if (!hasCols)
     rhsExprs.push_back(k);
   else if (transposeB)
@@ -325,7 +322,8 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
       continue;
     }
     OpFoldResult size;
-    for (auto [operand, operandRank] : {std::pair(lhs, ra), std::pair(rhs, rb)}) {
+    for (auto [operand, operandRank] :
+         {std::pair(lhs, ra), std::pair(rhs, rb)}) {
       int64_t operandBatch = std::max<int64_t>(operandRank - 2, 0);
       int64_t od = d - (batchRank - operandBatch);
       if (od < 0 || tensorType(operand).getDimSize(od) == 1)
@@ -348,18 +346,17 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
   iterators.push_back(kReduction);
   acc = b.create<linalg::GenericOp>(
              loc, accType, ValueRange{lhs, rhs}, ValueRange{acc},
-             ArrayRef<AffineMap>{
-                 AffineMap::get(loops, 0, lhsExprs, context),
-                 AffineMap::get(loops, 0, rhsExprs, context),
-                 leadingDims(loops, rank)},
+             ArrayRef<AffineMap>{AffineMap::get(loops, 0, lhsExprs, context),
+                                 AffineMap::get(loops, 0, rhsExprs, context),
+                                 leadingDims(loops, rank)},
              iterators,
              [](OpBuilder &nested, Location loc, ValueRange args) {
                Value x = widen(nested, loc, args[0]);
                Value y = widen(nested, loc, args[1]);
                Value product = nested.create<arith::MulFOp>(loc, x, y);
                nested.create<linalg::YieldOp>(
-                   loc, ValueRange{
-                            nested.create<arith::AddFOp>(loc, args[2], product)});
+                   loc, ValueRange{nested.create<arith::AddFOp>(loc, args[2],
+                                                                product)});
              })
             .getResult(0);
   return round(acc, resultType, sizes);
@@ -383,20 +380,19 @@ FailureOr<Value> PrimitiveLowering::linear(LinearOp linear) {
   xExprs.push_back(b.getAffineDimExpr(rank));
   SmallVector<OpFoldResult> sizes = dims(x);
   sizes.back() = dim(w, 0);
-  auto accType = RankedTensorType::get(resultType.getShape(),
-                                       computeType(element));
+  auto accType =
+      RankedTensorType::get(resultType.getShape(), computeType(element));
   SmallVector<IteratorType> iterators(rank, kParallel);
   iterators.push_back(kReduction);
   Value acc =
       b.create<linalg::GenericOp>(
            loc, accType, ValueRange{x, w}, ValueRange{zeros(accType, sizes)},
-           ArrayRef<AffineMap>{
-               AffineMap::get(loops, 0, xExprs, context),
-               AffineMap::get(loops, 0,
-                              {b.getAffineDimExpr(rank - 1),
-                               b.getAffineDimExpr(rank)},
-                              context),
-               leadingDims(loops, rank)},
+           ArrayRef<AffineMap>{AffineMap::get(loops, 0, xExprs, context),
+                               AffineMap::get(loops, 0,
+                                              {b.getAffineDimExpr(rank - 1),
+                                               b.getAffineDimExpr(rank)},
+                                              context),
+                               leadingDims(loops, rank)},
            iterators,
            [](OpBuilder &nested, Location loc, ValueRange args) {
              Value x = widen(nested, loc, args[0]);
@@ -410,11 +406,11 @@ FailureOr<Value> PrimitiveLowering::linear(LinearOp linear) {
   if (!bias)
     return round(acc, resultType, sizes);
   // The bias is added in the compute type, then the sum rounded once.
-  return elementwise(ValueRange{acc, bias}, resultType, sizes, true,
-                     [](OpBuilder &nested, Location loc, ArrayRef<Value> v) {
-                       return nested.create<arith::AddFOp>(loc, v[0], v[1])
-                           .getResult();
-                     });
+  return elementwise(
+      ValueRange{acc, bias}, resultType, sizes, true,
+      [](OpBuilder &nested, Location loc, ArrayRef<Value> v) {
+        return nested.create<arith::AddFOp>(loc, v[0], v[1]).getResult();
+      });
 }
 
 FailureOr<Value> PrimitiveLowering::binary() {
@@ -435,20 +431,20 @@ FailureOr<Value> PrimitiveLowering::binary() {
       broadcastSizes(resultType, ValueRange{lhs, rhs}), true,
       [&](OpBuilder &nested, Location loc, ArrayRef<Value> v) -> Value {
         if (isa<AddOp>(binaryOp))
-          return isFloat ? nested.create<arith::AddFOp>(loc, v[0], v[1])
-                               .getResult()
-                         : nested.create<arith::AddIOp>(loc, v[0], v[1])
-                               .getResult();
+          return isFloat
+                     ? nested.create<arith::AddFOp>(loc, v[0], v[1]).getResult()
+                     : nested.create<arith::AddIOp>(loc, v[0], v[1])
+                           .getResult();
         if (isa<SubOp>(binaryOp))
-          return isFloat ? nested.create<arith::SubFOp>(loc, v[0], v[1])
-                               .getResult()
-                         : nested.create<arith::SubIOp>(loc, v[0], v[1])
-                               .getResult();
+          return isFloat
+                     ? nested.create<arith::SubFOp>(loc, v[0], v[1]).getResult()
+                     : nested.create<arith::SubIOp>(loc, v[0], v[1])
+                           .getResult();
         if (isa<MulOp>(binaryOp))
-          return isFloat ? nested.create<arith::MulFOp>(loc, v[0], v[1])
-                               .getResult()
-                         : nested.create<arith::MulIOp>(loc, v[0], v[1])
-                               .getResult();
+          return isFloat
+                     ? nested.create<arith::MulFOp>(loc, v[0], v[1]).getResult()
+                     : nested.create<arith::MulIOp>(loc, v[0], v[1])
+                           .getResult();
         return nested.create<arith::DivFOp>(loc, v[0], v[1]);
       });
 }
@@ -483,8 +479,8 @@ FailureOr<Value> PrimitiveLowering::unary() {
           return nested.create<math::SqrtOp>(loc, v[0]);
         if (isFloat)
           return nested.create<arith::NegFOp>(loc, v[0]);
-        Value zero = nested.create<arith::ConstantOp>(
-            loc, nested.getZeroAttr(type));
+        Value zero =
+            nested.create<arith::ConstantOp>(loc, nested.getZeroAttr(type));
         return nested.create<arith::SubIOp>(loc, zero, v[0]);
       });
 }
@@ -514,30 +510,30 @@ FailureOr<Value> PrimitiveLowering::softmax(SoftmaxOp softmax) {
   reduction[axis] = kReduction;
   double inf = std::numeric_limits<double>::infinity();
 
-  Value max =
-      b.create<linalg::GenericOp>(
-           loc, reducedType, input,
-           ValueRange{filled(reducedType, reducedSizes, -inf)},
-           ArrayRef<AffineMap>{identity, reduced}, reduction,
-           [](OpBuilder &nested, Location loc, ValueRange args) {
-             nested.create<linalg::YieldOp>(
-                 loc, ValueRange{nested.create<arith::MaximumFOp>(
-                          loc, widen(nested, loc, args[0]), args[1])});
-           })
-          .getResult(0);
+  Value max = b.create<linalg::GenericOp>(
+                   loc, reducedType, input,
+                   ValueRange{filled(reducedType, reducedSizes, -inf)},
+                   ArrayRef<AffineMap>{identity, reduced}, reduction,
+                   [](OpBuilder &nested, Location loc, ValueRange args) {
+                     nested.create<linalg::YieldOp>(
+                         loc, ValueRange{nested.create<arith::MaximumFOp>(
+                                  loc, widen(nested, loc, args[0]), args[1])});
+                   })
+                  .getResult(0);
   // exp(x - shift) with shift = max, or 0 where max = -inf.
   auto exponential = [f, inf](OpBuilder &nested, Location loc, Value x,
                               Value max) {
-    Value masked = nested.create<arith::CmpFOp>(
-        loc, arith::CmpFPredicate::OEQ, max,
-        floatConstant(nested, loc, f, -inf));
+    Value masked =
+        nested.create<arith::CmpFOp>(loc, arith::CmpFPredicate::OEQ, max,
+                                     floatConstant(nested, loc, f, -inf));
     Value shift = nested.create<arith::SelectOp>(
         loc, masked, floatConstant(nested, loc, f, 0.0), max);
-    return std::pair(nested.create<math::ExpOp>(
-                         loc, nested.create<arith::SubFOp>(
-                                  loc, widen(nested, loc, x), shift))
-                         .getResult(),
-                     masked);
+    return std::pair(
+        nested
+            .create<math::ExpOp>(loc, nested.create<arith::SubFOp>(
+                                          loc, widen(nested, loc, x), shift))
+            .getResult(),
+        masked);
   };
   Value sum =
       b.create<linalg::GenericOp>(
@@ -547,7 +543,8 @@ FailureOr<Value> PrimitiveLowering::softmax(SoftmaxOp softmax) {
            [&](OpBuilder &nested, Location loc, ValueRange args) {
              Value e = exponential(nested, loc, args[0], args[1]).first;
              nested.create<linalg::YieldOp>(
-                 loc, ValueRange{nested.create<arith::AddFOp>(loc, args[2], e)});
+                 loc,
+                 ValueRange{nested.create<arith::AddFOp>(loc, args[2], e)});
            })
           .getResult(0);
   Type element = type.getElementType();
@@ -599,22 +596,23 @@ FailureOr<Value> PrimitiveLowering::causalMask(CausalMaskOp mask) {
   if (rank < 2 || !isa<FloatType>(element))
     return fail("input must be a float tensor [..., S, T]");
   // Query i sits at key position i + T - S (bottom-right alignment).
-  Value shift = b.createOrFold<arith::SubIOp>(
-      loc, materialize(dim(input, rank - 1)), materialize(dim(input, rank - 2)));
+  Value shift =
+      b.createOrFold<arith::SubIOp>(loc, materialize(dim(input, rank - 1)),
+                                    materialize(dim(input, rank - 2)));
   double inf = std::numeric_limits<double>::infinity();
-  return elementwise(
-      input, type, dims(input), false,
-      [&](OpBuilder &nested, Location loc, ArrayRef<Value> v) {
-        Value i = nested.create<linalg::IndexOp>(loc, rank - 2);
-        Value j = nested.create<linalg::IndexOp>(loc, rank - 1);
-        Value future = nested.create<arith::CmpIOp>(
-            loc, arith::CmpIPredicate::sgt, j,
-            nested.create<arith::AddIOp>(loc, i, shift));
-        return nested
-            .create<arith::SelectOp>(
-                loc, future, floatConstant(nested, loc, element, -inf), v[0])
-            .getResult();
-      });
+  return elementwise(input, type, dims(input), false,
+                     [&](OpBuilder &nested, Location loc, ArrayRef<Value> v) {
+                       Value i = nested.create<linalg::IndexOp>(loc, rank - 2);
+                       Value j = nested.create<linalg::IndexOp>(loc, rank - 1);
+                       Value future = nested.create<arith::CmpIOp>(
+                           loc, arith::CmpIPredicate::sgt, j,
+                           nested.create<arith::AddIOp>(loc, i, shift));
+                       return nested
+                           .create<arith::SelectOp>(
+                               loc, future,
+                               floatConstant(nested, loc, element, -inf), v[0])
+                           .getResult();
+                     });
 }
 
 FailureOr<Value> PrimitiveLowering::reshape(ReshapeOp reshape) {
@@ -640,8 +638,7 @@ FailureOr<Value> PrimitiveLowering::reshape(ReshapeOp reshape) {
                         : materialize(b.getIndexAttr(type.getDimSize(d))));
   Value shapeTensor = b.create<tensor::FromElementsOp>(
       loc, RankedTensorType::get({type.getRank()}, b.getIndexType()), shape);
-  return Value(
-      b.create<tensor::ReshapeOp>(loc, type, input, shapeTensor));
+  return Value(b.create<tensor::ReshapeOp>(loc, type, input, shapeTensor));
 }
 
 FailureOr<Value> PrimitiveLowering::transpose(TransposeOp transpose) {
@@ -727,10 +724,11 @@ FailureOr<Value> PrimitiveLowering::reduceSum(ReduceSumOp sum) {
            [&](OpBuilder &nested, Location loc, ValueRange args) {
              Value x = widen(nested, loc, args[0]);
              nested.create<linalg::YieldOp>(
-                 loc, isFloat ? nested.create<arith::AddFOp>(loc, args[1], x)
-                                    .getResult()
-                              : nested.create<arith::AddIOp>(loc, args[1], x)
-                                    .getResult());
+                 loc,
+                 isFloat
+                     ? nested.create<arith::AddFOp>(loc, args[1], x).getResult()
+                     : nested.create<arith::AddIOp>(loc, args[1], x)
+                           .getResult());
            })
           .getResult(0);
   Value result = round(acc, RankedTensorType::get(shape, element), sizes);
