@@ -648,14 +648,21 @@ FailureOr<Value> PrimitiveLowering::transpose(TransposeOp transpose) {
   if (static_cast<int64_t>(permutation.size()) != type.getRank() ||
       type.getRank() != tensorType(input).getRank())
     return fail("permutation must have one entry per dim");
-  SmallVector<OpFoldResult> sizes;
-  for (int64_t axis : permutation)
-    sizes.push_back(dim(input, axis));
   // linalg.transpose: result dim i is input dim permutation[i], as here.
-  return b
-      .create<linalg::TransposeOp>(loc, input, empty(type, sizes), permutation)
-      .getResult()
-      .front();
+  // Its verifier wants the permuted input shape exactly; the op's result
+  // type may be less static, hence the cast.
+  SmallVector<OpFoldResult> sizes;
+  SmallVector<int64_t> shape;
+  for (int64_t axis : permutation) {
+    sizes.push_back(dim(input, axis));
+    shape.push_back(tensorType(input).getDimSize(axis));
+  }
+  auto permuted = RankedTensorType::get(shape, type.getElementType());
+  Value result = b.create<linalg::TransposeOp>(
+                      loc, input, empty(permuted, sizes), permutation)
+                     .getResult()
+                     .front();
+  return castTo(result, type);
 }
 
 FailureOr<Value> PrimitiveLowering::unsqueeze(UnsqueezeOp unsqueeze) {

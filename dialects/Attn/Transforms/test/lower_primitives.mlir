@@ -286,6 +286,19 @@ func.func @transpose(%x: tensor<?x?x12x64xf32>) -> tensor<?x12x?x64xf32> {
 
 // -----
 
+// A result type less static than the input's: the linalg op gets the exact
+// type, then a cast.
+// CHECK-LABEL: func.func @transpose_loose_type(
+// CHECK: %[[T:.+]] = linalg.transpose ins(%{{.*}} : tensor<3x4xf32>) outs(%{{.*}} : tensor<4x3xf32>) permutation = [1, 0]
+// CHECK: %[[C:.+]] = tensor.cast %[[T]] : tensor<4x3xf32> to tensor<?x?xf32>
+// CHECK: return %[[C]]
+func.func @transpose_loose_type(%x: tensor<3x4xf32>) -> tensor<?x?xf32> {
+  %0 = attn.transpose %x {permutation = array<i64: 1, 0>} : tensor<3x4xf32> -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @unsqueeze(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x?xf32>)
 // CHECK-DAG: %[[D0:.+]] = tensor.dim %[[X]], %c0
