@@ -310,7 +310,9 @@ struct ValueArith {
   }
   Value add(Value x, Value y) { return e.b.create<arith::AddIOp>(x, y); }
   Value sub(Value x, Value y) { return e.b.create<arith::SubIOp>(x, y); }
+  Value mul(Value x, Value y) { return e.b.create<arith::MulIOp>(x, y); }
   Value div(Value x, Value y) { return e.b.create<arith::DivUIOp>(x, y); }
+  Value rem(Value x, Value y) { return e.b.create<arith::RemUIOp>(x, y); }
   Value min(Value x, Value y) { return e.b.create<arith::MinSIOp>(x, y); }
   Value max(Value x, Value y) { return e.b.create<arith::MaxSIOp>(x, y); }
   Value lt(Value x, Value y) {
@@ -319,8 +321,14 @@ struct ValueArith {
   Value le(Value x, Value y) {
     return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, x, y);
   }
+  Value eq(Value x, Value y) {
+    return e.b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, x, y);
+  }
   Value logicalAnd(Value x, Value y) {
     return e.b.create<arith::AndIOp>(x, y);
+  }
+  Value select(Value condition, Value x, Value y) {
+    return e.b.create<arith::SelectOp>(condition, x, y);
   }
 };
 
@@ -385,8 +393,9 @@ private:
   /// The query head and query of tile row `row` (r0 + row).
   std::pair<Value, Value> headAndQuery(Value row) {
     Value global = e.add(r0, row);
-    return {e.add(e.mul(kvHead, group), e.div(global, S)),
-            e.rem(global, S)};
+    ValueArith arith{e, e.b.getIndexType()};
+    return {attn::semantics::packedQueryHead(arith, kvHead, group, global, S),
+            attn::semantics::packedQuery(arith, global, S)};
   }
   /// The offset of (batch, h, i, 0) in q (dim Dk) or the output (Dv).
   Value queryOffset(Value h, Value i, Value dim) {
@@ -458,19 +467,9 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   offset = e.sub(T, S);
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
-  // The positions i' the tile's rows span: its own range within one head,
-  // every query when it straddles two heads.
-  {
-    Value firstRow = r0, lastRow = e.add(r0, e.sub(nq, e.index(1)));
-    Value oneHead = e.b.create<arith::CmpIOp>(
-        arith::CmpIPredicate::eq, e.div(firstRow, S), e.div(lastRow, S));
-    Value firstI = e.b.create<arith::SelectOp>(oneHead, e.rem(firstRow, S),
-                                               e.index(0));
-    Value lastI = e.b.create<arith::SelectOp>(oneHead, e.rem(lastRow, S),
-                                              e.sub(S, e.index(1)));
-    firstQuery = e.add(firstI, offset);
-    lastQuery = e.add(lastI, offset);
-  }
+  // The positions i' the tile's rows span.
+  std::tie(firstQuery, lastQuery) = attn::semantics::packedPositions(
+      arith, r0, e.add(r0, e.sub(nq, e.index(1))), S, T);
 
   // Scratch tiles.
   int64_t BQ = t.queryTile, BK = t.keyTile;

@@ -14,10 +14,13 @@ attnc) decides: normwise relative error <= 1e-4 (2e-2 for f16 and bf16
 outputs), -inf lse exactly where the oracle has it, NaN never passes. Cases cover every score kind, the masks
 (causal, windows up to 2^63 - 1, key lengths with a fully masked batch,
 tensor masks), biases and ALiBi, softcap, GQA, both layouts, the lse,
-f16 and bf16, and run-time sizes.
+f16 and bf16, and run-time sizes. Each case runs twice: one query head per
+row tile, and with pack-query-heads (the G query heads of a kv head share
+the row tiles; tiles that straddle two heads included).
 """
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -109,6 +112,21 @@ CASES = [
          {"layout": "bshd", "mask": [{"kind": "window", "left": 2,
                                       "right": 0}]},
          dims={"B": 1, "S": 6, "T": 6, "Hq": 4, "Hkv": 2}, tiles=(4, 3)),
+    case("gqa_straddle_alibi_masks", [1, 6, 5, 4], [1, 2, 7, 4],
+         [1, 2, 7, 3],
+         {"bias": [{"kind": "tensor", "input": "bias"}, {"kind": "alibi"}],
+          "mask": [{"kind": "tensor", "input": "m"}, {"kind": "causal"},
+                   {"kind": "window", "left": 3, "right": HUGE}]},
+         extra={"bias": {"shape": [1, 6, 1, 7], "dtype": "f32"},
+                "m": {"shape": [1, 6, 5, 7], "dtype": "bool"}},
+         tiles=(4, 3)),
+    case("gqa_slopes_bshd_key_length", [2, 3, 6, 4], [2, 3, 1, 4],
+         [2, 3, 1, 5],
+         {"layout": "bshd", "bias": [{"kind": "alibi", "slopes": "sl"}],
+          "mask": [{"kind": "key_length", "input": "len"}]},
+         extra={"sl": {"shape": [6], "dtype": "f32"},
+                "len": {"shape": [2], "dtype": "i32"}},
+         tiles=(5, 2)),
     case("decode_one_row", [2, 8, 1, 16], [2, 2, 13, 16], [2, 2, 13, 16],
          {"mask": [{"kind": "causal"}]}, tiles=(8, 4)),
     case("bf16_causal_softcap", [1, 2, 7, 8], [1, 1, 9, 8], [1, 1, 9, 8],
@@ -236,14 +254,15 @@ def relative_error(got, want):
     return float(np.linalg.norm(got - want) / norm)
 
 
-def check(args, graph, dims, tiles, rng, scratch):
+def check(args, graph, dims, tiles, pack, rng, scratch):
     path = os.path.join(scratch, graph["name"] + ".json")
     with open(path, "w") as f:
         json.dump(graph, f)
     values = random_inputs(graph, dims, rng)
     fused = run([args.attnc, "import", "--fused", path], None, "attnc import")
     tiled = run([args.attn_opt,
-                 "--attn-tile-attention=row-tile=%d key-tile=%d" % tiles,
+                 "--attn-tile-attention=row-tile=%d key-tile=%d "
+                 "pack-query-heads=%d" % (tiles + (pack,)),
                  "--attn-lower-tile-ops", "--attn-approximate-math"],
                 fused, "attn-opt")
     if re.search(r"\battn\.(tile_|attention)", tiled):
@@ -283,9 +302,9 @@ def main():
     rng = np.random.default_rng(args.seed)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="attnc_tiled_") as scratch:
-        for graph, dims, tiles in CASES:
+        for (graph, dims, tiles), pack in itertools.product(CASES, (0, 1)):
             try:
-                errors = check(args, graph, dims, tiles, rng, scratch)
+                errors = check(args, graph, dims, tiles, pack, rng, scratch)
                 # The lse is f32 whatever the inputs are.
                 limits = [TOLERANCES[graph["inputs"]["v"]["dtype"]],
                           TOLERANCES["f32"]]
@@ -295,9 +314,11 @@ def main():
                 ok, detail = False, "%s: %s" % (type(error).__name__, error)
             failed += not ok
             if args.verbose or not ok:
-                print("%s %s tiles %s: %s" % ("ok  " if ok else "FAIL",
-                                              graph["name"], tiles, detail))
-    print("%d of %d tiled cases pass" % (len(CASES) - failed, len(CASES)))
+                print("%s %s tiles %s%s: %s" % (
+                    "ok  " if ok else "FAIL", graph["name"], tiles,
+                    " packed" if pack else "", detail))
+    total = 2 * len(CASES)
+    print("%d of %d tiled cases pass" % (total - failed, total))
     return 1 if failed else 0
 
 

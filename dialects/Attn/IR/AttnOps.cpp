@@ -639,6 +639,9 @@ semantics::ScaleRule TileScoresOp::getScaleRule() {
 LogicalResult TileMaskOp::verify() {
   if (!getCausal() && !getWindow())
     return emitOpError("needs a position mask: causal or window");
+  if (static_cast<bool>(getFirstRow()) != static_cast<bool>(getQueries()))
+    return emitOpError("packed rows need both the first row and the query "
+                       "count (rows %r0 mod %S)");
   return success();
 }
 

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 namespace mlir::attn::semantics {
 
@@ -132,6 +133,39 @@ inline KeyVisibility keyVisibility(bool causal,
 template <typename Arith, typename V>
 V alignedPosition(Arith &a, V query, V queryLen, V keyLen) {
   return a.add(query, a.sub(keyLen, queryLen));
+}
+
+/// Packed rows: a backend may give one tile the G query heads of a kv head
+/// (decoding, S = 1, then fills a tile instead of one row of it, and K and V
+/// are read once for the group). Row R in [0, G·S) of kv head k is query
+/// R mod S of query head k·G + R / S.
+template <typename Arith, typename V>
+V packedQueryHead(Arith &a, V kvHead, V group, V row, V queryLen) {
+  return a.add(a.mul(kvHead, group), a.div(row, queryLen));
+}
+template <typename Arith, typename V>
+V packedQuery(Arith &a, V row, V queryLen) {
+  return a.rem(row, queryLen);
+}
+/// The packed row of query i of query head h: (h mod G)·S + i.
+template <typename Arith, typename V>
+V packedRow(Arith &a, V queryHead, V group, V query, V queryLen) {
+  return a.add(a.mul(a.rem(queryHead, group), queryLen), query);
+}
+
+/// The aligned positions packed rows [firstRow, lastRow] span: their own
+/// range when they are queries of one head, every query's when they
+/// straddle two.
+template <typename Arith, typename V>
+std::pair<V, V> packedPositions(Arith &a, V firstRow, V lastRow, V queryLen,
+                                V keyLen) {
+  auto oneHead = a.eq(a.div(firstRow, queryLen), a.div(lastRow, queryLen));
+  V first =
+      a.select(oneHead, packedQuery(a, firstRow, queryLen), a.constant(0));
+  V last = a.select(oneHead, packedQuery(a, lastRow, queryLen),
+                    a.sub(queryLen, a.constant(1)));
+  return {alignedPosition(a, first, queryLen, keyLen),
+          alignedPosition(a, last, queryLen, keyLen)};
 }
 
 /// The first key position p may see: max(0, p - L). Not clamped to T.

@@ -50,7 +50,7 @@ def Attn_TileScoresOp : Attn_Op<"tile_scores", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure,
+def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure, AttrSizedOperandSegments,
     AllTypesMatch<["scores", "result"]>]> {
   let summary = "sets the scores a causal or window mask drops to -inf";
   let description = [{
@@ -60,12 +60,19 @@ def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure,
     (`j <= p`) and `window = [L, R]` (`p - L <= j <= p + R`); the key length
     is not part of it (a key loop bounded by `visibleKeys` never passes it).
 
+    With `rows %r0 mod %S` the tile's rows pack the query heads of a kv head
+    (`packedQuery`): row `r` is query `(r0 + r) mod S`, at `p = position +
+    (r0 + r) mod S`, so `position` is `T - S` there.
+
     ```mlir
     %m = attn.tile_mask %s [%p0, %j0] {causal} : tensor<?x?xf32>
+    %n = attn.tile_mask %s [%offset, %j0] rows %r0 mod %S {causal}
+        : tensor<?x?xf32>
     ```
   }];
   let arguments = (ins 2DTensorOf<[F32]>:$scores, Index:$position,
-                       Index:$key, UnitAttr:$causal,
+                       Index:$key, Optional<Index>:$firstRow,
+                       Optional<Index>:$queries, UnitAttr:$causal,
                        OptionalAttr<Attn_WindowAttr>:$window);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let extraClassDeclaration = [{
@@ -73,7 +80,8 @@ def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure,
     ::mlir::attn::semantics::KeyVisibility getKeyVisibility();
   }];
   let assemblyFormat = [{
-    $scores `[` $position `,` $key `]` attr-dict `:` type($result)
+    $scores `[` $position `,` $key `]`
+    (`rows` $firstRow^ `mod` $queries)? attr-dict `:` type($result)
   }];
   let hasVerifier = 1;
 }

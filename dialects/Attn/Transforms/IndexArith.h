@@ -34,6 +34,9 @@ struct IndexArith {
   Value div(Value x, Value y) {
     return b.createOrFold<arith::DivUIOp>(loc, x, y);
   }
+  Value rem(Value x, Value y) {
+    return b.createOrFold<arith::RemUIOp>(loc, x, y);
+  }
   Value min(Value x, Value y) {
     return b.createOrFold<arith::MinSIOp>(loc, x, y);
   }
@@ -46,8 +49,14 @@ struct IndexArith {
   Value le(Value x, Value y) {
     return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::sle, x, y);
   }
+  Value eq(Value x, Value y) {
+    return b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, x, y);
+  }
   Value logicalAnd(Value x, Value y) {
     return b.createOrFold<arith::AndIOp>(loc, x, y);
+  }
+  Value select(Value condition, Value x, Value y) {
+    return b.createOrFold<arith::SelectOp>(loc, condition, x, y);
   }
 };
 

@@ -245,7 +245,12 @@ Value TileLowering::mask(TileMaskOp op) {
           ArrayRef<IteratorType>{kParallel, kParallel},
           [&](OpBuilder &nested, Location loc, ValueRange args) {
             IndexArith a{nested, loc};
-            Value p = a.add(position, nested.create<linalg::IndexOp>(loc, 0));
+            Value row = nested.create<linalg::IndexOp>(loc, 0);
+            Value p = op.getFirstRow()
+                          ? a.add(position, semantics::packedQuery(
+                                                a, a.add(op.getFirstRow(), row),
+                                                Value(op.getQueries())))
+                          : a.add(position, row);
             Value j = a.add(key, nested.create<linalg::IndexOp>(loc, 1));
             // The tile never reaches past the keys: j + 1 stands for T.
             Value visible = semantics::keyVisible(a, rule, p, j,

@@ -42,14 +42,22 @@ def TileAttentionPass : Pass<"attn-tile-attention", "::mlir::func::FuncOp"> {
     the shifted scores, alpha, running sum, alpha · O) as `linalg.generic`s
     of `arith`/`math`, and `attn.tile_accumulate` (O + P · V). After the
     loop, `attn.tile_normalize` (O / l, 0 for l = 0, lse) and a
-    `tensor.parallel_insert_slice` per result. Nothing in it is specific to
-    one backend; the tile sizes are the schedule's.
+    `tensor.parallel_insert_slice` per result. With `pack-query-heads` the
+    forall runs over (batch, kv head, row tile) of the G·S rows of a kv
+    head's query heads (q gathered as [B, Hkv, G·S, D], the output and
+    lse scattered back).
+    Nothing in it is specific to one backend; the tile sizes are the
+    schedule's.
   }];
   let options = [
     Option<"rowTile", "row-tile", "int64_t", /*default=*/"64",
            "Query rows per tile (>= 1)">,
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"64",
            "Keys per tile (>= 1)">,
+    Option<"packQueryHeads", "pack-query-heads", "bool", /*default=*/"false",
+           "Tile the G = Hq / Hkv query heads of a kv head together: row "
+           "g·S + i of kv head k is query i of head k·G + g (decoding fills "
+           "a tile, K and V are read once per group)">,
   ];
   let dependentDialects = [
     "::mlir::attn::AttnDialect", "::mlir::arith::ArithDialect",

@@ -17,8 +17,14 @@
 //     out, lse = attn.tile_normalize(O, l, m)
 //   }
 //
-// Every rule of the op (visible keys, the tile test, the kv head) comes from
-// Attn/IR/AttnSemantics.h evaluated on `index` values.
+// With pack-query-heads the forall runs over (b, kv head, row tile) and the
+// rows of a tile are the G query heads of the kv head, row R = g·S + i
+// (`packedQueryHead`, `packedQuery`): a decode step (S = 1) then fills a tile,
+// and K and V are read once per group. q is gathered as [B, Hkv, G·S, D]
+// for it, and the output and lse are scattered back after the loop.
+//
+// Every rule of the op (visible keys, the tile test, the kv head, packed
+// rows) comes from Attn/IR/AttnSemantics.h evaluated on `index` values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,12 +124,18 @@ Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       .getResult(0);
 }
 
+/// Where a row of the scores tile comes from: its query head, query index
+/// and aligned position, and the head's ALiBi slope (null without ALiBi).
+struct RowSource {
+  Value head, query, position, slope;
+};
+
 class AttentionTiler {
 public:
   AttentionTiler(RewriterBase &rewriter, AttentionOp op, int64_t rowTile,
-                 int64_t keyTile)
+                 int64_t keyTile, bool packHeads)
       : b(rewriter), loc(op.getLoc()), op(op), rowTile(rowTile),
-        keyTile(keyTile), axes(op.getLayoutAxes()),
+        keyTile(keyTile), packHeads(packHeads), axes(op.getLayoutAxes()),
         rule(op.getKeyVisibility()) {}
 
   LogicalResult rewrite();
@@ -133,11 +145,13 @@ private:
   Location loc;
   AttentionOp op;
   int64_t rowTile, keyTile;
+  bool packHeads;
   semantics::LayoutAxes axes;
   semantics::KeyVisibility rule;
 
-  // Sizes: B, Hq, Hkv, S, T, Dk, Dv.
+  // Sizes: B, Hq, Hkv, S, T, Dk, Dv, and G = Hq / Hkv when packing.
   OpFoldResult batches, queryHeads, kvHeads, queryLen, keyLen, keyDim, valueDim;
+  OpFoldResult group, rowExtent;
   // Per broadcast operand (biases, then masks): its dims as index values,
   // read once outside the loops.
   SmallVector<SmallVector<OpFoldResult>> biasDims, maskDims;
@@ -150,39 +164,45 @@ private:
   struct TileSlice {
     SmallVector<OpFoldResult> offsets, sizes, strides;
   };
-  TileSlice tileSlice(Value batch, Value head, Value start,
-                      OpFoldResult length, OpFoldResult depth);
-  Value extractTile(Value tensor, Value batch, Value head, Value start,
-                    OpFoldResult length, OpFoldResult depth);
-  Value standardSlope(IndexArith &a, Value head);
-  Value transformScores(Value scores, Value batch, Value head, Value row0,
-                        Value position0, Value key0, Value slope);
+  TileSlice tileSlice(semantics::LayoutAxes layout, Value batch, Value head,
+                      Value start, OpFoldResult length, OpFoldResult depth);
+  Value extractTile(Value tensor, semantics::LayoutAxes layout, Value batch,
+                    Value head, Value start, OpFoldResult length,
+                    OpFoldResult depth);
+  Value packedView(Value tensor, OpFoldResult depth);
+  Value unpackedView(Value packed, Type resultType, bool lse);
+  Value slopeOf(OpBuilder &builder, Location at, Value head);
+  Value standardSlope(OpBuilder &builder, Location at, Value head);
+  Value transformScores(
+      Value scores, Value batch, Value key0,
+      function_ref<RowSource(OpBuilder &, Location, Value)> rowSource);
   void gatherIndex(OpBuilder &nested, Location nestedLoc,
                    ArrayRef<OpFoldResult> dims, ArrayRef<Value> coordinates,
                    SmallVectorImpl<Value> &indices);
 };
 
 AttentionTiler::TileSlice
-AttentionTiler::tileSlice(Value batch, Value head, Value start,
-                          OpFoldResult length, OpFoldResult depth) {
+AttentionTiler::tileSlice(semantics::LayoutAxes layout, Value batch, Value head,
+                          Value start, OpFoldResult length,
+                          OpFoldResult depth) {
   TileSlice slice{SmallVector<OpFoldResult>(4), SmallVector<OpFoldResult>(4),
                   SmallVector<OpFoldResult>(4, b.getIndexAttr(1))};
-  slice.offsets[axes.batch] = batch;
-  slice.offsets[axes.heads] = head;
-  slice.offsets[axes.length] = start;
-  slice.offsets[axes.depth] = b.getIndexAttr(0);
-  slice.sizes[axes.batch] = b.getIndexAttr(1);
-  slice.sizes[axes.heads] = b.getIndexAttr(1);
-  slice.sizes[axes.length] = length;
-  slice.sizes[axes.depth] = depth;
+  slice.offsets[layout.batch] = batch;
+  slice.offsets[layout.heads] = head;
+  slice.offsets[layout.length] = start;
+  slice.offsets[layout.depth] = b.getIndexAttr(0);
+  slice.sizes[layout.batch] = b.getIndexAttr(1);
+  slice.sizes[layout.heads] = b.getIndexAttr(1);
+  slice.sizes[layout.length] = length;
+  slice.sizes[layout.depth] = depth;
   return slice;
 }
 
 /// The tileSlice of `tensor`, rank-reduced to 2-D.
-Value AttentionTiler::extractTile(Value tensor, Value batch, Value head,
-                                  Value start, OpFoldResult length,
-                                  OpFoldResult depth) {
-  TileSlice slice = tileSlice(batch, head, start, length, depth);
+Value AttentionTiler::extractTile(Value tensor, semantics::LayoutAxes layout,
+                                  Value batch, Value head, Value start,
+                                  OpFoldResult length, OpFoldResult depth) {
+  TileSlice slice = tileSlice(layout, batch, head, start, length, depth);
   auto sourceType = cast<RankedTensorType>(tensor.getType());
   RankedTensorType type =
       tensor::ExtractSliceOp::inferCanonicalRankReducedResultType(
@@ -194,12 +214,13 @@ Value AttentionTiler::extractTile(Value tensor, Value batch, Value head,
 /// The standard ALiBi slope of query head h: n = 2^floor(log2 Hq); head
 /// h < n gets 2^(-8(h+1)/n), the others every other slope of the 2n list,
 /// 2^(-8(2(h-n)+1)/(2n)).
-Value AttentionTiler::standardSlope(IndexArith &a, Value head) {
+Value AttentionTiler::standardSlope(OpBuilder &b, Location loc, Value head) {
   Type i64 = b.getI64Type(), f64 = b.getF64Type();
   auto constant = [&](int64_t value) {
     return b.create<arith::ConstantIntOp>(loc, value, 64);
   };
-  Value hq = b.create<arith::IndexCastOp>(loc, i64, index(queryHeads));
+  Value hq = b.create<arith::IndexCastOp>(
+      loc, i64, getValueOrCreateConstantIndexOp(b, loc, queryHeads));
   Value leading = b.create<math::CountLeadingZerosOp>(loc, hq);
   Value one = constant(1), two = constant(2);
   Value n = b.create<arith::ShLIOp>(
@@ -221,6 +242,80 @@ Value AttentionTiler::standardSlope(IndexArith &a, Value head) {
       loc, b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(-8.0)), ratio);
   return b.create<arith::TruncFOp>(loc, f32(b),
                                    b.create<math::Exp2Op>(loc, power));
+}
+
+/// The ALiBi slope of query head `head`: the given slopes or the standard
+/// ones; null without ALiBi.
+Value AttentionTiler::slopeOf(OpBuilder &builder, Location at, Value head) {
+  if (!op.getAlibi())
+    return Value();
+  if (Value slopes = op.getAlibiSlopes())
+    return builder.create<tensor::ExtractOp>(at, slopes, ValueRange{head});
+  return standardSlope(builder, at, head);
+}
+
+/// q ([B, Hq, S, D] or bshd's [B, S, Hq, D]) as [B, Hkv, G·S, D]: row
+/// g·S + i of kv head k is query i of head k·G + g. A gather, not a
+/// reshape: upstream bufferization cannot yet expand a run-time head count
+/// into two run-time dims.
+Value AttentionTiler::packedView(Value tensor, OpFoldResult depth) {
+  Type element = cast<RankedTensorType>(tensor.getType()).getElementType();
+  Value init = b.create<tensor::EmptyOp>(
+      loc, ArrayRef<OpFoldResult>{batches, kvHeads, rowExtent, depth}, element);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(4, b.getContext());
+  return generic(
+      b, loc, ValueRange{}, init, {identity},
+      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+      [&](OpBuilder &nested, Location at, ValueRange) {
+        IndexArith a{nested, at};
+        Value row = nested.create<linalg::IndexOp>(at, 2);
+        Value S = index(queryLen);
+        SmallVector<Value> indices(4);
+        indices[axes.batch] = nested.create<linalg::IndexOp>(at, 0);
+        indices[axes.heads] = semantics::packedQueryHead(
+            a, Value(nested.create<linalg::IndexOp>(at, 1)), index(group), row,
+            S);
+        indices[axes.length] = semantics::packedQuery(a, row, S);
+        indices[axes.depth] = nested.create<linalg::IndexOp>(at, 3);
+        return nested.create<tensor::ExtractOp>(at, tensor, indices)
+            .getResult();
+      });
+}
+
+/// The inverse of packedView for the output ([B, Hkv, G·S, Dv] to the
+/// layout's [B, Hq, S, Dv]) or the lse ([B, Hkv, G·S] to [B, Hq, S]).
+Value AttentionTiler::unpackedView(Value packed, Type resultType, bool lse) {
+  auto type = cast<RankedTensorType>(resultType);
+  int64_t rank = type.getRank();
+  semantics::LayoutAxes layout =
+      lse ? semantics::layoutAxes(/*bhsd=*/true) : axes;
+  SmallVector<OpFoldResult> sizes(rank);
+  sizes[layout.batch] = batches;
+  sizes[layout.heads] = queryHeads;
+  sizes[layout.length] = queryLen;
+  if (!lse)
+    sizes[layout.depth] = valueDim;
+  Value init = b.create<tensor::EmptyOp>(loc, sizes, type.getElementType());
+  init = b.createOrFold<tensor::CastOp>(loc, type, init);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  return generic(
+      b, loc, ValueRange{}, init, {identity},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nested, Location at, ValueRange) {
+        IndexArith a{nested, at};
+        auto dim = [&](int64_t d) -> Value {
+          return nested.create<linalg::IndexOp>(at, d);
+        };
+        Value head = dim(layout.heads), G = index(group);
+        SmallVector<Value> indices = {dim(layout.batch), a.div(head, G),
+                                      semantics::packedRow(a, head, G,
+                                                           dim(layout.length),
+                                                           index(queryLen))};
+        if (!lse)
+          indices.push_back(dim(layout.depth));
+        return nested.create<tensor::ExtractOp>(at, packed, indices)
+            .getResult();
+      });
 }
 
 /// Indices into a tensor broadcast to the scores [B, Hq, S, T]: a dim of
@@ -249,12 +344,11 @@ void AttentionTiler::gatherIndex(OpBuilder &nested, Location nestedLoc,
 }
 
 /// Biases, ALiBi and tensor masks on the scores tile, one element at a
-/// time: row r is query row0 + r at position position0 + r, column c key
-/// key0 + c.
-Value AttentionTiler::transformScores(Value scores, Value batch, Value head,
-                                      Value row0, Value position0, Value key0,
-                                      Value slope) {
-  if (op.getBiases().empty() && op.getMasks().empty() && !slope)
+/// time: row r comes from `rowSource(r)`, column c is key key0 + c.
+Value AttentionTiler::transformScores(
+    Value scores, Value batch, Value key0,
+    function_ref<RowSource(OpBuilder &, Location, Value)> rowSource) {
+  if (op.getBiases().empty() && op.getMasks().empty() && !op.getAlibi())
     return scores;
   std::optional<ArrayRef<bool>> drops;
   if (auto attr = op.getMaskDrops())
@@ -269,8 +363,9 @@ Value AttentionTiler::transformScores(Value scores, Value batch, Value head,
         Value r = nested.create<linalg::IndexOp>(nestedLoc, 0);
         Value c = nested.create<linalg::IndexOp>(nestedLoc, 1);
         IndexArith a{nested, nestedLoc};
-        Value query = a.add(row0, r), key = a.add(key0, c);
-        SmallVector<Value> coordinates = {batch, head, query, key};
+        RowSource row = rowSource(nested, nestedLoc, r);
+        Value key = a.add(key0, c);
+        SmallVector<Value> coordinates = {batch, row.head, row.query, key};
         for (auto [bias, dims] : llvm::zip_equal(op.getBiases(), biasDims)) {
           SmallVector<Value> indices;
           gatherIndex(nested, nestedLoc, dims, coordinates, indices);
@@ -278,16 +373,16 @@ Value AttentionTiler::transformScores(Value scores, Value batch, Value head,
           s = nested.create<arith::AddFOp>(nestedLoc, s,
                                            toF32(nested, nestedLoc, x));
         }
-        if (slope) {
+        if (row.slope) {
           // -slope · |p - j|: distances stay exact in i64.
           Value distance = nested.create<math::AbsIOp>(
-              nestedLoc, nested.create<arith::IndexCastOp>(
-                             nestedLoc, nested.getI64Type(),
-                             a.sub(a.add(position0, r), key)));
+              nestedLoc,
+              nested.create<arith::IndexCastOp>(nestedLoc, nested.getI64Type(),
+                                                a.sub(row.position, key)));
           Value penalty = nested.create<arith::MulFOp>(
               nestedLoc,
               nested.create<arith::SIToFPOp>(nestedLoc, f32(nested), distance),
-              slope);
+              row.slope);
           s = nested.create<arith::SubFOp>(nestedLoc, s, penalty);
         }
         Value keep;
@@ -341,46 +436,73 @@ LogicalResult AttentionTiler::rewrite() {
 
   IndexArith a{b, loc};
   Value S = index(queryLen), T = index(keyLen);
+  // The rows of one forall iteration: S queries of a query head, or G·S
+  // packed rows of a kv head.
+  rowExtent = queryLen;
+  if (packHeads) {
+    group = getAsOpFoldResult(
+        semantics::groupSize(a, index(queryHeads), index(kvHeads)));
+    rowExtent = getAsOpFoldResult(a.mul(index(group), S));
+  }
+  Value rowEnd = index(rowExtent);
   OpFoldResult rowTiles = getAsOpFoldResult(
-      b.createOrFold<arith::CeilDivUIOp>(loc, S, a.constant(rowTile)));
+      b.createOrFold<arith::CeilDivUIOp>(loc, rowEnd, a.constant(rowTile)));
+  semantics::LayoutAxes packedAxes = semantics::layoutAxes(/*bhsd=*/true);
+  Value queries = packHeads ? packedView(q, keyDim) : q;
 
-  // The results, written by the row tiles.
+  // The results, written by the row tiles (packed: [B, Hkv, G·S, Dv] and
+  // [B, Hkv, G·S], unpacked after the loop).
   auto outType = cast<RankedTensorType>(out.getType());
   SmallVector<OpFoldResult> outSizes(4);
   outSizes[axes.batch] = batches;
   outSizes[axes.heads] = queryHeads;
   outSizes[axes.length] = queryLen;
   outSizes[axes.depth] = valueDim;
+  if (packHeads)
+    outSizes = {batches, kvHeads, rowExtent, valueDim};
+  OpFoldResult lseHeads = packHeads ? kvHeads : queryHeads;
   SmallVector<Value> inits = {
       b.create<tensor::EmptyOp>(loc, outSizes, outType.getElementType())};
   if (lse)
     inits.push_back(b.create<tensor::EmptyOp>(
-        loc, ArrayRef<OpFoldResult>{batches, queryHeads, queryLen}, f32(b)));
+        loc, ArrayRef<OpFoldResult>{batches, lseHeads, rowExtent}, f32(b)));
   // The result types of attn.attention may know dims the operands do not.
-  inits[0] = b.createOrFold<tensor::CastOp>(loc, outType, inits[0]);
-  if (lse)
-    inits[1] = b.createOrFold<tensor::CastOp>(loc, lse.getType(), inits[1]);
+  if (!packHeads) {
+    inits[0] = b.createOrFold<tensor::CastOp>(loc, outType, inits[0]);
+    if (lse)
+      inits[1] = b.createOrFold<tensor::CastOp>(loc, lse.getType(), inits[1]);
+  }
 
   auto forall = b.create<scf::ForallOp>(
-      loc, ArrayRef<OpFoldResult>{batches, queryHeads, rowTiles}, inits,
-      std::nullopt);
+      loc,
+      ArrayRef<OpFoldResult>{batches, packHeads ? kvHeads : queryHeads,
+                             rowTiles},
+      inits, std::nullopt);
   Block *body = forall.getBody();
   b.setInsertionPoint(body->getTerminator());
-  Value batch = forall.getInductionVar(0), head = forall.getInductionVar(1),
+  Value batch = forall.getInductionVar(0), unit = forall.getInductionVar(1),
         tile = forall.getInductionVar(2);
   Value row0 = a.mul(tile, a.constant(rowTile));
   OpFoldResult rows =
-      tileSize(a, queryLen, row0, S, rowTile, /*staticAllowed=*/true);
+      tileSize(a, rowExtent, row0, rowEnd, rowTile, /*staticAllowed=*/true);
   Value rowCount = index(rows);
   // GQA: query head h reads kv head h / (Hq / Hkv).
-  Value kvHead =
-      semantics::kvHeadOf(a, head, index(queryHeads), index(kvHeads));
-  Value qTile = extractTile(q, batch, head, row0, rows, keyDim);
+  Value kvHead = packHeads ? unit
+                           : semantics::kvHeadOf(a, unit, index(queryHeads),
+                                                 index(kvHeads));
+  Value qTile = extractTile(queries, packHeads ? packedAxes : axes, batch, unit,
+                            row0, rows, keyDim);
 
   // The positions p = i + T - S the tile's rows span, and the keys they see.
-  Value firstPosition = semantics::alignedPosition(a, row0, S, T);
-  Value lastPosition = semantics::alignedPosition(
-      a, a.sub(a.add(row0, rowCount), a.constant(1)), S, T);
+  Value firstPosition, lastPosition;
+  auto lastRow = [&] { return a.sub(a.add(row0, rowCount), a.constant(1)); };
+  if (packHeads) {
+    std::tie(firstPosition, lastPosition) =
+        semantics::packedPositions(a, row0, lastRow(), S, T);
+  } else {
+    firstPosition = semantics::alignedPosition(a, row0, S, T);
+    lastPosition = semantics::alignedPosition(a, lastRow(), S, T);
+  }
   std::optional<Value> keyLength;
   if (Value lengths = op.getKeyLengths())
     keyLength = b.create<arith::IndexCastOp>(
@@ -392,13 +514,18 @@ LogicalResult AttentionTiler::rewrite() {
   if (rule.narrowsKeys())
     lastKey = a.max(lastKey, firstKey); // No key: an empty loop.
 
-  Value slope;
-  if (op.getAlibi())
-    slope = op.getAlibiSlopes()
-                ? b.create<tensor::ExtractOp>(loc, op.getAlibiSlopes(),
-                                              ValueRange{head})
-                      .getResult()
-                : standardSlope(a, head);
+  // Row r of a tile: query row0 + r of head `unit`, or packed row row0 + r.
+  Value slope = packHeads ? Value() : slopeOf(b, loc, unit);
+  auto rowSource = [&](OpBuilder &nested, Location at, Value r) {
+    IndexArith ra{nested, at};
+    Value row = ra.add(row0, r);
+    if (!packHeads)
+      return RowSource{unit, row, ra.add(firstPosition, r), slope};
+    Value head = semantics::packedQueryHead(ra, kvHead, index(group), row, S);
+    Value query = semantics::packedQuery(ra, row, S);
+    return RowSource{head, query, semantics::alignedPosition(ra, query, S, T),
+                     slopeOf(nested, at, head)};
+  };
 
   // Running state: m = -inf, l = 0, O = 0.
   double minusInf = -std::numeric_limits<double>::infinity();
@@ -423,8 +550,8 @@ LogicalResult AttentionTiler::rewrite() {
         Value oldMax = state[0], oldSum = state[1], oldAcc = state[2];
         OpFoldResult keys = tileSize(a, keyLen, key0, lastKey, keyTile,
                                      /*staticAllowed=*/!rule.narrowsKeys());
-        Value kTile = extractTile(k, batch, kvHead, key0, keys, keyDim);
-        Value vTile = extractTile(v, batch, kvHead, key0, keys, valueDim);
+        Value kTile = extractTile(k, axes, batch, kvHead, key0, keys, keyDim);
+        Value vTile = extractTile(v, axes, batch, kvHead, key0, keys, valueDim);
 
         SmallVector<int64_t> scoreShape;
         SmallVector<Value> scoreDynamic;
@@ -434,7 +561,7 @@ LogicalResult AttentionTiler::rewrite() {
             loc, scoreType, qTile, kTile, op.getGeneralWeight(),
             op.getQueryWeight(), op.getKeyWeight(), op.getScoreVector(),
             op.getScoreAttr(), op.getScaleAttr(), op.getSoftcapAttr());
-        s = transformScores(s, batch, head, row0, firstPosition, key0, slope);
+        s = transformScores(s, batch, key0, rowSource);
 
         // Causal and window masks cut only the tiles that straddle their
         // diagonals; key_length is the loop's bound already.
@@ -449,9 +576,16 @@ LogicalResult AttentionTiler::rewrite() {
           {
             OpBuilder::InsertionGuard inner(b);
             b.setInsertionPointToStart(ifOp.thenBlock());
+            // Packed rows: p = (T - S) + (row0 + r) mod S.
             Value masked =
-                b.create<TileMaskOp>(loc, scoreType, s, firstPosition, key0,
-                                     op.getCausalAttr(), op.getWindowAttr());
+                packHeads
+                    ? b.create<TileMaskOp>(
+                          loc, scoreType, s,
+                          semantics::alignedPosition(a, a.constant(0), S, T),
+                          key0, row0, S, op.getCausalAttr(), op.getWindowAttr())
+                    : b.create<TileMaskOp>(
+                          loc, scoreType, s, firstPosition, key0, Value(),
+                          Value(), op.getCausalAttr(), op.getWindowAttr());
             b.create<scf::YieldOp>(loc, masked);
             b.setInsertionPointToStart(ifOp.elseBlock());
             b.create<scf::YieldOp>(loc, s);
@@ -527,19 +661,27 @@ LogicalResult AttentionTiler::rewrite() {
       lse ? finalMax : Value());
 
   b.setInsertionPointToStart(forall.getTerminator().getBody());
-  TileSlice outSlice = tileSlice(batch, head, row0, rows, valueDim);
-  b.create<tensor::ParallelInsertSliceOp>(loc, normalize.getOutput(),
-                                          body->getArgument(3), outSlice.offsets,
-                                          outSlice.sizes, outSlice.strides);
+  TileSlice outSlice = tileSlice(packHeads ? packedAxes : axes, batch, unit,
+                                 row0, rows, valueDim);
+  b.create<tensor::ParallelInsertSliceOp>(
+      loc, normalize.getOutput(), body->getArgument(3), outSlice.offsets,
+      outSlice.sizes, outSlice.strides);
   if (lse) {
     SmallVector<OpFoldResult> lseStrides(3, b.getIndexAttr(1));
     b.create<tensor::ParallelInsertSliceOp>(
         loc, normalize.getLse(), body->getArgument(4),
-        ArrayRef<OpFoldResult>{batch, head, row0},
+        ArrayRef<OpFoldResult>{batch, unit, row0},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), rows},
         lseStrides);
   }
-  b.replaceOp(op, forall.getResults());
+  SmallVector<Value> results = forall.getResults();
+  if (packHeads) {
+    b.setInsertionPointAfter(forall);
+    results[0] = unpackedView(results[0], outType, /*lse=*/false);
+    if (lse)
+      results[1] = unpackedView(results[1], lse.getType(), /*lse=*/true);
+  }
+  b.replaceOp(op, results);
   // The rules are written for every mask; drop the index arithmetic that
   // this op's masks leave unused (positions without causal or window).
   for (Operation *prev = forall->getPrevNode(); prev && prev != boundary;) {
@@ -575,7 +717,8 @@ struct TileAttentionPass
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops)
-      (void)AttentionTiler(rewriter, op, rowTile, keyTile).rewrite();
+      (void)AttentionTiler(rewriter, op, rowTile, keyTile, packQueryHeads)
+          .rewrite();
   }
 };
 

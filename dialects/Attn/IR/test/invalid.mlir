@@ -1007,6 +1007,16 @@ func.func @tile_mask_without_mask(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?x
 
 // -----
 
+// Tests that packed rows need both the first row and the query count (the
+// generic form can give one alone).
+func.func @tile_mask_half_packed(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf32> {
+  // expected-error @+1 {{packed rows need both the first row and the query count}}
+  %0 = "attn.tile_mask"(%s, %p, %p, %p) {causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>} : (tensor<?x?xf32>, index, index, index) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
 // Tests that tile_mask rejects a negative window bound (the ODS constraint
 // attn.attention has).
 func.func @tile_mask_negative_window(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf32> {
