@@ -33,8 +33,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 sys.path.insert(0, HERE)
 import oracle  # noqa: E402
-from tiled_ir import (LLVM_BIN, LLVM_LIB, LOWER, MLIR_TYPES,  # noqa: E402
-                      TOLERANCES, literal, printed_arrays, relative_error, run)
+from tiled_ir import (MLIR_TYPES, TOLERANCES, literal,  # noqa: E402
+                      relative_error, require_tools, run, run_on_cpu)
 
 
 def graph(name, inputs, nodes, outputs, dims=None, values=None):
@@ -305,14 +305,7 @@ def check(args, document, dims, fixed, rng, scratch):
     end = body.rindex("}")
     module = body[:end] + main_function(lowered, document, dims, values) + \
         "\n}\n"
-    llvm = run([os.path.join(LLVM_BIN, "mlir-opt")] + LOWER, module,
-               "mlir-opt")
-    printed = run([os.path.join(LLVM_BIN, "mlir-cpu-runner"), "-e", "main",
-                   "-entry-point-result=void",
-                   "-shared-libs=%s/libmlir_runner_utils.so,"
-                   "%s/libmlir_c_runner_utils.so" % (LLVM_LIB, LLVM_LIB)],
-                  llvm, "mlir-cpu-runner")
-    got = printed_arrays(printed)
+    got = run_on_cpu(module)
     typed = oracle.evaluate_typed(document,
                                   {n: values[n] for n in document["inputs"]},
                                   dict(dims))
@@ -333,10 +326,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    for tool in ("mlir-opt", "mlir-cpu-runner"):
-        if not os.path.exists(os.path.join(LLVM_BIN, tool)):
-            sys.exit("primitives_ir.py: %s/%s is missing (mlir-19-tools; "
-                     "scripts/setup.sh installs it)" % (LLVM_BIN, tool))
+    require_tools("primitives_ir.py")
     rng = np.random.default_rng(args.seed)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="attnc_primitives_") as scratch:

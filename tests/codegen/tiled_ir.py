@@ -254,6 +254,26 @@ def relative_error(got, want):
     return float(np.linalg.norm(got - want) / norm)
 
 
+def require_tools(script):
+    for tool in ("mlir-opt", "mlir-cpu-runner"):
+        if not os.path.exists(os.path.join(LLVM_BIN, tool)):
+            sys.exit("%s: %s/%s is missing (mlir-19-tools; "
+                     "scripts/setup.sh installs it)" % (script, LLVM_BIN, tool))
+
+
+def run_on_cpu(module):
+    """Lowers `module` (tensor code with a @main that prints its results)
+    upstream and runs it; returns the printed arrays."""
+    lowered = run([os.path.join(LLVM_BIN, "mlir-opt")] + LOWER, module,
+                  "mlir-opt")
+    printed = run([os.path.join(LLVM_BIN, "mlir-cpu-runner"), "-e", "main",
+                   "-entry-point-result=void",
+                   "-shared-libs=%s/libmlir_runner_utils.so,"
+                   "%s/libmlir_c_runner_utils.so" % (LLVM_LIB, LLVM_LIB)],
+                  lowered, "mlir-cpu-runner")
+    return printed_arrays(printed)
+
+
 def check(args, graph, dims, tiles, pack, rng, scratch):
     path = os.path.join(scratch, graph["name"] + ".json")
     with open(path, "w") as f:
@@ -271,14 +291,7 @@ def check(args, graph, dims, tiles, pack, rng, scratch):
     body = tiled.rstrip()
     end = body.rindex("}")
     module = body[:end] + main_function(tiled, graph, dims, values) + "\n}\n"
-    lowered = run([os.path.join(LLVM_BIN, "mlir-opt")] + LOWER, module,
-                  "mlir-opt")
-    printed = run([os.path.join(LLVM_BIN, "mlir-cpu-runner"), "-e", "main",
-                   "-entry-point-result=void",
-                   "-shared-libs=%s/libmlir_runner_utils.so,"
-                   "%s/libmlir_c_runner_utils.so" % (LLVM_LIB, LLVM_LIB)],
-                  lowered, "mlir-cpu-runner")
-    got = printed_arrays(printed)
+    got = run_on_cpu(module)
     want = oracle.evaluate(graph, {n: values[n] for n in graph["inputs"]},
                            {d: dims[d] for d in dims})
     errors = [relative_error(g, np.asarray(want[name], np.float64).ravel())
@@ -295,10 +308,7 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
-    for tool in ("mlir-opt", "mlir-cpu-runner"):
-        if not os.path.exists(os.path.join(LLVM_BIN, tool)):
-            sys.exit("tiled_ir.py: %s/%s is missing (mlir-19-tools; "
-                     "scripts/setup.sh installs it)" % (LLVM_BIN, tool))
+    require_tools("tiled_ir.py")
     rng = np.random.default_rng(args.seed)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="attnc_tiled_") as scratch:
