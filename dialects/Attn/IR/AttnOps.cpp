@@ -649,6 +649,15 @@ semantics::KeyVisibility TileMaskOp::getKeyVisibility() {
   return keyVisibilityOf(getCausal(), getWindow(), /*keyLength=*/false);
 }
 
+LogicalResult TileSoftmaxUpdateOp::verify() {
+  RankedTensorType scores = tensorType(getScores()), max = tensorType(getMax());
+  if (!compatible(scores.getDimSize(0), max.getDimSize(0)))
+    return emitOpError("the running max and sum must have one entry per row "
+                       "of the scores ")
+           << formatShape(scores.getShape());
+  return success();
+}
+
 LogicalResult TileAccumulateOp::verify() {
   RankedTensorType p = tensorType(getProbabilities()),
                    v = tensorType(getValue()),
@@ -659,6 +668,11 @@ LogicalResult TileAccumulateOp::verify() {
     return emitOpError("tiles do not chain: P ")
            << formatShape(p.getShape()) << " x V " << formatShape(v.getShape())
            << " into " << formatShape(acc.getShape());
+  if (Value rescale = getRescale())
+    if (!compatible(tensorType(rescale).getDimSize(0), acc.getDimSize(0)))
+      return emitOpError("rescale must have one entry per row of the "
+                         "accumulator ")
+             << formatShape(acc.getShape());
   return success();
 }
 

@@ -86,26 +86,55 @@ def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
-def Attn_TileAccumulateOp : Attn_Op<"tile_accumulate", [Pure,
-    AllTypesMatch<["accumulator", "result"]>]> {
-  let summary = "acc + P · V for a tile of probabilities";
+def Attn_TileSoftmaxUpdateOp : Attn_Op<"tile_softmax_update", [Pure,
+    AllTypesMatch<["scores", "probabilities"]>,
+    AllTypesMatch<["max", "sum", "newMax", "newSum", "alpha"]>]> {
+  let summary = "one online-softmax step over a tile of scores";
   let description = [{
-    `probabilities [M, N]` (f32) times `value [N, Dv]` added to the f32
-    accumulator `[M, Dv]`. The rescale by alpha comes before it, as its own
-    arith ops on the accumulator.
+    From the scores `s [M, N]` (natural units, -inf where masked) and the
+    running max `m` and sum `l` of each row (`[M]`): `m' = max(m, rowmax s)`;
+    `shift = m'`, or 0 where `m' = -inf` (a row without a visible key yet:
+    then `exp(s - shift)` is 0, never NaN); `alpha = exp(m - shift)`,
+    `p = exp(s - shift)`, `l' = alpha · l + rowsum p`. The accumulator's
+    rescale by `alpha` is `attn.tile_accumulate`'s.
 
     ```mlir
-    %o = attn.tile_accumulate %p, %v, %acc
-        : (tensor<?x?xf32>, tensor<?x64xbf16>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    %p, %m1, %l1, %alpha = attn.tile_softmax_update %s, %m, %l
+        : tensor<?x?xf32>, tensor<?xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$scores, 1DTensorOf<[F32]>:$max,
+                       1DTensorOf<[F32]>:$sum);
+  let results = (outs 2DTensorOf<[F32]>:$probabilities,
+                      1DTensorOf<[F32]>:$newMax, 1DTensorOf<[F32]>:$newSum,
+                      1DTensorOf<[F32]>:$alpha);
+  let assemblyFormat = [{
+    $scores `,` $max `,` $sum attr-dict `:` type($scores) `,` type($max)
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_TileAccumulateOp : Attn_Op<"tile_accumulate", [Pure,
+    AllTypesMatch<["accumulator", "result"]>]> {
+  let summary = "alpha · acc + P · V for a tile of probabilities";
+  let description = [{
+    `probabilities [M, N]` (f32) times `value [N, Dv]` added to the f32
+    accumulator `[M, Dv]`, each accumulator row first multiplied by
+    `rescale [M]` when it is given (the online softmax's alpha).
+
+    ```mlir
+    %o = attn.tile_accumulate %p, %v, %acc rescale(%alpha)
+        : (tensor<?x?xf32>, tensor<?x64xbf16>, tensor<?x64xf32>, tensor<?xf32>) -> tensor<?x64xf32>
     ```
   }];
   let arguments = (ins 2DTensorOf<[F32]>:$probabilities,
                        2DTensorOf<[AnyFloat]>:$value,
-                       2DTensorOf<[F32]>:$accumulator);
+                       2DTensorOf<[F32]>:$accumulator,
+                       Optional<1DTensorOf<[F32]>>:$rescale);
   let results = (outs 2DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $probabilities `,` $value `,` $accumulator attr-dict `:`
-    functional-type(operands, results)
+    $probabilities `,` $value `,` $accumulator (`rescale` `(` $rescale^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

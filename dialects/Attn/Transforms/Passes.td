@@ -38,9 +38,9 @@ def TileAttentionPass : Pass<"attn-tile-attention", "::mlir::func::FuncOp"> {
     visited. The kv head is `kvHeadOf` the query head (GQA, MQA). Per key
     tile: `attn.tile_scores`, biases, ALiBi and tensor masks as a
     `linalg.generic`, `attn.tile_mask` under an `scf.if` on
-    `!blockFullyVisible`, the online-softmax update (running max, `exp2` of
-    the shifted scores, alpha, running sum, alpha · O) as `linalg.generic`s
-    of `arith`/`math`, and `attn.tile_accumulate` (O + P · V). After the
+    `!blockFullyVisible`, `attn.tile_softmax_update` (running max, the
+    probabilities, alpha, running sum) and `attn.tile_accumulate`
+    (alpha · O + P · V). After the
     loop, `attn.tile_normalize` (O / l, 0 for l = 0, lse) and a
     `tensor.parallel_insert_slice` per result. With `pack-query-heads` the
     forall runs over (batch, kv head, row tile) of the G·S rows of a kv
@@ -71,8 +71,10 @@ def LowerTileOpsPass : Pass<"attn-lower-tile-ops", "::mlir::func::FuncOp"> {
   let description = [{
     The portable lowering of `attn.tile_scores` (each score kind, the scale
     with 1/sqrt(Dk) read at run time when Dk is, the softcap), `attn.tile_mask`
-    (`semantics::keyVisible` per element), `attn.tile_accumulate` and
-    `attn.tile_normalize` into `linalg.generic`s that accumulate in f32.
+    (`semantics::keyVisible` per element), `attn.tile_softmax_update` (the
+    online-softmax step as arith/math: max, shift, `exp2`, sums),
+    `attn.tile_accumulate` and `attn.tile_normalize` into `linalg.generic`s
+    that accumulate in f32.
     After it the tiled attention is plain tensor code that upstream
     bufferization and lowering run; a backend with its own micro-kernels
     lowers the tile ops itself instead.

@@ -10,9 +10,8 @@
 //       s = attn.tile_scores(q tile, k tile)
 //       s = biases, ALiBi, tensor masks (linalg.generic)
 //       s = scf.if !blockFullyVisible { attn.tile_mask s } else { s }
-//       m' = max(m, rowmax s); alpha = exp2((m - m') log2 e)
-//       p = exp2((s - m') log2 e); l' = alpha l + rowsum p
-//       O' = attn.tile_accumulate(p, v tile, alpha O)
+//       p, m', l', alpha = attn.tile_softmax_update(s, m, l)
+//       O' = attn.tile_accumulate(p, v tile, O) rescale(alpha)
 //     }
 //     out, lse = attn.tile_normalize(O, l, m)
 //   }
@@ -52,8 +51,6 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-
-constexpr double kLog2e = 1.4426950408889634;
 
 /// A run-time size: an attribute when some tensor carrying the dim knows
 /// it, else `tensor.dim` of the first.
@@ -533,13 +530,6 @@ LogicalResult AttentionTiler::rewrite() {
   Value sumInit = filled(b, loc, {rows}, 0.0);
   Value accInit = filled(b, loc, {rows, valueDim}, 0.0);
 
-  MLIRContext *context = b.getContext();
-  AffineMap id2 = AffineMap::getMultiDimIdentityMap(2, context);
-  AffineMap id1 = AffineMap::getMultiDimIdentityMap(1, context);
-  AffineMap rowOf2 = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, context);
-  auto parallel = utils::IteratorType::parallel;
-  auto reduction = utils::IteratorType::reduction;
-
   auto loop = b.create<scf::ForOp>(
       loc, firstKey, lastKey, a.constant(keyTile),
       ValueRange{maxInit, sumInit, accInit},
@@ -593,61 +583,12 @@ LogicalResult AttentionTiler::rewrite() {
           s = ifOp.getResult(0);
         }
 
-        // The online-softmax update, in natural units through exp2.
-        Value newMax =
-            generic(b, loc, s, oldMax, {id2, rowOf2}, {parallel, reduction},
-                    [&](OpBuilder &g, Location l, ValueRange args) {
-                      return g.create<arith::MaximumFOp>(l, args[0], args[1]);
-                    });
-        // A row with no key so far keeps m = -inf: shift by 0 instead, so
-        // that exp2(-inf - m) is 0 and never NaN.
-        Value rowEmpty = b.create<tensor::EmptyOp>(loc, ArrayRef{rows}, f32(b));
-        Value shift = generic(b, loc, newMax, rowEmpty, {id1, id1}, {parallel},
-                              [&](OpBuilder &g, Location l, ValueRange args) {
-                                Value none = g.create<arith::CmpFOp>(
-                                    l, arith::CmpFPredicate::OEQ, args[0],
-                                    f32Constant(g, l, minusInf));
-                                return g.create<arith::SelectOp>(
-                                    l, none, f32Constant(g, l, 0.0), args[0]);
-                              });
-        auto exp2Of = [&](OpBuilder &g, Location l, Value x, Value m) {
-          Value shifted = g.create<arith::SubFOp>(l, x, m);
-          return g.create<math::Exp2Op>(
-              l,
-              g.create<arith::MulFOp>(l, shifted, f32Constant(g, l, kLog2e)));
-        };
-        Value alpha = generic(b, loc, ValueRange{oldMax, shift}, rowEmpty,
-                              {id1, id1, id1}, {parallel},
-                              [&](OpBuilder &g, Location l, ValueRange args) {
-                                return exp2Of(g, l, args[0], args[1]);
-                              });
-        Value scoreEmpty = b.create<tensor::EmptyOp>(
-            loc, ArrayRef<OpFoldResult>{rows, keys}, f32(b));
-        Value p = generic(b, loc, ValueRange{s, shift}, scoreEmpty,
-                          {id2, rowOf2, id2}, {parallel, parallel},
-                          [&](OpBuilder &g, Location l, ValueRange args) {
-                            return exp2Of(g, l, args[0], args[1]);
-                          });
-        Value scaledSum = generic(
-            b, loc, ValueRange{oldSum, alpha}, rowEmpty, {id1, id1, id1},
-            {parallel}, [&](OpBuilder &g, Location l, ValueRange args) {
-              return g.create<arith::MulFOp>(l, args[0], args[1]);
-            });
-        Value newSum =
-            generic(b, loc, p, scaledSum, {id2, rowOf2}, {parallel, reduction},
-                    [&](OpBuilder &g, Location l, ValueRange args) {
-                      return g.create<arith::AddFOp>(l, args[0], args[1]);
-                    });
-        Value accEmpty = b.create<tensor::EmptyOp>(
-            loc, ArrayRef<OpFoldResult>{rows, valueDim}, f32(b));
-        Value scaledAcc =
-            generic(b, loc, ValueRange{oldAcc, alpha}, accEmpty,
-                    {id2, rowOf2, id2}, {parallel, parallel},
-                    [&](OpBuilder &g, Location l, ValueRange args) {
-                      return g.create<arith::MulFOp>(l, args[0], args[1]);
-                    });
-        Value newAcc = b.create<TileAccumulateOp>(loc, scaledAcc.getType(), p,
-                                                  vTile, scaledAcc);
+        // The online-softmax update; O' = alpha O + P V.
+        auto update = b.create<TileSoftmaxUpdateOp>(loc, s, oldMax, oldSum);
+        Value newMax = update.getNewMax(), newSum = update.getNewSum();
+        Value newAcc = b.create<TileAccumulateOp>(
+            loc, oldAcc.getType(), update.getProbabilities(), vTile, oldAcc,
+            update.getAlpha());
         b.create<scf::YieldOp>(loc, ValueRange{newMax, newSum, newAcc});
       });
 

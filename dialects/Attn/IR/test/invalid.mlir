@@ -1017,6 +1017,24 @@ func.func @tile_mask_half_packed(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf
 
 // -----
 
+// Tests that the online-softmax state has one entry per row of the scores.
+func.func @tile_softmax_update_rows(%s: tensor<4x8xf32>, %m: tensor<3xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{the running max and sum must have one entry per row of the scores [4, 8]}}
+  %p, %m1, %l1, %a = attn.tile_softmax_update %s, %m, %m : tensor<4x8xf32>, tensor<3xf32>
+  return %p : tensor<4x8xf32>
+}
+
+// -----
+
+// Tests that tile_accumulate's rescale has one entry per accumulator row.
+func.func @tile_accumulate_rescale_rows(%p: tensor<4x8xf32>, %v: tensor<8x2xf32>, %acc: tensor<4x2xf32>, %a: tensor<5xf32>) -> tensor<4x2xf32> {
+  // expected-error @+1 {{rescale must have one entry per row of the accumulator [4, 2]}}
+  %o = attn.tile_accumulate %p, %v, %acc rescale(%a) : (tensor<4x8xf32>, tensor<8x2xf32>, tensor<4x2xf32>, tensor<5xf32>) -> tensor<4x2xf32>
+  return %o : tensor<4x2xf32>
+}
+
+// -----
+
 // Tests that tile_mask rejects a negative window bound (the ODS constraint
 // attn.attention has).
 func.func @tile_mask_negative_window(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf32> {

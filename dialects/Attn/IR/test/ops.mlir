@@ -391,6 +391,8 @@ func.func @attention_additive_everything(%q: tensor<2x4x?x64xf32>, %k: tensor<2x
 // CHECK:         %[[MS:.+]] = attn.tile_mask %[[S]][%[[P0]], %[[J0]]] {causal, window = array<i64: 4, 0>} : tensor<?x?xf32>
 // CHECK:         attn.tile_mask %[[S]][%[[P0]], %[[J0]]] rows %[[J0]] mod %[[P0]] {causal} : tensor<?x?xf32>
 // CHECK:         %[[A:.+]] = attn.tile_accumulate %[[MS]], %[[V]], %[[ACC]] : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>) -> tensor<?x32xf32>
+// CHECK:         %[[P:.+]], %{{.+}}, %{{.+}}, %[[ALPHA:.+]] = attn.tile_softmax_update %[[MS]], %[[M]], %[[L]] : tensor<?x?xf32>, tensor<?xf32>
+// CHECK:         attn.tile_accumulate %[[P]], %[[V]], %[[ACC]] rescale(%[[ALPHA]]) : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
 // CHECK:         %[[O:.+]], %[[LSE:.+]] = attn.tile_normalize %[[A]], %[[L]] lse(%[[M]]) : (tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>)
 // CHECK:         attn.tile_normalize %[[A]], %[[L]] : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
 func.func @tile_ops(%q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>, %v: tensor<?x32xbf16>, %p0: index, %j0: index, %acc: tensor<?x32xf32>, %l: tensor<?xf32>, %m: tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>, tensor<?x32xf32>) {
@@ -398,6 +400,8 @@ func.func @tile_ops(%q: tensor<?x64xbf16>, %k: tensor<?x64xbf16>, %v: tensor<?x3
   %ms = attn.tile_mask %s [%p0, %j0] {causal, window = array<i64: 4, 0>} : tensor<?x?xf32>
   %packed = attn.tile_mask %s [%p0, %j0] rows %j0 mod %p0 {causal} : tensor<?x?xf32>
   %a = attn.tile_accumulate %ms, %v, %acc : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>) -> tensor<?x32xf32>
+  %p, %m1, %l1, %alpha = attn.tile_softmax_update %ms, %m, %l : tensor<?x?xf32>, tensor<?xf32>
+  %a1 = attn.tile_accumulate %p, %v, %acc rescale(%alpha) : (tensor<?x?xf32>, tensor<?x32xbf16>, tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
   %o, %lse = attn.tile_normalize %a, %l lse(%m) : (tensor<?x32xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x32xbf16>, tensor<?xf32>)
   %o2 = attn.tile_normalize %a, %l : (tensor<?x32xf32>, tensor<?xf32>) -> tensor<?x32xf32>
   return %o, %lse, %o2 : tensor<?x32xbf16>, tensor<?xf32>, tensor<?x32xf32>

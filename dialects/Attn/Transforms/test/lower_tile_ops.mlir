@@ -1,4 +1,4 @@
-// RUN: attn-opt %s --attn-lower-tile-ops | FileCheck %s
+// RUN: attn-opt %s --split-input-file --attn-lower-tile-ops | FileCheck %s
 
 // Tests the portable lowering of the tile ops to linalg on tensors: the
 // scores as an f32 contraction over the depth (bf16 extended in the body),
@@ -53,4 +53,42 @@ func.func @t(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %v: tensor<?x4xbf16>, %
   %o = attn.tile_accumulate %sm, %v, %acc : (tensor<?x?xf32>, tensor<?x4xbf16>, tensor<?x4xf32>) -> tensor<?x4xf32>
   %out, %lse = attn.tile_normalize %o, %l lse(%m) : (tensor<?x4xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x4xbf16>, tensor<?xf32>)
   return %out, %lse : tensor<?x4xbf16>, tensor<?xf32>
+}
+
+// -----
+
+// Tests the online-softmax step in arith/math: m' = max(m, rowmax s);
+// shift = m', or 0 where m' = -inf (a row without keys: never NaN);
+// alpha = exp2((m - shift) log2 e); p = exp2((s - shift) log2 e);
+// l' = alpha l + rowsum p; and the accumulator rescaled by alpha before
+// P·V is added.
+// CHECK-LABEL: func.func @online_softmax_update(
+// CHECK-SAME: %[[S:[^:]+]]: tensor<?x?xf32>, %[[M:[^:]+]]: tensor<?xf32>, %[[L:[^:]+]]: tensor<?xf32>, %[[V:[^:]+]]: tensor<?x4xf32>, %[[ACC:[^:]+]]: tensor<?x4xf32>)
+// CHECK: %[[MNEW:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[S]] : tensor<?x?xf32>) outs(%[[M]] : tensor<?xf32>)
+// CHECK:   arith.maximumf
+// CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[SHIFT:.+]] = linalg.generic {{.*}} ins(%[[MNEW]] : tensor<?xf32>)
+// CHECK:   %[[NONE:.+]] = arith.cmpf oeq, %{{.+}}, %[[NEGINF]] : f32
+// CHECK:   arith.select %[[NONE]], %{{.+}}, %{{.+}} : f32
+// CHECK: %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[M]], %[[SHIFT]] : tensor<?xf32>, tensor<?xf32>)
+// CHECK:   %[[D:.+]] = arith.subf
+// CHECK:   %[[D2:.+]] = arith.mulf %[[D]], %{{.+}} : f32
+// CHECK:   math.exp2 %[[D2]] : f32
+// CHECK: %[[P:.+]] = linalg.generic {{.*}} ins(%[[S]], %[[SHIFT]] : tensor<?x?xf32>, tensor<?xf32>)
+// CHECK:   arith.subf
+// CHECK:   arith.mulf
+// CHECK:   math.exp2
+// CHECK: %[[LSCALED:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[ALPHA]] : tensor<?xf32>, tensor<?xf32>)
+// CHECK:   arith.mulf
+// CHECK: %[[LNEW:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[P]] : tensor<?x?xf32>) outs(%[[LSCALED]] : tensor<?xf32>)
+// CHECK:   arith.addf
+// CHECK: %[[OSCALED:.+]] = linalg.generic {{.*}} ins(%[[ACC]], %[[ALPHA]] : tensor<?x4xf32>, tensor<?xf32>)
+// CHECK:   arith.mulf
+// CHECK: %[[ONEW:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[P]], %[[V]] : {{.*}}) outs(%[[OSCALED]] : tensor<?x4xf32>)
+// CHECK: return %[[MNEW]], %[[LNEW]], %[[ONEW]]
+// CHECK-NOT: attn.tile
+func.func @online_softmax_update(%s: tensor<?x?xf32>, %m: tensor<?xf32>, %l: tensor<?xf32>, %v: tensor<?x4xf32>, %acc: tensor<?x4xf32>) -> (tensor<?xf32>, tensor<?xf32>, tensor<?x4xf32>) {
+  %p, %m1, %l1, %alpha = attn.tile_softmax_update %s, %m, %l : tensor<?x?xf32>, tensor<?xf32>
+  %o = attn.tile_accumulate %p, %v, %acc rescale(%alpha) : (tensor<?x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xf32>) -> tensor<?x4xf32>
+  return %m1, %l1, %o : tensor<?xf32>, tensor<?xf32>, tensor<?x4xf32>
 }

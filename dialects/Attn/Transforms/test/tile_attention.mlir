@@ -37,7 +37,7 @@
 //  CHECK-NEXT:         scf.yield %[[M]]
 //  CHECK-NEXT:       } else {
 //  CHECK-NEXT:         scf.yield %[[S]]
-//       CHECK:       linalg.generic {{.+}} ins(%[[MASKED]] : tensor<64x?xf32>)
+//       CHECK:       attn.tile_softmax_update %[[MASKED]], %{{.+}}, %{{.+}} : tensor<64x?xf32>, tensor<64xf32>
 func.func @causal_tile_skipping(%q: tensor<1x4x128x64xf32>, %k: tensor<1x4x128x64xf32>, %v: tensor<1x4x128x64xf32>) -> tensor<1x4x128x64xf32> {
   %o = attn.attention %q, %k, %v {causal} : (tensor<1x4x128x64xf32>, tensor<1x4x128x64xf32>, tensor<1x4x128x64xf32>) -> tensor<1x4x128x64xf32>
   return %o : tensor<1x4x128x64xf32>
@@ -129,11 +129,10 @@ func.func @gqa_dynamic_heads(%q: tensor<1x?x?x64xf32>, %k: tensor<1x?x?x64xf32>,
 
 // -----
 
-// Tests the online-softmax update on static tiles (S = T = 64: full 64-row
-// and 32-key tiles): m' = max(m, rowmax s); shift = m' or 0 where m' = -inf
-// (a row without keys: never NaN); alpha = exp2((m - shift) log2 e);
-// p = exp2((s - shift) log2 e); l' = alpha l + rowsum p; O' = alpha O + P V;
-// then out = O / l.
+// Tests the online softmax on static tiles (S = T = 64: full 64-row and
+// 32-key tiles): the running state m = -inf, l = 0, O = 0 carried by the key
+// loop, one attn.tile_softmax_update per key tile (its arith/math form is in
+// lower_tile_ops.mlir), O' = alpha O + P V, then out = O / l.
 // CHECK-LABEL: func.func @online_softmax
 //       CHECK:   %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
 //       CHECK:   %[[M0:.+]] = linalg.fill ins(%[[NEGINF]] : f32) outs(%{{.+}} : tensor<64xf32>)
@@ -143,26 +142,8 @@ func.func @gqa_dynamic_heads(%q: tensor<1x?x?x64xf32>, %k: tensor<1x?x?x64xf32>,
 //       CHECK:   %[[LOOP:.+]]:3 = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[M:.+]] = %[[M0]], %[[L:.+]] = %[[L0]], %[[O:.+]] = %[[O0]])
 //       CHECK:     %[[V:.+]] = tensor.extract_slice %arg2{{.+}} to tensor<32x8xf32>
 //       CHECK:     %[[S:.+]] = attn.tile_scores %{{.+}}, %{{.+}} : (tensor<64x16xf32>, tensor<32x16xf32>) -> tensor<64x32xf32>
-//       CHECK:     %[[MNEW:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[S]] : tensor<64x32xf32>) outs(%[[M]] : tensor<64xf32>)
-//       CHECK:       arith.maximumf
-//       CHECK:     %[[SHIFT:.+]] = linalg.generic {{.+}} ins(%[[MNEW]] : tensor<64xf32>)
-//       CHECK:       %[[NONE:.+]] = arith.cmpf oeq, %{{.+}}, %[[NEGINF]] : f32
-//       CHECK:       arith.select %[[NONE]], %[[ZERO]], %{{.+}} : f32
-//       CHECK:     %[[ALPHA:.+]] = linalg.generic {{.+}} ins(%[[M]], %[[SHIFT]] : tensor<64xf32>, tensor<64xf32>)
-//       CHECK:       %[[D:.+]] = arith.subf
-//       CHECK:       %[[D2:.+]] = arith.mulf %[[D]], %[[LOG2E:.+]] : f32
-//       CHECK:       math.exp2 %[[D2]] : f32
-//       CHECK:     %[[P:.+]] = linalg.generic {{.+}} ins(%[[S]], %[[SHIFT]] : tensor<64x32xf32>, tensor<64xf32>)
-//       CHECK:       arith.subf
-//       CHECK:       arith.mulf
-//       CHECK:       math.exp2
-//       CHECK:     %[[LSCALED:.+]] = linalg.generic {{.+}} ins(%[[L]], %[[ALPHA]] : tensor<64xf32>, tensor<64xf32>)
-//       CHECK:       arith.mulf
-//       CHECK:     %[[LNEW:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[P]] : tensor<64x32xf32>) outs(%[[LSCALED]] : tensor<64xf32>)
-//       CHECK:       arith.addf
-//       CHECK:     %[[OSCALED:.+]] = linalg.generic {{.+}} ins(%[[O]], %[[ALPHA]] : tensor<64x8xf32>, tensor<64xf32>)
-//       CHECK:       arith.mulf
-//       CHECK:     %[[ONEW:.+]] = attn.tile_accumulate %[[P]], %[[V]], %[[OSCALED]] : (tensor<64x32xf32>, tensor<32x8xf32>, tensor<64x8xf32>) -> tensor<64x8xf32>
+//       CHECK:     %[[P:.+]], %[[MNEW:.+]], %[[LNEW:.+]], %[[ALPHA:.+]] = attn.tile_softmax_update %[[S]], %[[M]], %[[L]] : tensor<64x32xf32>, tensor<64xf32>
+//       CHECK:     %[[ONEW:.+]] = attn.tile_accumulate %[[P]], %[[V]], %[[O]] rescale(%[[ALPHA]]) : (tensor<64x32xf32>, tensor<32x8xf32>, tensor<64x8xf32>, tensor<64xf32>) -> tensor<64x8xf32>
 //       CHECK:     scf.yield %[[MNEW]], %[[LNEW]], %[[ONEW]]
 //       CHECK:   %[[OUT:.+]] = attn.tile_normalize %[[LOOP]]#2, %[[LOOP]]#1 : (tensor<64x8xf32>, tensor<64xf32>) -> tensor<64x8xf32>
 //       CHECK:   scf.forall.in_parallel
@@ -197,7 +178,7 @@ func.func @online_softmax(%q: tensor<1x1x64x16xf32>, %k: tensor<1x1x64x16xf32>, 
 //       CHECK:       tensor.extract_slice %arg1[%[[IB]], %[[J0]], %[[KVH]], 0] [1, %{{.+}}, 1, %[[DK]]]
 //       CHECK:       tensor.extract_slice %arg2[%[[IB]], %[[J0]], %[[KVH]], 0] [1, %{{.+}}, 1, %[[DV]]]
 //       CHECK:       attn.tile_scores {{.+}} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xf32>
-//       CHECK:       attn.tile_accumulate {{.+}} : (tensor<?x?xf32>, tensor<?x?xbf16>, tensor<?x?xf32>) -> tensor<?x?xf32>
+//       CHECK:       attn.tile_accumulate {{.+}} : (tensor<?x?xf32>, tensor<?x?xbf16>, tensor<?x?xf32>, tensor<?xf32>) -> tensor<?x?xf32>
 //       CHECK:     %[[O:.+]], %[[L:.+]] = attn.tile_normalize %[[LOOP:.+]]#2, %[[LOOP]]#1 lse(%[[LOOP]]#0) : (tensor<?x?xf32>, tensor<?xf32>, tensor<?xf32>) -> (tensor<?x?xbf16>, tensor<?xf32>)
 //       CHECK:     scf.forall.in_parallel
 //  CHECK-NEXT:       tensor.parallel_insert_slice %[[O]] into %[[OUT]][%[[IB]], %[[R0]], %[[IH]], 0] [1, %[[NR]], 1, %[[DV]]] [1, 1, 1, 1] : tensor<?x?xbf16> into tensor<?x?x?x?xbf16>
