@@ -649,6 +649,23 @@ semantics::KeyVisibility TileMaskOp::getKeyVisibility() {
   return keyVisibilityOf(getCausal(), getWindow(), /*keyLength=*/false);
 }
 
+LogicalResult TileTransformOp::verify() {
+  if (getBiases().empty() && !getAlibiSlopes() && getMasks().empty())
+    return emitOpError("has nothing to apply: no bias, ALiBi slopes or mask");
+  SmallVector<Value> broadcast(getBiases());
+  llvm::append_range(broadcast, getMasks());
+  for (Value operand : broadcast)
+    if (tensorType(operand).getRank() > 4)
+      return emitOpError("a bias or mask broadcasts to [B, Hq, S, T]: rank ")
+             << tensorType(operand).getRank() << " is more than 4";
+  if (auto drops = getMaskDrops())
+    if (drops->size() != getMasks().size())
+      return emitOpError("mask_drops has ")
+             << drops->size() << " entries for " << getMasks().size()
+             << " masks";
+  return success();
+}
+
 LogicalResult TileSoftmaxUpdateOp::verify() {
   RankedTensorType scores = tensorType(getScores()), max = tensorType(getMax());
   if (!compatible(scores.getDimSize(0), max.getDimSize(0)))

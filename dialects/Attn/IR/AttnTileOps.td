@@ -86,6 +86,46 @@ def Attn_TileMaskOp : Attn_Op<"tile_mask", [Pure, AttrSizedOperandSegments,
   let hasVerifier = 1;
 }
 
+def Attn_TileTransformOp : Attn_Op<"tile_transform", [Pure,
+    AttrSizedOperandSegments, AllTypesMatch<["scores", "result"]>]> {
+  let summary = "adds biases and ALiBi to a scores tile, -inf where a tensor "
+                "mask drops";
+  let description = [{
+    Row `r` of the tile is query `i = query + r` of query head `head`; with
+    `packed %G` it is packed row `R = query + r` of kv head `head`, i.e.
+    query `R mod S` of query head `head·G + R / S` (AttnSemantics.h,
+    `packedQueryHead`). Its aligned position is `p = i + T - S` for
+    `in [S, T]`; column `c` is key `j = key + c`. Each bias (broadcast to
+    `[B, Hq, S, T]`) at `(batch, h, i, j)` is added in f32, ALiBi subtracts
+    `alibi_slopes[h] · |p - j|`, and the entry becomes -inf where a mask
+    (broadcast to `[B, Hq, S, T]`) is false, or true for a mask that
+    `mask_drops` marks as listing the dropped keys.
+
+    ```mlir
+    %t = attn.tile_transform %s [%b, %h, %r0, %j0] in [%S, %T]
+        bias(%bias : tensor<1x8x?x?xf16>) alibi_slopes(%slopes : tensor<8xf32>)
+        masks(%pad : tensor<2x1x1x?xi1>) : tensor<?x?xf32>
+    ```
+  }];
+  let arguments = (ins 2DTensorOf<[F32]>:$scores, Index:$batch, Index:$head,
+                       Index:$query, Index:$key, Index:$queryLen,
+                       Index:$keyLen, Optional<Index>:$group,
+                       Variadic<RankedTensorOf<[AnyFloat]>>:$biases,
+                       Optional<1DTensorOf<[F32]>>:$alibi_slopes,
+                       Variadic<RankedTensorOf<[I1]>>:$masks,
+                       OptionalAttr<DenseBoolArrayAttr>:$mask_drops);
+  let results = (outs 2DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $scores `[` $batch `,` $head `,` $query `,` $key `]`
+    `in` `[` $queryLen `,` $keyLen `]` (`packed` $group^)?
+    (`bias` `(` $biases^ `:` type($biases) `)`)?
+    (`alibi_slopes` `(` $alibi_slopes^ `:` type($alibi_slopes) `)`)?
+    (`masks` `(` $masks^ `:` type($masks) `)`)?
+    attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Attn_TileSoftmaxUpdateOp : Attn_Op<"tile_softmax_update", [Pure,
     AllTypesMatch<["scores", "probabilities"]>,
     AllTypesMatch<["max", "sum", "newMax", "newSum", "alpha"]>]> {

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/AffineMap.h"
 
 #include <limits>
@@ -48,6 +49,7 @@ public:
 
   Value scores(TileScoresOp op);
   Value mask(TileMaskOp op);
+  Value transform(TileTransformOp op);
   SmallVector<Value> softmaxUpdate(TileSoftmaxUpdateOp op);
   Value accumulate(TileAccumulateOp op);
   SmallVector<Value> normalize(TileNormalizeOp op);
@@ -281,6 +283,111 @@ static Value generic(OpBuilder &b, Location loc, ValueRange inputs, Value init,
       .getResult(0);
 }
 
+/// The dims of a tensor broadcast to [B, Hq, S, T], read once outside the
+/// element loop: attributes where static, `tensor.dim` values otherwise.
+static SmallVector<OpFoldResult> broadcastDims(OpBuilder &b, Location loc,
+                                               Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<OpFoldResult> dims;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    dims.push_back(type.isDynamicDim(d)
+                       ? OpFoldResult(b.create<tensor::DimOp>(loc, tensor, d)
+                                          .getResult())
+                       : OpFoldResult(b.getIndexAttr(type.getDimSize(d))));
+  return dims;
+}
+
+/// The indices of (b, h, i, j) in a tensor broadcast to [B, Hq, S, T]: its
+/// dims are the trailing ones, and a dim of size 1 reads index 0 (a
+/// run-time size decides at run time).
+static SmallVector<Value> broadcastIndices(OpBuilder &b, Location loc,
+                                           ArrayRef<OpFoldResult> dims,
+                                           ArrayRef<Value> coordinates) {
+  int64_t rank = dims.size();
+  Value zero = b.create<arith::ConstantIndexOp>(loc, 0);
+  SmallVector<Value> indices;
+  for (int64_t d = 0; d < rank; ++d) {
+    Value coordinate = coordinates[4 - rank + d];
+    std::optional<int64_t> known = getConstantIntValue(dims[d]);
+    if (known) {
+      indices.push_back(*known == 1 ? zero : coordinate);
+      continue;
+    }
+    Value isOne = b.create<arith::CmpIOp>(
+        loc, arith::CmpIPredicate::eq, dims[d].get<Value>(),
+        b.create<arith::ConstantIndexOp>(loc, 1));
+    indices.push_back(b.create<arith::SelectOp>(loc, isOne, zero, coordinate));
+  }
+  return indices;
+}
+
+Value TileLowering::transform(TileTransformOp op) {
+  SmallVector<SmallVector<OpFoldResult>> biasDims, maskDims;
+  for (Value bias : op.getBiases())
+    biasDims.push_back(broadcastDims(b, loc, bias));
+  for (Value mask : op.getMasks())
+    maskDims.push_back(broadcastDims(b, loc, mask));
+  std::optional<ArrayRef<bool>> drops;
+  if (auto attr = op.getMaskDrops())
+    drops = *attr;
+  Value S = op.getQueryLen(), T = op.getKeyLen(), group = op.getGroup();
+  return generic(
+      b, loc, ValueRange{}, op.getScores(), {map(2, {0, 1})},
+      {kParallel, kParallel}, [&](OpBuilder &g, Location at, ValueRange args) {
+        IndexArith a{g, at};
+        Value s = args[0];
+        Value row = a.add(op.getQuery(), g.create<linalg::IndexOp>(at, 0));
+        Value key = a.add(op.getKey(), g.create<linalg::IndexOp>(at, 1));
+        Value head = op.getHead(), query = row;
+        if (group) {
+          head = semantics::packedQueryHead(a, head, group, row, S);
+          query = semantics::packedQuery(a, row, S);
+        }
+        SmallVector<Value> coordinates = {op.getBatch(), head, query, key};
+        for (auto [bias, dims] : llvm::zip_equal(op.getBiases(), biasDims)) {
+          Value x = g.create<tensor::ExtractOp>(
+              at, bias, broadcastIndices(g, at, dims, coordinates));
+          if (!x.getType().isF32())
+            x = cast<FloatType>(x.getType()).getWidth() < 32
+                    ? g.create<arith::ExtFOp>(at, g.getF32Type(), x).getResult()
+                    : g.create<arith::TruncFOp>(at, g.getF32Type(), x)
+                          .getResult();
+          s = g.create<arith::AddFOp>(at, s, x);
+        }
+        if (Value slopes = op.getAlibiSlopes()) {
+          // -slope_h · |p - j|: distances stay exact in i64.
+          Value position = semantics::alignedPosition(a, query, S, T);
+          Value distance = g.create<math::AbsIOp>(
+              at, g.create<arith::IndexCastOp>(at, g.getI64Type(),
+                                               a.sub(position, key)));
+          Value slope =
+              g.create<tensor::ExtractOp>(at, slopes, ValueRange{head});
+          s = g.create<arith::SubFOp>(
+              at, s,
+              g.create<arith::MulFOp>(
+                  at, g.create<arith::SIToFPOp>(at, g.getF32Type(), distance),
+                  slope));
+        }
+        Value keep;
+        for (auto [n, mask] : llvm::enumerate(op.getMasks())) {
+          Value bit = g.create<tensor::ExtractOp>(
+              at, mask, broadcastIndices(g, at, maskDims[n], coordinates));
+          if (drops && (*drops)[n])
+            bit = g.create<arith::XOrIOp>(
+                at, bit, g.create<arith::ConstantIntOp>(at, 1, 1));
+          keep = keep ? g.create<arith::AndIOp>(at, keep, bit).getResult()
+                      : bit;
+        }
+        if (keep)
+          s = g.create<arith::SelectOp>(
+              at, keep, s,
+              g.create<arith::ConstantOp>(
+                  at, g.getF32FloatAttr(
+                          -std::numeric_limits<float>::infinity())));
+        return s;
+      });
+}
+
 SmallVector<Value> TileLowering::softmaxUpdate(TileSoftmaxUpdateOp op) {
   // In natural units through exp2: exp(x) = exp2(x · log2 e).
   constexpr double kLog2e = 1.4426950408889634;
@@ -403,8 +510,8 @@ struct LowerTileOpsPass
   void runOnOperation() override {
     SmallVector<Operation *> tileOps;
     getOperation().walk([&](Operation *op) {
-      if (isa<TileScoresOp, TileMaskOp, TileSoftmaxUpdateOp, TileAccumulateOp,
-              TileNormalizeOp>(op))
+      if (isa<TileScoresOp, TileTransformOp, TileMaskOp, TileSoftmaxUpdateOp,
+              TileAccumulateOp, TileNormalizeOp>(op))
         tileOps.push_back(op);
     });
     for (Operation *op : tileOps) {
@@ -413,6 +520,8 @@ struct LowerTileOpsPass
       SmallVector<Value> replacements;
       if (auto scores = dyn_cast<TileScoresOp>(op))
         replacements = {lowering.scores(scores)};
+      else if (auto transform = dyn_cast<TileTransformOp>(op))
+        replacements = {lowering.transform(transform)};
       else if (auto mask = dyn_cast<TileMaskOp>(op))
         replacements = {lowering.mask(mask)};
       else if (auto update = dyn_cast<TileSoftmaxUpdateOp>(op))

@@ -121,12 +121,6 @@ Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
       .getResult(0);
 }
 
-/// Where a row of the scores tile comes from: its query head, query index
-/// and aligned position, and the head's ALiBi slope (null without ALiBi).
-struct RowSource {
-  Value head, query, position, slope;
-};
-
 class AttentionTiler {
 public:
   AttentionTiler(RewriterBase &rewriter, AttentionOp op, int64_t rowTile,
@@ -149,9 +143,6 @@ private:
   // Sizes: B, Hq, Hkv, S, T, Dk, Dv, and G = Hq / Hkv when packing.
   OpFoldResult batches, queryHeads, kvHeads, queryLen, keyLen, keyDim, valueDim;
   OpFoldResult group, rowExtent;
-  // Per broadcast operand (biases, then masks): its dims as index values,
-  // read once outside the loops.
-  SmallVector<SmallVector<OpFoldResult>> biasDims, maskDims;
 
   Value index(OpFoldResult ofr) {
     return getValueOrCreateConstantIndexOp(b, loc, ofr);
@@ -168,14 +159,8 @@ private:
                     OpFoldResult depth);
   Value packedView(Value tensor, OpFoldResult depth);
   Value unpackedView(Value packed, Type resultType, bool lse);
-  Value slopeOf(OpBuilder &builder, Location at, Value head);
+  Value alibiSlopes();
   Value standardSlope(OpBuilder &builder, Location at, Value head);
-  Value transformScores(
-      Value scores, Value batch, Value key0,
-      function_ref<RowSource(OpBuilder &, Location, Value)> rowSource);
-  void gatherIndex(OpBuilder &nested, Location nestedLoc,
-                   ArrayRef<OpFoldResult> dims, ArrayRef<Value> coordinates,
-                   SmallVectorImpl<Value> &indices);
 };
 
 AttentionTiler::TileSlice
@@ -241,14 +226,20 @@ Value AttentionTiler::standardSlope(OpBuilder &b, Location loc, Value head) {
                                    b.create<math::Exp2Op>(loc, power));
 }
 
-/// The ALiBi slope of query head `head`: the given slopes or the standard
-/// ones; null without ALiBi.
-Value AttentionTiler::slopeOf(OpBuilder &builder, Location at, Value head) {
+/// The ALiBi slope of each query head: the given slopes, or the standard
+/// ones as a [Hq] tensor; null without ALiBi.
+Value AttentionTiler::alibiSlopes() {
   if (!op.getAlibi())
     return Value();
   if (Value slopes = op.getAlibiSlopes())
-    return builder.create<tensor::ExtractOp>(at, slopes, ValueRange{head});
-  return standardSlope(builder, at, head);
+    return slopes;
+  Value init = b.create<tensor::EmptyOp>(loc, ArrayRef{queryHeads}, f32(b));
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, b.getContext());
+  return generic(
+      b, loc, ValueRange{}, init, {identity}, {utils::IteratorType::parallel},
+      [&](OpBuilder &nested, Location at, ValueRange) {
+        return standardSlope(nested, at, nested.create<linalg::IndexOp>(at, 0));
+      });
 }
 
 /// q ([B, Hq, S, D] or bshd's [B, S, Hq, D]) as [B, Hkv, G·S, D]: row
@@ -315,96 +306,6 @@ Value AttentionTiler::unpackedView(Value packed, Type resultType, bool lse) {
       });
 }
 
-/// Indices into a tensor broadcast to the scores [B, Hq, S, T]: a dim of
-/// size 1 reads index 0 (a run-time size decides at run time).
-void AttentionTiler::gatherIndex(OpBuilder &nested, Location nestedLoc,
-                                 ArrayRef<OpFoldResult> dims,
-                                 ArrayRef<Value> coordinates,
-                                 SmallVectorImpl<Value> &indices) {
-  int64_t rank = dims.size();
-  Value zero = nested.create<arith::ConstantIndexOp>(nestedLoc, 0);
-  for (int64_t d = 0; d < rank; ++d) {
-    Value coordinate = coordinates[4 - rank + d];
-    std::optional<int64_t> known = getConstantIntValue(dims[d]);
-    if (known && *known == 1) {
-      indices.push_back(zero);
-    } else if (known) {
-      indices.push_back(coordinate);
-    } else {
-      Value one = nested.create<arith::ConstantIndexOp>(nestedLoc, 1);
-      Value isOne = nested.create<arith::CmpIOp>(
-          nestedLoc, arith::CmpIPredicate::eq, dims[d].get<Value>(), one);
-      indices.push_back(
-          nested.create<arith::SelectOp>(nestedLoc, isOne, zero, coordinate));
-    }
-  }
-}
-
-/// Biases, ALiBi and tensor masks on the scores tile, one element at a
-/// time: row r comes from `rowSource(r)`, column c is key key0 + c.
-Value AttentionTiler::transformScores(
-    Value scores, Value batch, Value key0,
-    function_ref<RowSource(OpBuilder &, Location, Value)> rowSource) {
-  if (op.getBiases().empty() && op.getMasks().empty() && !op.getAlibi())
-    return scores;
-  std::optional<ArrayRef<bool>> drops;
-  if (auto attr = op.getMaskDrops())
-    drops = *attr;
-  MLIRContext *context = b.getContext();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, context);
-  return generic(
-      b, loc, ValueRange{}, scores, {identity},
-      {utils::IteratorType::parallel, utils::IteratorType::parallel},
-      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        Value s = args[0];
-        Value r = nested.create<linalg::IndexOp>(nestedLoc, 0);
-        Value c = nested.create<linalg::IndexOp>(nestedLoc, 1);
-        IndexArith a{nested, nestedLoc};
-        RowSource row = rowSource(nested, nestedLoc, r);
-        Value key = a.add(key0, c);
-        SmallVector<Value> coordinates = {batch, row.head, row.query, key};
-        for (auto [bias, dims] : llvm::zip_equal(op.getBiases(), biasDims)) {
-          SmallVector<Value> indices;
-          gatherIndex(nested, nestedLoc, dims, coordinates, indices);
-          Value x = nested.create<tensor::ExtractOp>(nestedLoc, bias, indices);
-          s = nested.create<arith::AddFOp>(nestedLoc, s,
-                                           toF32(nested, nestedLoc, x));
-        }
-        if (row.slope) {
-          // -slope · |p - j|: distances stay exact in i64.
-          Value distance = nested.create<math::AbsIOp>(
-              nestedLoc,
-              nested.create<arith::IndexCastOp>(nestedLoc, nested.getI64Type(),
-                                                a.sub(row.position, key)));
-          Value penalty = nested.create<arith::MulFOp>(
-              nestedLoc,
-              nested.create<arith::SIToFPOp>(nestedLoc, f32(nested), distance),
-              row.slope);
-          s = nested.create<arith::SubFOp>(nestedLoc, s, penalty);
-        }
-        Value keep;
-        for (auto [n, mask] : llvm::enumerate(op.getMasks())) {
-          SmallVector<Value> indices;
-          gatherIndex(nested, nestedLoc, maskDims[n], coordinates, indices);
-          Value bit =
-              nested.create<tensor::ExtractOp>(nestedLoc, mask, indices);
-          if (drops && (*drops)[n])
-            bit = nested.create<arith::XOrIOp>(
-                nestedLoc, bit,
-                nested.create<arith::ConstantIntOp>(nestedLoc, 1, 1));
-          keep = keep ? nested.create<arith::AndIOp>(nestedLoc, keep, bit)
-                            .getResult()
-                      : bit;
-        }
-        if (keep)
-          s = nested.create<arith::SelectOp>(
-              nestedLoc, keep, s,
-              f32Constant(nested, nestedLoc,
-                          -std::numeric_limits<double>::infinity()));
-        return s;
-      });
-}
-
 LogicalResult AttentionTiler::rewrite() {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value out = op.getOutput(), lse = op.getLse();
@@ -419,17 +320,6 @@ LogicalResult AttentionTiler::rewrite() {
   keyLen = sizeOf(b, loc, {{k, axes.length}, {v, axes.length}});
   keyDim = sizeOf(b, loc, {{q, axes.depth}, {k, axes.depth}});
   valueDim = sizeOf(b, loc, {{v, axes.depth}, {out, axes.depth}});
-  auto dimsOf = [&](Value tensor) {
-    SmallVector<OpFoldResult> dims;
-    for (int64_t d = 0; d < cast<RankedTensorType>(tensor.getType()).getRank();
-         ++d)
-      dims.push_back(sizeOf(b, loc, {{tensor, d}}));
-    return dims;
-  };
-  for (Value bias : op.getBiases())
-    biasDims.push_back(dimsOf(bias));
-  for (Value mask : op.getMasks())
-    maskDims.push_back(dimsOf(mask));
 
   IndexArith a{b, loc};
   Value S = index(queryLen), T = index(keyLen);
@@ -446,6 +336,8 @@ LogicalResult AttentionTiler::rewrite() {
       b.createOrFold<arith::CeilDivUIOp>(loc, rowEnd, a.constant(rowTile)));
   semantics::LayoutAxes packedAxes = semantics::layoutAxes(/*bhsd=*/true);
   Value queries = packHeads ? packedView(q, keyDim) : q;
+  Value slopes = alibiSlopes();
+  bool transforms = !op.getBiases().empty() || slopes || !op.getMasks().empty();
 
   // The results, written by the row tiles (packed: [B, Hkv, G·S, Dv] and
   // [B, Hkv, G·S], unpacked after the loop).
@@ -511,19 +403,6 @@ LogicalResult AttentionTiler::rewrite() {
   if (rule.narrowsKeys())
     lastKey = a.max(lastKey, firstKey); // No key: an empty loop.
 
-  // Row r of a tile: query row0 + r of head `unit`, or packed row row0 + r.
-  Value slope = packHeads ? Value() : slopeOf(b, loc, unit);
-  auto rowSource = [&](OpBuilder &nested, Location at, Value r) {
-    IndexArith ra{nested, at};
-    Value row = ra.add(row0, r);
-    if (!packHeads)
-      return RowSource{unit, row, ra.add(firstPosition, r), slope};
-    Value head = semantics::packedQueryHead(ra, kvHead, index(group), row, S);
-    Value query = semantics::packedQuery(ra, row, S);
-    return RowSource{head, query, semantics::alignedPosition(ra, query, S, T),
-                     slopeOf(nested, at, head)};
-  };
-
   // Running state: m = -inf, l = 0, O = 0.
   double minusInf = -std::numeric_limits<double>::infinity();
   Value maxInit = filled(b, loc, {rows}, minusInf);
@@ -551,7 +430,11 @@ LogicalResult AttentionTiler::rewrite() {
             loc, scoreType, qTile, kTile, op.getGeneralWeight(),
             op.getQueryWeight(), op.getKeyWeight(), op.getScoreVector(),
             op.getScoreAttr(), op.getScaleAttr(), op.getSoftcapAttr());
-        s = transformScores(s, batch, key0, rowSource);
+        if (transforms)
+          s = b.create<TileTransformOp>(
+              loc, scoreType, s, batch, unit, row0, key0, S, T,
+              packHeads ? index(group) : Value(), op.getBiases(), slopes,
+              op.getMasks(), op.getMaskDropsAttr());
 
         // Causal and window masks cut only the tiles that straddle their
         // diagonals; key_length is the loop's bound already.

@@ -1017,6 +1017,24 @@ func.func @tile_mask_half_packed(%s: tensor<?x?xf32>, %p: index) -> tensor<?x?xf
 
 // -----
 
+// Tests that tile_transform has something to apply.
+func.func @tile_transform_nothing(%s: tensor<?x?xf32>, %i: index) -> tensor<?x?xf32> {
+  // expected-error @+1 {{has nothing to apply: no bias, ALiBi slopes or mask}}
+  %0 = attn.tile_transform %s [%i, %i, %i, %i] in [%i, %i] : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests that mask_drops has one entry per mask.
+func.func @tile_transform_drops(%s: tensor<?x?xf32>, %m: tensor<?x?xi1>, %i: index) -> tensor<?x?xf32> {
+  // expected-error @+1 {{mask_drops has 2 entries for 1 masks}}
+  %0 = attn.tile_transform %s [%i, %i, %i, %i] in [%i, %i] masks(%m : tensor<?x?xi1>) {mask_drops = array<i1: true, false>} : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
 // Tests that the online-softmax state has one entry per row of the scores.
 func.func @tile_softmax_update_rows(%s: tensor<4x8xf32>, %m: tensor<3xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{the running max and sum must have one entry per row of the scores [4, 8]}}

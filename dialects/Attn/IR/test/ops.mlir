@@ -422,3 +422,15 @@ func.func @tile_scores_kinds(%q: tensor<16x8xf32>, %k: tensor<32x8xf32>, %w: ten
   %2 = attn.tile_scores %q, %k {score = #attn.score<cosine>} : (tensor<16x8xf32>, tensor<32x8xf32>) -> tensor<16x32xf32>
   return %0, %1, %2 : tensor<16x32xf32>, tensor<16x32xf32>, tensor<16x32xf32>
 }
+
+// -----
+
+// Tests the assembly of attn.tile_transform, plain and with packed rows.
+// CHECK-LABEL: func.func @tile_transform
+// CHECK: attn.tile_transform %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] in[%{{.+}}, %{{.+}}] bias(%{{.+}} : tensor<1x4x?x?xf16>) alibi_slopes(%{{.+}} : tensor<4xf32>) masks(%{{.+}} : tensor<?x?xi1>) {mask_drops = array<i1: true>} : tensor<?x?xf32>
+// CHECK: attn.tile_transform %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] in[%{{.+}}, %{{.+}}] packed %{{.+}} masks(%{{.+}} : tensor<?x?xi1>) : tensor<?x?xf32>
+func.func @tile_transform(%s: tensor<?x?xf32>, %bias: tensor<1x4x?x?xf16>, %slopes: tensor<4xf32>, %m: tensor<?x?xi1>, %i: index) -> (tensor<?x?xf32>, tensor<?x?xf32>) {
+  %0 = attn.tile_transform %s [%i, %i, %i, %i] in [%i, %i] bias(%bias : tensor<1x4x?x?xf16>) alibi_slopes(%slopes : tensor<4xf32>) masks(%m : tensor<?x?xi1>) {mask_drops = array<i1: true>} : tensor<?x?xf32>
+  %1 = attn.tile_transform %s [%i, %i, %i, %i] in [%i, %i] packed %i masks(%m : tensor<?x?xi1>) : tensor<?x?xf32>
+  return %0, %1 : tensor<?x?xf32>, tensor<?x?xf32>
+}

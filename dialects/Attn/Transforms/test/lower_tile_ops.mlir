@@ -92,3 +92,60 @@ func.func @online_softmax_update(%s: tensor<?x?xf32>, %m: tensor<?xf32>, %l: ten
   %o = attn.tile_accumulate %p, %v, %acc rescale(%alpha) : (tensor<?x?xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xf32>) -> tensor<?x4xf32>
   return %m1, %l1, %o : tensor<?xf32>, tensor<?xf32>, tensor<?x4xf32>
 }
+
+// -----
+
+// Tests the per-element form of attn.tile_transform: row r is query
+// i = r0 + r (packed: query (r0 + r) mod S of head h·G + (r0 + r) / S),
+// broadcast dims read index 0 (a run-time dim decides at run time), the
+// bias is widened to f32, ALiBi subtracts slope_h · |p - j| with
+// p = i + T - S, a mask_drops mask is inverted, and dropped entries become
+// -inf.
+// CHECK-LABEL: func.func @transform(
+// CHECK-SAME: %[[SC:[^:]+]]: tensor<?x?xf32>, %[[BIAS:[^:]+]]: tensor<1x4x?x?xf16>, %[[SLOPES:[^:]+]]: tensor<4xf32>, %[[PAD:[^:]+]]: tensor<2x1x1x?xi1>, %[[DROP:[^:]+]]: tensor<?x?xi1>, %[[B:[^:]+]]: index, %[[H:[^:]+]]: index, %[[R0:[^:]+]]: index, %[[J0:[^:]+]]: index, %[[S:[^:]+]]: index, %[[T:[^:]+]]: index)
+// CHECK: linalg.generic {{.+}} outs(%[[SC]] : tensor<?x?xf32>)
+// CHECK:   %[[R:.+]] = linalg.index 0 : index
+// CHECK:   %[[I:.+]] = arith.addi %[[R0]], %[[R]] : index
+// CHECK:   %[[C:.+]] = linalg.index 1 : index
+// CHECK:   %[[J:.+]] = arith.addi %[[J0]], %[[C]] : index
+// CHECK:   %[[X:.+]] = tensor.extract %[[BIAS]][%[[C0:.+]], %[[H]], %{{.+}}, %{{.+}}] : tensor<1x4x?x?xf16>
+// CHECK:   %[[XF:.+]] = arith.extf %[[X]] : f16 to f32
+// CHECK:   %[[BIASED:.+]] = arith.addf %{{.+}}, %[[XF]] : f32
+// CHECK:   %[[OFFSET:.+]] = arith.subi %[[T]], %[[S]] : index
+// CHECK:   %[[P:.+]] = arith.addi %[[I]], %[[OFFSET]] : index
+// CHECK:   %[[DIST:.+]] = arith.subi %[[P]], %[[J]] : index
+// CHECK:   %[[DIST64:.+]] = arith.index_cast %[[DIST]] : index to i64
+// CHECK:   %[[ABS:.+]] = math.absi %[[DIST64]] : i64
+// CHECK:   %[[SLOPE:.+]] = tensor.extract %[[SLOPES]][%[[H]]] : tensor<4xf32>
+// CHECK:   %[[ABSF:.+]] = arith.sitofp %[[ABS]] : i64 to f32
+// CHECK:   %[[PENALTY:.+]] = arith.mulf %[[ABSF]], %[[SLOPE]] : f32
+// CHECK:   %[[ALIBI:.+]] = arith.subf %[[BIASED]], %[[PENALTY]] : f32
+// CHECK:   %[[KEEP0:.+]] = tensor.extract %[[PAD]][%[[B]], %{{.+}}, %{{.+}}, %{{.+}}] : tensor<2x1x1x?xi1>
+// CHECK:   %[[DROPPED:.+]] = tensor.extract %[[DROP]][%{{.+}}, %{{.+}}] : tensor<?x?xi1>
+// CHECK:   %[[KEEP1:.+]] = arith.xori %[[DROPPED]], %{{.+}} : i1
+// CHECK:   %[[KEEP:.+]] = arith.andi %[[KEEP0]], %[[KEEP1]] : i1
+// CHECK:   %[[OUT:.+]] = arith.select %[[KEEP]], %[[ALIBI]], %{{.+}} : f32
+// CHECK:   linalg.yield %[[OUT]] : f32
+func.func @transform(%s: tensor<?x?xf32>, %bias: tensor<1x4x?x?xf16>, %slopes: tensor<4xf32>, %pad: tensor<2x1x1x?xi1>, %drop: tensor<?x?xi1>, %b: index, %h: index, %r0: index, %j0: index, %sq: index, %t: index) -> tensor<?x?xf32> {
+  %0 = attn.tile_transform %s [%b, %h, %r0, %j0] in [%sq, %t] bias(%bias : tensor<1x4x?x?xf16>) alibi_slopes(%slopes : tensor<4xf32>) masks(%pad, %drop : tensor<2x1x1x?xi1>, tensor<?x?xi1>) {mask_drops = array<i1: false, true>} : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+// Tests packed rows in attn.tile_transform: head h·G + R / S and query
+// R mod S of row R = r0 + r.
+// CHECK-LABEL: func.func @transform_packed(
+// CHECK-SAME: %[[SC:[^:]+]]: tensor<?x?xf32>, %[[BIAS:[^:]+]]: tensor<?x?x?x?xf32>, %[[B:[^:]+]]: index, %[[K:[^:]+]]: index, %[[R0:[^:]+]]: index, %[[J0:[^:]+]]: index, %[[S:[^:]+]]: index, %[[T:[^:]+]]: index, %[[G:[^:]+]]: index)
+// CHECK: linalg.generic
+// CHECK:   %[[R:.+]] = linalg.index 0 : index
+// CHECK:   %[[ROW:.+]] = arith.addi %[[R0]], %[[R]] : index
+// CHECK:   %[[GH:.+]] = arith.divui %[[ROW]], %[[S]] : index
+// CHECK:   %[[BASE:.+]] = arith.muli %[[K]], %[[G]] : index
+// CHECK:   %[[HEAD:.+]] = arith.addi %[[BASE]], %[[GH]] : index
+// CHECK:   %[[I:.+]] = arith.remui %[[ROW]], %[[S]] : index
+// CHECK:   tensor.extract %[[BIAS]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : tensor<?x?x?x?xf32>
+func.func @transform_packed(%s: tensor<?x?xf32>, %bias: tensor<?x?x?x?xf32>, %b: index, %k: index, %r0: index, %j0: index, %sq: index, %t: index, %g: index) -> tensor<?x?xf32> {
+  %0 = attn.tile_transform %s [%b, %k, %r0, %j0] in [%sq, %t] packed %g bias(%bias : tensor<?x?x?x?xf32>) : tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}

@@ -190,37 +190,20 @@ func.func @dynamic_bshd_lse(%q: tensor<?x?x?x?xbf16>, %k: tensor<?x?x?x?xbf16>, 
 
 // -----
 
-// Tests that biases, ALiBi and tensor masks become one elementwise generic
-// on the scores tile: broadcast dims read index 0 (a run-time dim decides
-// at run time), the bias is widened to f32, ALiBi subtracts
-// slope_h · |p - j|, a mask_drops mask is inverted, and dropped entries
-// become -inf.
+// Tests that biases, ALiBi and tensor masks become one attn.tile_transform
+// per key tile, at the tile's (batch, head, first row, first key), with the
+// op's operands and mask_drops (its per-element form is in
+// lower_tile_ops.mlir).
 // CHECK-LABEL: func.func @bias_masks_alibi
 //  CHECK-SAME:   %[[BIAS:[a-z0-9]+]]: tensor<1x4x?x?xf16>, %[[SLOPES:[a-z0-9]+]]: tensor<4xf32>, %[[PAD:[a-z0-9]+]]: tensor<2x1x1x?xi1>, %[[DROP:[a-z0-9]+]]: tensor<?x?xi1>
+//       CHECK:   %[[S:.+]] = tensor.dim %arg0
+//       CHECK:   %[[T:.+]] = tensor.dim %arg1
 //       CHECK:   scf.forall (%[[B:.+]], %[[H:.+]], %{{.+}}) in (2, 4, %{{.+}})
-//       CHECK:     %[[SLOPE:.+]] = tensor.extract %[[SLOPES]][%[[H]]] : tensor<4xf32>
+//       CHECK:     %[[R0:.+]] = arith.muli
 //       CHECK:     scf.for %[[J0:.+]] = {{.+}} iter_args
-//       CHECK:       %[[S:.+]] = attn.tile_scores
-//       CHECK:       linalg.generic {{.+}} outs(%[[S]] : tensor<?x?xf32>)
-//       CHECK:         %[[R:.+]] = linalg.index 0 : index
-//       CHECK:         %[[C:.+]] = linalg.index 1 : index
-//       CHECK:         %[[I:.+]] = arith.addi %{{.+}}, %[[R]] : index
-//       CHECK:         %[[J:.+]] = arith.addi %[[J0]], %[[C]] : index
-//       CHECK:         %[[X:.+]] = tensor.extract %[[BIAS]][%[[C0:.+]], %[[H]], %{{.+}}, %{{.+}}] : tensor<1x4x?x?xf16>
-//       CHECK:         %[[XF:.+]] = arith.extf %[[X]] : f16 to f32
-//       CHECK:         %[[BIASED:.+]] = arith.addf %{{.+}}, %[[XF]] : f32
-//       CHECK:         %[[DIST:.+]] = arith.subi %{{.+}}, %[[J]] : index
-//       CHECK:         %[[DIST64:.+]] = arith.index_cast %[[DIST]] : index to i64
-//       CHECK:         %[[ABS:.+]] = math.absi %[[DIST64]] : i64
-//       CHECK:         %[[ABSF:.+]] = arith.sitofp %[[ABS]] : i64 to f32
-//       CHECK:         %[[PENALTY:.+]] = arith.mulf %[[ABSF]], %[[SLOPE]] : f32
-//       CHECK:         %[[ALIBI:.+]] = arith.subf %[[BIASED]], %[[PENALTY]] : f32
-//       CHECK:         %[[KEEP0:.+]] = tensor.extract %[[PAD]][%[[B]], %[[C0]], %[[C0]], %{{.+}}] : tensor<2x1x1x?xi1>
-//       CHECK:         %[[DROPPED:.+]] = tensor.extract %[[DROP]][%{{.+}}, %{{.+}}] : tensor<?x?xi1>
-//       CHECK:         %[[KEEP1:.+]] = arith.xori %[[DROPPED]], %{{.+}} : i1
-//       CHECK:         %[[KEEP:.+]] = arith.andi %[[KEEP0]], %[[KEEP1]] : i1
-//       CHECK:         %[[OUT:.+]] = arith.select %[[KEEP]], %[[ALIBI]], %{{.+}} : f32
-//       CHECK:         linalg.yield %[[OUT]] : f32
+//       CHECK:       %[[SC:.+]] = attn.tile_scores
+//       CHECK:       %[[TR:.+]] = attn.tile_transform %[[SC]][%[[B]], %[[H]], %[[R0]], %[[J0]]] in[%[[S]], %[[T]]] bias(%[[BIAS]] : tensor<1x4x?x?xf16>) alibi_slopes(%[[SLOPES]] : tensor<4xf32>) masks(%[[PAD]], %[[DROP]] : tensor<2x1x1x?xi1>, tensor<?x?xi1>) {mask_drops = array<i1: false, true>} : tensor<?x?xf32>
+//       CHECK:       attn.tile_softmax_update %[[TR]]
 func.func @bias_masks_alibi(%q: tensor<2x4x?x64xf32>, %k: tensor<2x4x?x64xf32>, %v: tensor<2x4x?x64xf32>, %bias: tensor<1x4x?x?xf16>, %slopes: tensor<4xf32>, %pad: tensor<2x1x1x?xi1>, %drop: tensor<?x?xi1>) -> tensor<2x4x?x64xf32> {
   %o = attn.attention %q, %k, %v bias(%bias) alibi_slopes(%slopes) masks(%pad, %drop) {alibi, mask_drops = array<i1: false, true>} : (tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<2x4x?x64xf32>, tensor<1x4x?x?xf16>, tensor<4xf32>, tensor<2x1x1x?xi1>, tensor<?x?xi1>) -> tensor<2x4x?x64xf32>
   return %o : tensor<2x4x?x64xf32>
@@ -228,16 +211,19 @@ func.func @bias_masks_alibi(%q: tensor<2x4x?x64xf32>, %k: tensor<2x4x?x64xf32>, 
 
 // -----
 
-// Tests that ALiBi without given slopes computes the standard slope of the
-// query head from Hq (n = 2^floor(log2 Hq)) once per row tile.
+// Tests that ALiBi without given slopes computes the standard slopes of the
+// Hq query heads once, as a [Hq] tensor before the forall
+// (n = 2^floor(log2 Hq)), and hands them to attn.tile_transform.
 // CHECK-LABEL: func.func @standard_alibi
-//       CHECK:   scf.forall
+//       CHECK:   %[[SLOPES:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<?xf32>)
+//       CHECK:     %[[H:.+]] = linalg.index 0 : index
 //       CHECK:     math.ctlz
+//       CHECK:     arith.index_cast %[[H]] : index to i64
 //       CHECK:     math.exp2 %{{.+}} : f64
-//       CHECK:     %[[SLOPE:.+]] = arith.truncf %{{.+}} : f64 to f32
+//       CHECK:     arith.truncf %{{.+}} : f64 to f32
+//       CHECK:   scf.forall
 //       CHECK:     scf.for
-//       CHECK:       linalg.generic
-//       CHECK:         arith.mulf %{{.+}}, %[[SLOPE]] : f32
+//       CHECK:       attn.tile_transform {{.+}} alibi_slopes(%[[SLOPES]] : tensor<?xf32>) : tensor<?x?xf32>
 func.func @standard_alibi(%q: tensor<1x?x?x64xf32>, %k: tensor<1x?x?x64xf32>, %v: tensor<1x?x?x64xf32>) -> tensor<1x?x?x64xf32> {
   %o = attn.attention %q, %k, %v {alibi} : (tensor<1x?x?x64xf32>, tensor<1x?x?x64xf32>, tensor<1x?x?x64xf32>) -> tensor<1x?x?x64xf32>
   return %o : tensor<1x?x?x64xf32>

@@ -49,18 +49,20 @@ func.func @packed_gqa_causal(%q: tensor<1x8x3x16xf32>, %k: tensor<1x2x40x16xf32>
 // -----
 
 // Tests that with bshd, run-time head counts and ALiBi, the gather reads
-// q[b, i, head, d], the slope is per row (the row's head, inside the
-// per-element generic), and lse comes back as [B, Hq, S].
+// q[b, i, head, d], the standard slopes are computed once as a [Hq] tensor,
+// attn.tile_transform gets the packed rows (its lowering finds each row's
+// head), and lse comes back as [B, Hq, S].
 // CHECK-LABEL: func.func @packed_bshd_alibi_lse
 //       CHECK:   %[[HQ:.+]] = tensor.dim %arg0, %[[C2:.+]] : tensor<1x5x?x8xf32>
 //       CHECK:   %[[HKV:.+]] = tensor.dim %arg1, %[[C2]] : tensor<1x9x?x8xf32>
 //       CHECK:   %[[G:.+]] = arith.divui %[[HQ]], %[[HKV]] : index
 //       CHECK:   linalg.generic
 //       CHECK:     tensor.extract %arg0[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : tensor<1x5x?x8xf32>
-//       CHECK:   scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, %[[HKV]], %{{.+}})
-//       CHECK:       linalg.generic
-//       CHECK:         math.ctlz
-//       CHECK:         math.exp2 %{{.+}} : f64
+//       CHECK:   %[[SLOPES:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<?xf32>)
+//       CHECK:     math.ctlz
+//       CHECK:     math.exp2 %{{.+}} : f64
+//       CHECK:   scf.forall (%[[B:.+]], %[[K:.+]], %{{.+}}) in (1, %[[HKV]], %{{.+}})
+//       CHECK:       attn.tile_transform %{{.+}}[%[[B]], %[[K]], %{{.+}}, %{{.+}}] in[%{{.+}}, %{{.+}}] packed %[[G]] alibi_slopes(%[[SLOPES]] : tensor<?xf32>) : tensor<?x9xf32>
 //       CHECK:   linalg.generic {{.+}} outs(%{{.+}} : tensor<1x5x?x8xf32>)
 //       CHECK:   linalg.generic {{.+}} outs(%{{.+}} : tensor<1x?x5xf32>)
 //       CHECK:   return %{{.+}}, %{{.+}} : tensor<1x5x?x8xf32>, tensor<1x?x5xf32>
