@@ -2,6 +2,7 @@
 """Runs the tiled attention IR and compares it with the numpy oracle.
 
     tiled_ir.py --attnc build/bin/attnc --attn-opt build/bin/attn-opt [-v]
+                [--random N [--seed S]]
 
 attn-tile-attention (the FlashAttention-2 decomposition every backend shares)
 is checked by FileCheck for its structure; this checks its numbers. For each
@@ -17,6 +18,13 @@ tensor masks), biases and ALiBi, softcap, GQA, both layouts, the lse,
 f16 and bf16, and run-time sizes. Each case runs twice: one query head per
 row tile, and with pack-query-heads (the G query heads of a kv head share
 the row tiles; tiles that straddle two heads included).
+
+With --random N it runs instead the first N cases of the codegen matrix
+(tests/codegen/matrix.py: every score kind, mask combination, bias, scale
+and softcap extreme, layout, head grouping, dtype and run-time dim) whose
+inputs are small enough to be MLIR constants, each unpacked and packed with
+random tiles, under the matrix's verdict (the tolerance plus the oracle's
+f32 rounding floor).
 """
 
 import argparse
@@ -167,7 +175,7 @@ def literal(array):
     if array.dtype == np.bool_:
         text = json.dumps(array.tolist())
         return text
-    if array.dtype == np.int32:
+    if array.dtype.kind == "i":
         return json.dumps(array.tolist())
     return re.sub(r"-?\d[\d.e+-]*|NaN|-?Infinity",
                   lambda m: "%.17e" % float(m.group(0)),
@@ -184,9 +192,9 @@ def main_function(module, graph, dims, values):
     lines = ["func.func private @printMemrefF32(memref<*xf32>)",
              "func.func @main() {"]
     operands = []
-    names = [d for d in (graph.get("dims") or {})]
-    dim_args = [a for a in args if a == "index"]
-    for i, name in enumerate(names[:len(dim_args)]):
+    # The run-time sizes come first, each named by its attn.dim attribute.
+    names = re.findall(r'index \{attn\.dim = "(\w+)"\}', signature.group(1))
+    for i, name in enumerate(names):
         lines.append("  %%d%d = arith.constant %d : index" % (i, dims[name]))
         operands.append("%%d%d" % i)
     tensor_args = [a for a in args if a != "index"]
@@ -301,14 +309,78 @@ def check(args, graph, dims, tiles, pack, rng, scratch):
     return errors
 
 
+def random_cases(count, seed):
+    """The first `count` cases of the codegen matrix (matrix.py: every score
+    kind, mask, bias, scale and softcap extreme, layout, head grouping,
+    dtype and run-time dim) whose inputs are small enough to be MLIR
+    constants, with their input values and random tiles."""
+    import matrix  # noqa: E402 - only this mode needs it
+    rng = np.random.default_rng(seed)
+    chosen = []
+    cases, _ = matrix.make_cases(seed, 40 * count, False)
+    for c in cases:
+        arrays = c.input_arrays()
+        if sum(a.size for a in arrays.values()) > 40000:
+            continue
+        values = {n: oracle.decode_from_file(a, c.inputs[n]["dtype"])
+                  for n, a in arrays.items()}
+        tiles = (int(rng.choice([1, 3, 8, 16])), int(rng.choice([2, 5, 16])))
+        chosen.append((c, values, tiles))
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def check_random(args, case, values, tiles, pack, scratch):
+    """Runs one matrix case through the tiled IR; returns a failure or None.
+    The verdict is the matrix's: the oracle's tolerance plus its f32
+    rounding floor, NaN never, -inf of lse exactly."""
+    graph = case.graph
+    path = os.path.join(scratch, graph["name"] + ".json")
+    with open(path, "w") as f:
+        json.dump(graph, f)
+    fused = run([args.attnc, "import", "--fused", path], None, "attnc import")
+    tiled = run([args.attn_opt,
+                 "--attn-tile-attention=row-tile=%d key-tile=%d "
+                 "pack-query-heads=%d" % (tiles + (pack,)),
+                 "--attn-lower-tile-ops", "--attn-approximate-math"],
+                fused, "attn-opt")
+    body = tiled.rstrip()
+    end = body.rindex("}")
+    module = body[:end] + main_function(tiled, graph, case.bound, values) + \
+        "\n}\n"
+    got = run_on_cpu(module)
+    floors = {}
+    want = oracle.evaluate_typed(graph, values, case.bound, floors)
+    if len(got) != len(graph["outputs"]):
+        return "%d results for %d outputs" % (len(got), len(graph["outputs"]))
+    for g, name in zip(got, graph["outputs"]):
+        reference, dtype = want[name]
+        reference = np.asarray(reference, np.float64).ravel()
+        error = relative_error(g, reference)
+        finite = np.isfinite(reference)
+        norm = np.linalg.norm(reference[finite])
+        floor = np.linalg.norm(np.asarray(floors.get(name, 0.0)).ravel()[
+            finite]) / norm if norm else 0.0
+        limit = TOLERANCES["f32" if name.endswith(".lse") else dtype] + floor
+        if not error <= limit:
+            return "%s: rel_err %.3g (tol %.3g)" % (name, error, limit)
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--attnc", required=True)
     parser.add_argument("--attn-opt", required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--random", type=int, metavar="N",
+                        help="instead: the first N small cases of the codegen "
+                        "matrix, each unpacked and packed, random tiles")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     require_tools("tiled_ir.py")
+    if args.random:
+        return main_random(args)
     rng = np.random.default_rng(args.seed)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="attnc_tiled_") as scratch:
@@ -329,6 +401,27 @@ def main():
                     " packed" if pack else "", detail))
     total = 2 * len(CASES)
     print("%d of %d tiled cases pass" % (total - failed, total))
+    return 1 if failed else 0
+
+
+def main_random(args):
+    failed = total = 0
+    with tempfile.TemporaryDirectory(prefix="attnc_tiled_") as scratch:
+        for case, values, tiles in random_cases(args.random, args.seed):
+            for pack in (0, 1):
+                total += 1
+                try:
+                    problem = check_random(args, case, values, tiles, pack,
+                                           scratch)
+                except Exception as error:  # noqa: BLE001 - per case
+                    problem = "%s: %s" % (type(error).__name__, error)
+                failed += problem is not None
+                if args.verbose or problem:
+                    print("%s #%d tiles %s%s %s%s" % (
+                        "FAIL" if problem else "ok  ", case.index, tiles,
+                        " packed" if pack else "", case.describe()[:120],
+                        ": " + problem if problem else ""))
+    print("%d of %d random tiled cases pass" % (total - failed, total))
     return 1 if failed else 0
 
 
