@@ -156,6 +156,32 @@ private:
   Value castTo(Value x, Type type) {
     return x.getType() == type ? x : b.create<tensor::CastOp>(loc, type, x);
   }
+  /// acc[d0..d(rank-1)] += lhs · rhs over the loops (the result's dims,
+  /// then the reduction dim), both widened to the accumulator's type: the
+  /// product matmul and linear are made of.
+  Value contract(Value lhs, ArrayRef<AffineExpr> lhsExprs, Value rhs,
+                 ArrayRef<AffineExpr> rhsExprs, Value acc, int64_t rank) {
+    unsigned loops = rank + 1;
+    MLIRContext *context = b.getContext();
+    SmallVector<IteratorType> iterators(rank, kParallel);
+    iterators.push_back(kReduction);
+    return b
+        .create<linalg::GenericOp>(
+            loc, acc.getType(), ValueRange{lhs, rhs}, ValueRange{acc},
+            ArrayRef<AffineMap>{AffineMap::get(loops, 0, lhsExprs, context),
+                                AffineMap::get(loops, 0, rhsExprs, context),
+                                leadingDims(loops, rank)},
+            iterators,
+            [](OpBuilder &nested, Location loc, ValueRange args) {
+              Value x = widen(nested, loc, args[0]);
+              Value y = widen(nested, loc, args[1]);
+              Value product = nested.create<arith::MulFOp>(loc, x, y);
+              nested.create<linalg::YieldOp>(
+                  loc, ValueRange{nested.create<arith::AddFOp>(loc, args[2],
+                                                               product)});
+            })
+        .getResult(0);
+  }
 
   /// The map of `operand` in a loop nest of `loops` dims whose trailing
   /// dims it is broadcast to (numpy): its dim d reads loop dim
@@ -286,7 +312,6 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
   int64_t batchRank = rank - hasRows - hasCols;
   if (batchRank < 0 || batchRank < ra - 2 || batchRank < rb - 2)
     return fail("result rank does not fit the operands");
-  unsigned loops = rank + 1;
   AffineExpr row = b.getAffineDimExpr(batchRank),
              col = b.getAffineDimExpr(batchRank + hasRows),
              k = b.getAffineDimExpr(rank);
@@ -340,25 +365,8 @@ FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
 
   auto accType = RankedTensorType::get(
       resultType.getShape(), computeType(resultType.getElementType()));
-  Value acc = zeros(accType, sizes);
-  MLIRContext *context = b.getContext();
-  SmallVector<IteratorType> iterators(rank, kParallel);
-  iterators.push_back(kReduction);
-  acc = b.create<linalg::GenericOp>(
-             loc, accType, ValueRange{lhs, rhs}, ValueRange{acc},
-             ArrayRef<AffineMap>{AffineMap::get(loops, 0, lhsExprs, context),
-                                 AffineMap::get(loops, 0, rhsExprs, context),
-                                 leadingDims(loops, rank)},
-             iterators,
-             [](OpBuilder &nested, Location loc, ValueRange args) {
-               Value x = widen(nested, loc, args[0]);
-               Value y = widen(nested, loc, args[1]);
-               Value product = nested.create<arith::MulFOp>(loc, x, y);
-               nested.create<linalg::YieldOp>(
-                   loc, ValueRange{nested.create<arith::AddFOp>(loc, args[2],
-                                                                product)});
-             })
-            .getResult(0);
+  Value acc =
+      contract(lhs, lhsExprs, rhs, rhsExprs, zeros(accType, sizes), rank);
   return round(acc, resultType, sizes);
 }
 
@@ -372,8 +380,6 @@ FailureOr<Value> PrimitiveLowering::linear(LinearOp linear) {
   int64_t rank = resultType.getRank();
   if (rank != tensorType(x).getRank() || tensorType(w).getRank() != 2)
     return fail("needs x [..., K], w [N, K] and a result [..., N]");
-  unsigned loops = rank + 1;
-  MLIRContext *context = b.getContext();
   SmallVector<AffineExpr> xExprs;
   for (int64_t d = 0; d + 1 < rank; ++d)
     xExprs.push_back(b.getAffineDimExpr(d));
@@ -382,27 +388,10 @@ FailureOr<Value> PrimitiveLowering::linear(LinearOp linear) {
   sizes.back() = dim(w, 0);
   auto accType =
       RankedTensorType::get(resultType.getShape(), computeType(element));
-  SmallVector<IteratorType> iterators(rank, kParallel);
-  iterators.push_back(kReduction);
-  Value acc =
-      b.create<linalg::GenericOp>(
-           loc, accType, ValueRange{x, w}, ValueRange{zeros(accType, sizes)},
-           ArrayRef<AffineMap>{AffineMap::get(loops, 0, xExprs, context),
-                               AffineMap::get(loops, 0,
-                                              {b.getAffineDimExpr(rank - 1),
-                                               b.getAffineDimExpr(rank)},
-                                              context),
-                               leadingDims(loops, rank)},
-           iterators,
-           [](OpBuilder &nested, Location loc, ValueRange args) {
-             Value x = widen(nested, loc, args[0]);
-             Value y = widen(nested, loc, args[1]);
-             Value product = nested.create<arith::MulFOp>(loc, x, y);
-             nested.create<linalg::YieldOp>(
-                 loc, ValueRange{
-                          nested.create<arith::AddFOp>(loc, args[2], product)});
-           })
-          .getResult(0);
+  // w [N, K] read at (n, k).
+  Value acc = contract(x, xExprs, w,
+                       {b.getAffineDimExpr(rank - 1), b.getAffineDimExpr(rank)},
+                       zeros(accType, sizes), rank);
   if (!bias)
     return round(acc, resultType, sizes);
   // The bias is added in the compute type, then the sum rounded once.

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attn/Transforms/IndexArith.h"
+#include "Attn/Transforms/LinalgGeneric.h"
 #include "Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -268,21 +269,6 @@ Value TileLowering::mask(TileMaskOp op) {
       .getResult(0);
 }
 
-/// A linalg.generic of `iterators` writing `init`, reading `inputs` through
-/// `maps` (the output's map last); `body` returns the yielded value.
-static Value generic(OpBuilder &b, Location loc, ValueRange inputs, Value init,
-                     ArrayRef<AffineMap> maps,
-                     ArrayRef<IteratorType> iterators,
-                     function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  return b
-      .create<linalg::GenericOp>(
-          loc, init.getType(), inputs, ValueRange{init}, maps, iterators,
-          [&](OpBuilder &nested, Location at, ValueRange args) {
-            nested.create<linalg::YieldOp>(at, body(nested, at, args));
-          })
-      .getResult(0);
-}
-
 /// The dims of a tensor broadcast to [B, Hq, S, T], read once outside the
 /// element loop: attributes where static, `tensor.dim` values otherwise.
 static SmallVector<OpFoldResult> broadcastDims(OpBuilder &b, Location loc,
@@ -331,7 +317,7 @@ Value TileLowering::transform(TileTransformOp op) {
   if (auto attr = op.getMaskDrops())
     drops = *attr;
   Value S = op.getQueryLen(), T = op.getKeyLen(), group = op.getGroup();
-  return generic(
+  return buildGeneric(
       b, loc, ValueRange{}, op.getScores(), {map(2, {0, 1})},
       {kParallel, kParallel}, [&](OpBuilder &g, Location at, ValueRange args) {
         IndexArith a{g, at};
@@ -395,22 +381,22 @@ SmallVector<Value> TileLowering::softmaxUpdate(TileSoftmaxUpdateOp op) {
   auto rowType = cast<RankedTensorType>(max.getType());
   auto tileType = cast<RankedTensorType>(s.getType());
   AffineMap id2 = map(2, {0, 1}), rowOf2 = map(2, {0}), id1 = map(1, {0});
-  Value newMax = generic(b, loc, s, max, {id2, rowOf2}, {kParallel, kReduction},
-                         [](OpBuilder &g, Location at, ValueRange args) {
-                           return g.create<arith::MaximumFOp>(at, args[0],
-                                                              args[1]);
-                         });
+  Value newMax =
+      buildGeneric(b, loc, s, max, {id2, rowOf2}, {kParallel, kReduction},
+                   [](OpBuilder &g, Location at, ValueRange args) {
+                     return g.create<arith::MaximumFOp>(at, args[0], args[1]);
+                   });
   Value minusInf = constant(-std::numeric_limits<double>::infinity());
   Value rowEmpty = empty(rowType, {{max, 0}});
   // A row without a key so far keeps m = -inf: shift by 0 instead, so that
   // exp(-inf - shift) is 0, never NaN.
-  Value shift = generic(b, loc, newMax, rowEmpty, {id1, id1}, {kParallel},
-                        [&](OpBuilder &g, Location at, ValueRange args) {
-                          Value none = g.create<arith::CmpFOp>(
-                              at, arith::CmpFPredicate::OEQ, args[0], minusInf);
-                          return g.create<arith::SelectOp>(
-                              at, none, constant(0.0), args[0]);
-                        });
+  Value shift = buildGeneric(
+      b, loc, newMax, rowEmpty, {id1, id1}, {kParallel},
+      [&](OpBuilder &g, Location at, ValueRange args) {
+        Value none = g.create<arith::CmpFOp>(at, arith::CmpFPredicate::OEQ,
+                                             args[0], minusInf);
+        return g.create<arith::SelectOp>(at, none, constant(0.0), args[0]);
+      });
   auto exp = [&](OpBuilder &g, Location at, Value x, Value m) {
     Value shifted = g.create<arith::SubFOp>(at, x, m);
     return g.create<math::Exp2Op>(
@@ -418,28 +404,27 @@ SmallVector<Value> TileLowering::softmaxUpdate(TileSoftmaxUpdateOp op) {
                 at, shifted,
                 g.create<arith::ConstantOp>(at, g.getF32FloatAttr(kLog2e))));
   };
-  Value alpha = generic(b, loc, ValueRange{max, shift}, rowEmpty,
-                        {id1, id1, id1}, {kParallel},
-                        [&](OpBuilder &g, Location at, ValueRange args) {
-                          return exp(g, at, args[0], args[1]);
-                        });
-  Value p = generic(b, loc, ValueRange{s, shift},
-                    empty(tileType, {{s, 0}, {s, 1}}), {id2, rowOf2, id2},
-                    {kParallel, kParallel},
-                    [&](OpBuilder &g, Location at, ValueRange args) {
-                      return exp(g, at, args[0], args[1]);
-                    });
-  Value scaledSum = generic(b, loc, ValueRange{sum, alpha}, rowEmpty,
-                            {id1, id1, id1}, {kParallel},
-                            [](OpBuilder &g, Location at, ValueRange args) {
-                              return g.create<arith::MulFOp>(at, args[0],
-                                                             args[1]);
-                            });
-  Value newSum = generic(b, loc, p, scaledSum, {id2, rowOf2},
-                         {kParallel, kReduction},
-                         [](OpBuilder &g, Location at, ValueRange args) {
-                           return g.create<arith::AddFOp>(at, args[0], args[1]);
+  Value alpha = buildGeneric(b, loc, ValueRange{max, shift}, rowEmpty,
+                             {id1, id1, id1}, {kParallel},
+                             [&](OpBuilder &g, Location at, ValueRange args) {
+                               return exp(g, at, args[0], args[1]);
+                             });
+  Value p = buildGeneric(b, loc, ValueRange{s, shift},
+                         empty(tileType, {{s, 0}, {s, 1}}), {id2, rowOf2, id2},
+                         {kParallel, kParallel},
+                         [&](OpBuilder &g, Location at, ValueRange args) {
+                           return exp(g, at, args[0], args[1]);
                          });
+  Value scaledSum =
+      buildGeneric(b, loc, ValueRange{sum, alpha}, rowEmpty, {id1, id1, id1},
+                   {kParallel}, [](OpBuilder &g, Location at, ValueRange args) {
+                     return g.create<arith::MulFOp>(at, args[0], args[1]);
+                   });
+  Value newSum =
+      buildGeneric(b, loc, p, scaledSum, {id2, rowOf2}, {kParallel, kReduction},
+                   [](OpBuilder &g, Location at, ValueRange args) {
+                     return g.create<arith::AddFOp>(at, args[0], args[1]);
+                   });
   return {p, newMax, newSum, alpha};
 }
 
@@ -447,13 +432,12 @@ Value TileLowering::accumulate(TileAccumulateOp op) {
   Value acc = op.getAccumulator();
   if (Value rescale = op.getRescale()) {
     auto accType = cast<RankedTensorType>(acc.getType());
-    acc = generic(b, loc, ValueRange{acc, rescale},
-                  empty(accType, {{acc, 0}, {acc, 1}}),
-                  {map(2, {0, 1}), map(2, {0}), map(2, {0, 1})},
-                  {kParallel, kParallel},
-                  [](OpBuilder &g, Location at, ValueRange args) {
-                    return g.create<arith::MulFOp>(at, args[0], args[1]);
-                  });
+    acc = buildGeneric(
+        b, loc, ValueRange{acc, rescale}, empty(accType, {{acc, 0}, {acc, 1}}),
+        {map(2, {0, 1}), map(2, {0}), map(2, {0, 1})}, {kParallel, kParallel},
+        [](OpBuilder &g, Location at, ValueRange args) {
+          return g.create<arith::MulFOp>(at, args[0], args[1]);
+        });
   }
   // Loops (row, value column, key): acc[r, d] += P[r, k] · V[k, d].
   return contract(op.getProbabilities(), {0, 2}, op.getValue(), {2, 1}, acc);

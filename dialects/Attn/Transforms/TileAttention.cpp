@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Attn/Transforms/IndexArith.h"
+#include "Attn/Transforms/LinalgGeneric.h"
 #include "Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -93,23 +94,6 @@ Value toF32(OpBuilder &b, Location loc, Value x) {
   if (type.getWidth() > 32 || !type.isF32())
     return b.create<arith::TruncFOp>(loc, f32(b), x);
   return x;
-}
-
-/// A linalg.generic over `outputs` (parallel on every dim but the listed
-/// reductions) reading `inputs` through `maps`; `body` gets the block's
-/// arguments and returns the yielded values.
-Value generic(OpBuilder &b, Location loc, ValueRange inputs, Value output,
-              ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
-              function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  return b
-      .create<linalg::GenericOp>(
-          loc, TypeRange{output.getType()}, inputs, ValueRange{output}, maps,
-          iterators,
-          [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-            nested.create<linalg::YieldOp>(nestedLoc,
-                                           body(nested, nestedLoc, args));
-          })
-      .getResult(0);
 }
 
 Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
@@ -235,7 +219,7 @@ Value AttentionTiler::alibiSlopes() {
     return slopes;
   Value init = b.create<tensor::EmptyOp>(loc, ArrayRef{queryHeads}, f32(b));
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, b.getContext());
-  return generic(
+  return buildGeneric(
       b, loc, ValueRange{}, init, {identity}, {utils::IteratorType::parallel},
       [&](OpBuilder &nested, Location at, ValueRange) {
         return standardSlope(nested, at, nested.create<linalg::IndexOp>(at, 0));
@@ -251,7 +235,7 @@ Value AttentionTiler::packedView(Value tensor, OpFoldResult depth) {
   Value init = b.create<tensor::EmptyOp>(
       loc, ArrayRef<OpFoldResult>{batches, kvHeads, rowExtent, depth}, element);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(4, b.getContext());
-  return generic(
+  return buildGeneric(
       b, loc, ValueRange{}, init, {identity},
       SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
       [&](OpBuilder &nested, Location at, ValueRange) {
@@ -286,7 +270,7 @@ Value AttentionTiler::unpackedView(Value packed, Type resultType, bool lse) {
   Value init = b.create<tensor::EmptyOp>(loc, sizes, type.getElementType());
   init = b.createOrFold<tensor::CastOp>(loc, type, init);
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
-  return generic(
+  return buildGeneric(
       b, loc, ValueRange{}, init, {identity},
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [&](OpBuilder &nested, Location at, ValueRange) {
