@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 sys.path.insert(0, HERE)
 import oracle  # noqa: E402
-from tiled_ir import (MLIR_TYPES, TOLERANCES, literal,  # noqa: E402
+from tiled_ir import (TOLERANCES, main_function,  # noqa: E402
                       relative_error, require_tools, run, run_on_cpu)
 
 
@@ -235,60 +235,6 @@ def random_inputs(document, dims, fixed, rng):
             values[name] = oracle.round_to_dtype(rng.standard_normal(shape),
                                                  decl["dtype"])
     return values
-
-
-def main_function(module, document, dims, values):
-    """A @main that calls the graph function on constants and prints each
-    result (floats widened to f32, then printMemrefF32; i32 printMemrefI32).
-    """
-    signature = re.search(r"func\.func @%s\((.*?)\) -> (.*?) \{$"
-                          % document["name"], module, re.M)
-    params = re.findall(r"%\w+: ([^ ,{]+(?:<[^>]*>)?)(?: \{([^}]*)\})?",
-                        signature.group(1))
-    results = re.findall(r"(tensor<[^>]*>)", signature.group(2))
-    lines = ["func.func private @printMemrefF32(memref<*xf32>)",
-             "func.func private @printMemrefI32(memref<*xi32>)",
-             "func.func @main() {"]
-    operands, types = [], []
-    inputs = iter(document["inputs"])
-    for i, (arg_type, attrs) in enumerate(params):
-        types.append(arg_type)
-        if arg_type == "index":
-            name = re.search(r'attn\.dim = "(\w+)"', attrs).group(1)
-            lines.append("  %%a%d = arith.constant %d : index"
-                         % (i, dims[name]))
-            operands.append("%%a%d" % i)
-            continue
-        name = next(inputs)
-        array = values[name]
-        element = MLIR_TYPES[document["inputs"][name]["dtype"]]
-        static = "tensor<%s%s>" % ("".join("%dx" % n for n in array.shape),
-                                   element)
-        lines.append("  %%c%d = arith.constant dense<%s> : %s"
-                     % (i, literal(array), static))
-        lines.append("  %%a%d = tensor.cast %%c%d : %s to %s"
-                     % (i, i, static, arg_type))
-        operands.append("%%a%d" % i)
-    lines.append("  %%r:%d = func.call @%s(%s) : (%s) -> (%s)" % (
-        len(results), document["name"], ", ".join(operands), ", ".join(types),
-        ", ".join(results)))
-    for i, result in enumerate(results):
-        value = "%%r#%d" % i
-        if re.search(r"xb?f16>$", result):
-            wide = re.sub(r"b?f16>$", "f32>", result)
-            lines.append("  %%w%d = arith.extf %s : %s to %s"
-                         % (i, value, result, wide))
-            value, result = "%%w%d" % i, wide
-        element = "i32" if result.endswith("i32>") else "f32"
-        memref = result.replace("tensor<", "memref<")
-        lines.append("  %%m%d = bufferization.to_memref %s : %s"
-                     % (i, value, memref))
-        lines.append("  %%u%d = memref.cast %%m%d : %s to memref<*x%s>"
-                     % (i, i, memref, element))
-        lines.append("  func.call @printMemref%s(%%u%d) : (memref<*x%s>) -> ()"
-                     % (element.upper(), i, element))
-    lines += ["  return", "}"]
-    return "\n".join(lines)
 
 
 def check(args, document, dims, fixed, rng, scratch):

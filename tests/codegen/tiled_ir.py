@@ -184,47 +184,54 @@ def literal(array):
 
 def main_function(module, graph, dims, values):
     """A @main that calls the graph function on constants and prints each
-    result with printMemrefF32."""
-    signature = re.search(r"func\.func @%s\((.*?)\) -> \((.*?)\) \{"
-                          % graph["name"], module)
-    args = re.findall(r"%\w+: ([^ ,{]+(?:<[^>]*>)?)", signature.group(1))
+    result (floats widened to f32, then printMemrefF32; i32 printMemrefI32).
+    """
+    signature = re.search(r"func\.func @%s\((.*?)\) -> (.*?) \{$"
+                          % graph["name"], module, re.M)
+    params = re.findall(r"%\w+: ([^ ,{]+(?:<[^>]*>)?)(?: \{([^}]*)\})?",
+                        signature.group(1))
     results = re.findall(r"(tensor<[^>]*>)", signature.group(2))
     lines = ["func.func private @printMemrefF32(memref<*xf32>)",
+             "func.func private @printMemrefI32(memref<*xi32>)",
              "func.func @main() {"]
-    operands = []
-    # The run-time sizes come first, each named by its attn.dim attribute.
-    names = re.findall(r'index \{attn\.dim = "(\w+)"\}', signature.group(1))
-    for i, name in enumerate(names):
-        lines.append("  %%d%d = arith.constant %d : index" % (i, dims[name]))
-        operands.append("%%d%d" % i)
-    tensor_args = [a for a in args if a != "index"]
-    for i, (name, arg_type) in enumerate(zip(graph["inputs"], tensor_args)):
+    operands, types = [], []
+    inputs = iter(graph["inputs"])
+    for i, (arg_type, attrs) in enumerate(params):
+        types.append(arg_type)
+        if arg_type == "index":
+            name = re.search(r'attn\.dim = "(\w+)"', attrs).group(1)
+            lines.append("  %%a%d = arith.constant %d : index"
+                         % (i, dims[name]))
+            operands.append("%%a%d" % i)
+            continue
+        name = next(inputs)
         array = values[name]
         element = MLIR_TYPES[graph["inputs"][name]["dtype"]]
-        static = "tensor<%sx%s>" % ("x".join(map(str, array.shape)), element)
+        static = "tensor<%s%s>" % ("".join("%dx" % n for n in array.shape),
+                                   element)
         lines.append("  %%c%d = arith.constant dense<%s> : %s"
                      % (i, literal(array), static))
-        lines.append("  %%t%d = tensor.cast %%c%d : %s to %s"
+        lines.append("  %%a%d = tensor.cast %%c%d : %s to %s"
                      % (i, i, static, arg_type))
-        operands.append("%%t%d" % i)
+        operands.append("%%a%d" % i)
     lines.append("  %%r:%d = func.call @%s(%s) : (%s) -> (%s)" % (
-        len(results), graph["name"], ", ".join(operands), ", ".join(args),
+        len(results), graph["name"], ", ".join(operands), ", ".join(types),
         ", ".join(results)))
     for i, result in enumerate(results):
-        # printMemrefF32 prints f32: widen f16 and bf16 results first.
         value = "%%r#%d" % i
-        if not result.endswith("xf32>"):
-            wide = re.sub(r"x(b?f16)>$", "xf32>", result)
+        if re.search(r"xb?f16>$", result):
+            wide = re.sub(r"b?f16>$", "f32>", result)
             lines.append("  %%w%d = arith.extf %s : %s to %s"
                          % (i, value, result, wide))
             value, result = "%%w%d" % i, wide
+        element = "i32" if result.endswith("i32>") else "f32"
         memref = result.replace("tensor<", "memref<")
         lines.append("  %%m%d = bufferization.to_memref %s : %s"
                      % (i, value, memref))
-        lines.append("  %%u%d = memref.cast %%m%d : %s to memref<*xf32>"
-                     % (i, i, memref))
-        lines.append("  func.call @printMemrefF32(%%u%d) : "
-                     "(memref<*xf32>) -> ()" % i)
+        lines.append("  %%u%d = memref.cast %%m%d : %s to memref<*x%s>"
+                     % (i, i, memref, element))
+        lines.append("  func.call @printMemref%s(%%u%d) : (memref<*x%s>) -> ()"
+                     % (element.upper(), i, element))
     lines += ["  return", "}"]
     return "\n".join(lines)
 
@@ -282,11 +289,13 @@ def run_on_cpu(module):
     return printed_arrays(printed)
 
 
-def check(args, graph, dims, tiles, pack, rng, scratch):
+def run_tiled(args, graph, dims, values, tiles, pack, scratch):
+    """`graph` imported fused, tiled (`tiles` = row and key tile, packed
+    query heads or not), the tile ops lowered portably, run on `values`;
+    returns the printed outputs."""
     path = os.path.join(scratch, graph["name"] + ".json")
     with open(path, "w") as f:
         json.dump(graph, f)
-    values = random_inputs(graph, dims, rng)
     fused = run([args.attnc, "import", "--fused", path], None, "attnc import")
     tiled = run([args.attn_opt,
                  "--attn-tile-attention=row-tile=%d key-tile=%d "
@@ -299,7 +308,12 @@ def check(args, graph, dims, tiles, pack, rng, scratch):
     body = tiled.rstrip()
     end = body.rindex("}")
     module = body[:end] + main_function(tiled, graph, dims, values) + "\n}\n"
-    got = run_on_cpu(module)
+    return run_on_cpu(module)
+
+
+def check(args, graph, dims, tiles, pack, rng, scratch):
+    values = random_inputs(graph, dims, rng)
+    got = run_tiled(args, graph, dims, values, tiles, pack, scratch)
     want = oracle.evaluate(graph, {n: values[n] for n in graph["inputs"]},
                            {d: dims[d] for d in dims})
     errors = [relative_error(g, np.asarray(want[name], np.float64).ravel())
@@ -336,20 +350,7 @@ def check_random(args, case, values, tiles, pack, scratch):
     The verdict is the matrix's: the oracle's tolerance plus its f32
     rounding floor, NaN never, -inf of lse exactly."""
     graph = case.graph
-    path = os.path.join(scratch, graph["name"] + ".json")
-    with open(path, "w") as f:
-        json.dump(graph, f)
-    fused = run([args.attnc, "import", "--fused", path], None, "attnc import")
-    tiled = run([args.attn_opt,
-                 "--attn-tile-attention=row-tile=%d key-tile=%d "
-                 "pack-query-heads=%d" % (tiles + (pack,)),
-                 "--attn-lower-tile-ops", "--attn-approximate-math"],
-                fused, "attn-opt")
-    body = tiled.rstrip()
-    end = body.rindex("}")
-    module = body[:end] + main_function(tiled, graph, case.bound, values) + \
-        "\n}\n"
-    got = run_on_cpu(module)
+    got = run_tiled(args, graph, case.bound, values, tiles, pack, scratch)
     floors = {}
     want = oracle.evaluate_typed(graph, values, case.bound, floors)
     if len(got) != len(graph["outputs"]):
