@@ -18,7 +18,11 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -28,6 +32,7 @@
 #include <numeric>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 
 namespace attnc {
 
@@ -338,6 +343,95 @@ struct RowLayout {
   Value stride; ///< Between consecutive rows.
 };
 
+/// The index values of a tiled attention (attn-tile-attention's output) on
+/// the task's buffers: `get` clones the scalar ops a value is computed by,
+/// with `tensor.dim` of an operand read from its sizes and `tensor.extract`
+/// (the key lengths) a load. A value from outside a key loop is computed
+/// before the loop's clone.
+class TiledValues {
+public:
+  TiledValues(OpBuilder &builder, Location loc, scf::ForallOp forall,
+              ArrayRef<AttentionBuffers::Buffer> operands)
+      : b(builder), loc(loc), operands(operands),
+        arguments(forall->getParentOfType<func::FuncOp>().getBody().front()) {}
+
+  void map(Value from, Value to) { mapping.map(from, to); }
+  void enterLoop(Operation *original, Operation *clone) {
+    loops.push_back({original, clone});
+  }
+  void exitLoop() { loops.pop_back(); }
+
+  Value get(OpFoldResult value) {
+    if (auto attr = dyn_cast<Attribute>(value))
+      return b.create<arith::ConstantIndexOp>(
+          loc, cast<IntegerAttr>(attr).getInt());
+    return get(cast<Value>(value));
+  }
+
+  Value get(Value value) {
+    if (Value known = mapping.lookupOrNull(value))
+      return known;
+    Operation *def = value.getDefiningOp();
+    if (!def)
+      throw std::logic_error("tiled attention: an index value that is a "
+                             "block argument of no known loop");
+    for (Value operand : def->getOperands())
+      if (!isOperand(operand))
+        (void)get(operand);
+    OpBuilder::InsertionGuard guard(b);
+    Operation *before = nullptr;
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+      if (it->first->isAncestor(def))
+        break;
+      before = it->second;
+    }
+    if (before)
+      b.setInsertionPoint(before);
+    if (auto dim = dyn_cast<tensor::DimOp>(def)) {
+      std::optional<int64_t> axis = dim.getConstantIndex();
+      if (!axis || !isOperand(dim.getSource()))
+        throw std::logic_error("tiled attention: tensor.dim of a tile");
+      mapping.map(value, buffer(dim.getSource()).sizes[*axis]);
+    } else if (auto extract = dyn_cast<tensor::ExtractOp>(def)) {
+      if (!isOperand(extract.getTensor()))
+        throw std::logic_error("tiled attention: tensor.extract of a tile");
+      const AttentionBuffers::Buffer &source = buffer(extract.getTensor());
+      Value at = b.create<arith::ConstantIndexOp>(loc, 0);
+      for (auto [index, size] : llvm::zip_equal(
+               extract.getIndices(), ArrayRef<Value>(source.sizes)))
+        at = b.create<arith::AddIOp>(
+            loc, b.create<arith::MulIOp>(loc, at, size), get(index));
+      mapping.map(value, b.create<memref::LoadOp>(loc, source.data, at));
+    } else {
+      bool scalar = llvm::all_of(def->getResultTypes(), [](Type type) {
+        return type.isIntOrIndexOrFloat();
+      });
+      if (def->getNumRegions() || !scalar || !isMemoryEffectFree(def))
+        throw std::logic_error("tiled attention: cannot compute an index "
+                               "from " +
+                               def->getName().getStringRef().str());
+      b.clone(*def, mapping);
+    }
+    return mapping.lookup(value);
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  ArrayRef<AttentionBuffers::Buffer> operands;
+  Block &arguments; ///< The tiled function's: the op's operands in order.
+  IRMapping mapping;
+  SmallVector<std::pair<Operation *, Operation *>> loops;
+
+  bool isOperand(Value value) {
+    auto argument = dyn_cast<BlockArgument>(value);
+    return argument && argument.getOwner() == &arguments;
+  }
+  const AttentionBuffers::Buffer &buffer(Value operand) {
+    return operands[cast<BlockArgument>(operand).getArgNumber()];
+  }
+};
+
 class AttentionTaskBuilder {
 public:
   AttentionTaskBuilder(OpBuilder &builder, Location loc, AttentionOp op,
@@ -347,7 +441,26 @@ public:
         bhsd(op.getLayout() == attn::Layout::bhsd), score(op.getScore()),
         visibility(op.getKeyVisibility()) {}
 
-  void emit(Value taskIndex);
+  /// Task `taskIndex` of the packed scf.forall that tileAttention made of
+  /// `op`: the forall's body with each tile op lowered by the methods below
+  /// and its index values (rows, key loop bounds, the partial-tile test)
+  /// computed by TiledValues.
+  void lowerTiled(scf::ForallOp forall,
+                  ArrayRef<AttentionBuffers::Buffer> operands,
+                  Value taskIndex);
+  /// The task's rows, from the tiled IR: packed rows [r0, r0 + nq) of
+  /// (batch, kv head). Allocates the scratch tiles, packs the queries and
+  /// sets m = -inf, l = 0, O = 0.
+  void beginRows(Value batch, Value kvHead, Value r0, Value nq);
+  /// attn.tile_scores of keys [j0, j0 + nk).
+  void scoreTile(Value j0, Value nk);
+  /// attn.tile_transform, attn.tile_mask (where `needPositionMask`, null
+  /// without causal or window) and attn.tile_softmax_update.
+  void softmaxStep(Value j0, Value nk, Value needPositionMask);
+  /// attn.tile_accumulate: O = alpha·O + P·V.
+  void accumulateValues(Value j0, Value nk);
+  /// attn.tile_normalize and the writes of the output and lse rows.
+  void finish();
 
 private:
   Emitter e;
@@ -367,7 +480,6 @@ private:
   // decoding (S = 1) fills the vector lanes with the group's heads instead
   // of padding, and K and V are read once for the group.
   Value batch, kvHead, group, r0, nq, offset; // offset = T - S.
-  Value firstQuery, lastQuery; // The tile's smallest and largest i'.
   // Queries the products and the softmax cover: nq rounded up to the
   // register blocks, so a short tile (decoding, S = 1) skips the padding.
   Value liveQueries;
@@ -422,18 +534,15 @@ private:
   void packRaw(Value into, double factor);
   void projectQueries(Value weights, Value outputs, Value into,
                       function_ref<Value(Value, Value)> weightIndex);
-  void keyTile(Value j0, Value nk, Value lastKey);
   void dotScores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
-  void softmaxStep(Value j0, Value nk, Value needPositionMask);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
-  void accumulateValues(Value j0, Value nk);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
                   Value j0, Value nk);
-  void finish();
 };
 
-void AttentionTaskBuilder::emit(Value taskIndex) {
+void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
+                                     Value rowStart, Value rowCount) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
   vec = VectorType::get({W}, e.f32);
@@ -449,17 +558,13 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   staticDk = getConstantIntValue(Dk);
   staticDv = getConstantIntValue(Dv);
 
-  // task = ((b · Hkv) + kv head) · tiles + tile, over G·S rows.
+  // The tile's rows: packed rows [r0, r0 + nq) of kv head `kvHead`.
   ValueArith arith{e, e.b.getIndexType()};
   group = attn::semantics::groupSize(arith, Hq, Hkv);
-  Value rowCount = e.mul(group, S);
-  Value tiles = e.ceilDiv(rowCount, t.queryTile);
-  Value tile = e.rem(taskIndex, tiles);
-  Value bk = e.div(taskIndex, tiles);
-  kvHead = e.rem(bk, Hkv);
-  batch = e.div(bk, Hkv);
-  r0 = e.mul(tile, t.queryTile);
-  nq = e.min(e.index(t.queryTile), e.sub(rowCount, r0));
+  batch = batchIndex;
+  kvHead = kvHeadIndex;
+  r0 = rowStart;
+  nq = rowCount;
   int64_t queryBlock =
       std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
   liveQueries = e.min(e.index(t.queryTile),
@@ -467,9 +572,6 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   offset = e.sub(T, S);
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
-  // The positions i' the tile's rows span.
-  std::tie(firstQuery, lastQuery) = attn::semantics::packedPositions(
-      arith, r0, e.add(r0, e.sub(nq, e.index(1))), S, T);
 
   // Scratch tiles.
   int64_t BQ = t.queryTile, BK = t.keyTile;
@@ -512,20 +614,89 @@ void AttentionTaskBuilder::emit(Value taskIndex) {
   });
   e.loop(e.index(0), e.mul(dvPaddedValue, BQ), W,
          [&](Value i) { b.create<vector::StoreOp>(zero, acc, i); });
+}
 
-  // Keys [first, last): the tiles that causal, window and key_length masks
-  // remove whole are never visited.
-  std::optional<Value> keyLength;
-  if (Value lengths = buf.keyLengths.data)
-    keyLength = b.create<arith::IndexCastOp>(
-        b.getIndexType(), b.create<memref::LoadOp>(lengths, batch));
-  auto range = attn::semantics::visibleKeys(arith, visibility, firstQuery,
-                                            lastQuery, T, keyLength);
-  Value first = range.first, last = e.max(range.last, first);
-  e.loop(first, last, BK, [&](Value j0) {
-    Value nk = e.min(e.index(BK), e.sub(last, j0));
-    keyTile(j0, nk, e.add(j0, e.sub(nk, e.index(1))));
-  });
+/// The rows of a q or k tile: the offset and size of the first axis an
+/// extract_slice keeps (its rank-reduced [rows, depth]).
+std::pair<OpFoldResult, OpFoldResult> tileRows(Value tile) {
+  auto slice = tile.getDefiningOp<tensor::ExtractSliceOp>();
+  if (!slice)
+    throw std::logic_error("tiled attention: a tile that is no slice");
+  llvm::SmallBitVector dropped = slice.getDroppedDims();
+  for (unsigned axis = 0; axis < dropped.size(); ++axis)
+    if (!dropped.test(axis))
+      return {slice.getMixedOffsets()[axis], slice.getMixedSizes()[axis]};
+  throw std::logic_error("tiled attention: a tile without rows");
+}
+
+void AttentionTaskBuilder::lowerTiled(
+    scf::ForallOp forall, ArrayRef<AttentionBuffers::Buffer> operands,
+    Value taskIndex) {
+  ImplicitLocOpBuilder &b = e.b;
+  TiledValues values(b, b.getLoc(), forall, operands);
+  // task = ((b · Hkv) + kv head) · row tiles + row tile.
+  SmallVector<OpFoldResult> bounds = forall.getMixedUpperBound();
+  SmallVector<Value> coordinates(bounds.size());
+  Value rest = taskIndex;
+  for (int64_t d = bounds.size() - 1; d > 0; --d) {
+    Value bound = values.get(bounds[d]);
+    coordinates[d] = e.rem(rest, bound);
+    rest = e.div(rest, bound);
+  }
+  coordinates[0] = rest;
+  for (auto [iv, coordinate] :
+       llvm::zip_equal(forall.getInductionVars(), coordinates))
+    values.map(iv, coordinate);
+
+  Block *body = forall.getBody();
+  auto loops = body->getOps<scf::ForOp>();
+  auto normalizes = body->getOps<attn::TileNormalizeOp>();
+  if (!llvm::hasSingleElement(loops) || !llvm::hasSingleElement(normalizes))
+    throw std::logic_error("tiled attention: expected one key loop and one "
+                           "attn.tile_normalize");
+  scf::ForOp loop = *loops.begin();
+  auto scoresOps = loop.getBody()->getOps<attn::TileScoresOp>();
+  if (!llvm::hasSingleElement(scoresOps))
+    throw std::logic_error("tiled attention: expected one attn.tile_scores");
+  attn::TileScoresOp firstScores = *scoresOps.begin();
+  auto [rowStart, rowCount] = tileRows(firstScores.getQuery());
+  beginRows(coordinates[0], coordinates[1], values.get(rowStart),
+            values.get(rowCount));
+
+  auto keyLoop =
+      b.create<scf::ForOp>(values.get(loop.getLowerBound()),
+                           values.get(loop.getUpperBound()),
+                           values.get(loop.getStep()));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keyLoop.getBody());
+    Value j0 = keyLoop.getInductionVar(), nk, needMask;
+    values.map(loop.getInductionVar(), j0);
+    values.enterLoop(loop, keyLoop);
+    for (Operation &op : loop.getBody()->without_terminator()) {
+      if (auto scoresOp = dyn_cast<attn::TileScoresOp>(op)) {
+        nk = values.get(tileRows(scoresOp.getKey()).second);
+        scoreTile(j0, nk);
+      } else if (auto ifOp = dyn_cast<scf::IfOp>(op)) {
+        // The partial-tile test around attn.tile_mask.
+        if (ifOp.getThenRegion().getOps<attn::TileMaskOp>().empty())
+          throw std::logic_error("tiled attention: an scf.if without "
+                                 "attn.tile_mask");
+        needMask = values.get(ifOp.getCondition());
+      } else if (isa<attn::TileSoftmaxUpdateOp>(op)) {
+        // softmaxStep applies attn.tile_transform and attn.tile_mask as it
+        // reads the scores for the running max.
+        if (visibility.hasPositionMask() != bool(needMask))
+          throw std::logic_error("tiled attention: the mask test does not "
+                                 "match the op's causal/window");
+        softmaxStep(j0, nk, needMask);
+      } else if (isa<attn::TileAccumulateOp>(op)) {
+        accumulateValues(j0, nk);
+      }
+      // Slices and index arithmetic: computed by `values` where used.
+    }
+    values.exitLoop();
+  }
   finish();
 }
 
@@ -692,22 +863,11 @@ void AttentionTaskBuilder::packQueries() {
   });
 }
 
-void AttentionTaskBuilder::keyTile(Value j0, Value nk, Value lastKey) {
+void AttentionTaskBuilder::scoreTile(Value j0, Value nk) {
   if (score == attn::ScoreKind::additive)
     additiveScores(j0, nk);
   else
     dotScores(j0, nk);
-  // Causal and window masks cut only the tiles that straddle a diagonal.
-  Value needMask;
-  if (visibility.hasPositionMask()) {
-    ValueArith arith{e, e.b.getIndexType()};
-    Value whole = attn::semantics::blockFullyVisible(
-        arith, visibility, firstQuery, lastQuery, j0, lastKey);
-    needMask = e.b.create<arith::XOrIOp>(
-        whole, e.b.create<arith::ConstantIntOp>(1, 1));
-  }
-  softmaxStep(j0, nk, needMask);
-  accumulateValues(j0, nk);
 }
 
 /// SC[j][i] = sum_d K[j0+j][d] · QT[d][i]: score blocks of `scoreKeys` keys
@@ -1102,24 +1262,22 @@ void AttentionTaskBuilder::finish() {
 
 } // namespace
 
-Value attentionTaskCount(OpBuilder &builder, Location loc, AttentionOp op,
-                         const AttentionBuffers &buffers,
-                         const AttentionTiling &tiling) {
-  Emitter e(builder, loc);
-  bool bhsd = op.getLayout() == attn::Layout::bhsd;
-  const auto &q = buffers.query.sizes, &k = buffers.key.sizes;
-  Value queryHeads = bhsd ? q[1] : q[2], kvHeads = bhsd ? k[1] : k[2];
-  Value length = bhsd ? q[2] : q[1];
-  // B · Hkv · ceil(G·S / query tile): a tile holds rows of the G query heads
-  // that share a kv head.
-  Value rows = e.mul(e.div(queryHeads, kvHeads), length);
-  return e.mul(e.mul(q[0], kvHeads), e.ceilDiv(rows, tiling.queryTile));
+Value tiledTaskCount(OpBuilder &builder, Location loc, scf::ForallOp forall,
+                     ArrayRef<AttentionBuffers::Buffer> operands) {
+  TiledValues values(builder, loc, forall, operands);
+  Value count = builder.create<arith::ConstantIndexOp>(loc, 1);
+  for (OpFoldResult bound : forall.getMixedUpperBound())
+    count = builder.create<arith::MulIOp>(loc, count, values.get(bound));
+  return count;
 }
 
 void emitAttentionTask(OpBuilder &builder, Location loc, AttentionOp op,
                        const AttentionBuffers &buffers,
-                       const AttentionTiling &tiling, Value taskIndex) {
-  AttentionTaskBuilder(builder, loc, op, buffers, tiling).emit(taskIndex);
+                       ArrayRef<AttentionBuffers::Buffer> operands,
+                       const AttentionTiling &tiling, scf::ForallOp forall,
+                       Value taskIndex) {
+  AttentionTaskBuilder(builder, loc, op, buffers, tiling)
+      .lowerTiled(forall, operands, taskIndex);
 }
 
 } // namespace attnc

@@ -15,6 +15,7 @@
 #include "Attn/IR/AttnOps.h"
 #include "Codegen/Schedule.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -44,20 +45,24 @@ struct AttentionTiling {
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 
-/// The number of tasks: B · Hkv · ceil(G · S / query tile), G = Hq / Hkv
-/// (`buffers` needs only the query's and the key's sizes).
-mlir::Value attentionTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
-                               mlir::attn::AttentionOp op,
-                               const AttentionBuffers &buffers,
-                               const AttentionTiling &tiling);
+/// The tasks of the packed scf.forall that attn::tileAttention made of an
+/// attention op: the product of its bounds. The forall's function has the
+/// op's operands as arguments, in order; `operands` are their buffers
+/// (only the sizes are read here).
+mlir::Value tiledTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
+                           mlir::scf::ForallOp forall,
+                           llvm::ArrayRef<AttentionBuffers::Buffer> operands);
 
-/// Emits task number `taskIndex` (an index value) of `op` at the builder's
-/// insertion point, which must be in the entry block of the task function
-/// (the scratch tiles are allocas).
+/// Emits task number `taskIndex` (an index value) of `forall`, the tiled
+/// form of `op`, at the builder's insertion point, which must be in the
+/// entry block of the task function (the scratch tiles are allocas).
+/// `buffers` names the op's buffers, `operands` lists them in operand order.
 void emitAttentionTask(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::attn::AttentionOp op,
                        const AttentionBuffers &buffers,
-                       const AttentionTiling &tiling, mlir::Value taskIndex);
+                       llvm::ArrayRef<AttentionBuffers::Buffer> operands,
+                       const AttentionTiling &tiling,
+                       mlir::scf::ForallOp forall, mlir::Value taskIndex);
 
 } // namespace attnc
 

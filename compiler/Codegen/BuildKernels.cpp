@@ -17,6 +17,7 @@
 #include "Codegen/PrimitiveKernels.h"
 
 #include "Attn/IR/AttnOps.h"
+#include "Attn/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -26,8 +27,11 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -125,7 +129,8 @@ private:
   void declareRuntime();
   BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
   void buildKernel(Operation *op);
-  func::FuncOp buildTask(Operation *op, const ClosureLayout &layout);
+  func::FuncOp buildTask(Operation *op, const ClosureLayout &layout,
+                         scf::ForallOp tiled);
 };
 
 void KernelModuleBuilder::declareRuntime() {
@@ -208,7 +213,8 @@ Value memrefFromPointer(OpBuilder &builder, Location loc, Value pointer,
 AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
                                   attn::AttentionOp op,
                                   ArrayRef<Value> pointers,
-                                  ArrayRef<SmallVector<Value>> sizes) {
+                                  ArrayRef<SmallVector<Value>> sizes,
+                                  SmallVector<AttentionBuffers::Buffer> &inOrder) {
   AttentionBuffers result;
   auto flat = [&](Value tensor, unsigned position,
                   bool gathered = false) -> AttentionBuffers::Buffer {
@@ -222,9 +228,13 @@ AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
     Value elements = builder.create<arith::ConstantIndexOp>(loc, 1);
     for (Value size : sizes[position])
       elements = builder.create<arith::MulIOp>(loc, elements, size);
-    return {memrefFromPointer(builder, loc, pointers[position], memrefType,
-                              {elements}),
-            sizes[position]};
+    AttentionBuffers::Buffer buffer{
+        memrefFromPointer(builder, loc, pointers[position], memrefType,
+                          {elements}),
+        sizes[position]};
+    if (position < op->getNumOperands())
+      inOrder.push_back(buffer);
+    return buffer;
   };
   unsigned position = 0;
   auto operandBuffer = [&](Value operand) -> AttentionBuffers::Buffer {
@@ -253,8 +263,37 @@ AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
   return result;
 }
 
+/// The tiled form of `op` its tasks lower: attn-tile-attention with the
+/// query heads of a kv head packed into the rows and the schedule's tiles,
+/// in a function of its own (in `scratch`) whose arguments are op's
+/// operands. One task is one iteration of the returned forall.
+scf::ForallOp tileForTasks(attn::AttentionOp op, const AttentionTiling &tiling,
+                           OwningOpRef<ModuleOp> &scratch) {
+  Location loc = op.getLoc();
+  OpBuilder builder(op.getContext());
+  scratch = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(scratch->getBody());
+  auto function = builder.create<func::FuncOp>(
+      loc, "tiled",
+      builder.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
+  Block *body = function.addEntryBlock();
+  builder.setInsertionPointToStart(body);
+  IRMapping operands;
+  operands.map(op->getOperands(), body->getArguments());
+  auto copy = cast<attn::AttentionOp>(builder.clone(*op, operands));
+  builder.create<func::ReturnOp>(loc, copy->getResults());
+  IRRewriter rewriter(builder);
+  FailureOr<scf::ForallOp> forall =
+      attn::tileAttention(rewriter, copy, tiling.queryTile, tiling.keyTile,
+                          /*packQueryHeads=*/true);
+  if (failed(forall))
+    throw std::logic_error("attn-tile-attention failed on an attention op");
+  return *forall;
+}
+
 func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
-                                            const ClosureLayout &layout) {
+                                            const ClosureLayout &layout,
+                                            scf::ForallOp tiled) {
   MLIRContext *context = module.getContext();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(entry);
@@ -302,10 +341,11 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
                                      word(closure, slot++))));
 
   if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+    SmallVector<AttentionBuffers::Buffer> inOrder;
     AttentionBuffers attentionOperands =
-        attentionBuffers(builder, opLoc, attention, pointers, sizes);
-    emitAttentionTask(builder, opLoc, attention, attentionOperands, tiling,
-                      taskIndex);
+        attentionBuffers(builder, opLoc, attention, pointers, sizes, inOrder);
+    emitAttentionTask(builder, opLoc, attention, attentionOperands, inOrder,
+                      tiling, tiled, taskIndex);
   } else {
     SmallVector<Value> operands, results;
     size_t tensor = 0, index = 0;
@@ -398,15 +438,18 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     builder.create<LLVM::StoreOp>(loc, i64(value), word(closure, slot++));
 
   Value count;
+  OwningOpRef<ModuleOp> scratch;
+  scf::ForallOp tiled;
   if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
-    AttentionBuffers shapes;
-    shapes.query.sizes = buffers.at(attention.getQuery()).sizes;
-    shapes.key.sizes = buffers.at(attention.getKey()).sizes;
-    count = attentionTaskCount(builder, loc, attention, shapes, tiling);
+    tiled = tileForTasks(attention, tiling, scratch);
+    SmallVector<AttentionBuffers::Buffer> shapes;
+    for (Value operand : op->getOperands())
+      shapes.push_back({Value(), buffers.at(operand).sizes});
+    count = tiledTaskCount(builder, loc, tiled, shapes);
   } else {
     count = primitiveTaskCount(builder, loc, op, operandSizes);
   }
-  func::FuncOp task = buildTask(op, layout);
+  func::FuncOp task = buildTask(op, layout, tiled);
   Value function = builder.create<func::ConstantOp>(
       loc, task.getFunctionType(), task.getSymName());
   function = builder

@@ -51,7 +51,7 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
-    "::mlir::vector::VectorDialect"];
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"];
 }
 
 #endif // ATTNC_CODEGEN_PASSES_TD

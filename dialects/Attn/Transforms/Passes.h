@@ -6,10 +6,19 @@
 #include "Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
 namespace mlir::attn {
+
+/// attn-tile-attention on one op: replaces `op` by its tiled form (see the
+/// pass) and returns the scf.forall over (batch, query or kv head, row
+/// tile). Backends that lower the tile ops themselves call it directly.
+FailureOr<scf::ForallOp> tileAttention(RewriterBase &rewriter, AttentionOp op,
+                                       int64_t rowTile, int64_t keyTile,
+                                       bool packQueryHeads);
 
 #define GEN_PASS_DECL
 #include "Attn/Transforms/Passes.h.inc"

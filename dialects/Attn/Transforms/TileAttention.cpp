@@ -113,7 +113,7 @@ public:
         keyTile(keyTile), packHeads(packHeads), axes(op.getLayoutAxes()),
         rule(op.getKeyVisibility()) {}
 
-  LogicalResult rewrite();
+  FailureOr<scf::ForallOp> rewrite();
 
 private:
   RewriterBase &b;
@@ -290,7 +290,7 @@ Value AttentionTiler::unpackedView(Value packed, Type resultType, bool lse) {
       });
 }
 
-LogicalResult AttentionTiler::rewrite() {
+FailureOr<scf::ForallOp> AttentionTiler::rewrite() {
   Value q = op.getQuery(), k = op.getKey(), v = op.getValue();
   Value out = op.getOutput(), lse = op.getLse();
   Operation *boundary = op->getPrevNode(); // Ops after it are ours.
@@ -508,7 +508,7 @@ LogicalResult AttentionTiler::rewrite() {
       }
     });
   }
-  return success();
+  return forall;
 }
 
 struct TileAttentionPass
@@ -525,9 +525,17 @@ struct TileAttentionPass
     getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (AttentionOp op : ops)
-      (void)AttentionTiler(rewriter, op, rowTile, keyTile, packQueryHeads)
-          .rewrite();
+      (void)tileAttention(rewriter, op, rowTile, keyTile, packQueryHeads);
   }
 };
 
 } // namespace
+
+FailureOr<scf::ForallOp> mlir::attn::tileAttention(RewriterBase &rewriter,
+                                                   AttentionOp op,
+                                                   int64_t rowTile,
+                                                   int64_t keyTile,
+                                                   bool packQueryHeads) {
+  return AttentionTiler(rewriter, op, rowTile, keyTile, packQueryHeads)
+      .rewrite();
+}
