@@ -1,37 +1,40 @@
 //===- AttentionKernel.cpp - attn.attention as a tiled CPU task -----------===//
 //
-// One task = (b, h, query tile). Per task:
+// The CPU micro-kernels of attn-tile-attention's tile ops. One task = one
+// iteration (b, kv head, row tile) of the packed scf.forall; its rows, key
+// loop and partial-tile test are the tiled IR's (TiledValues). Per task:
 //   1. pack Q transposed into QT[d][i] (queries in lanes), prescaled so the
 //      scores come out in log2 units (general: qW; cosine: q/|q|;
 //      additive: Wq q instead);
-//   2. for each key tile in [first, last) (tiles removed whole by causal,
-//      window and key_length masks are never visited): scores SC[j][i] by a
-//      register-blocked product, then biases and masks, the running max m
-//      and sum l as vectors, p = exp2(s - m) in place;
-//   3. O[i][:] = alpha_i O[i][:] + sum_j p[j][i] V[j][:] in row layout;
-//   4. out = O / l (0 when l == 0), lse = (m + log2 l) ln 2.
+//   2. for each key tile of the tiled IR's key loop: scores SC[j][i] by a
+//      register-blocked product (tile_scores), then biases and masks, the
+//      running max m and sum l as vectors, p = exp2(s - m) in place
+//      (tile_transform, tile_mask, tile_softmax_update);
+//   3. O[i][:] = alpha_i O[i][:] + sum_j p[j][i] V[j][:] in row layout
+//      (tile_accumulate);
+//   4. out = O / l (0 when l == 0), lse = (m + log2 l) ln 2 (tile_normalize).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Codegen/AttentionKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <cmath>
-#include <numeric>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace attnc {
@@ -363,8 +366,8 @@ public:
 
   Value get(OpFoldResult value) {
     if (auto attr = dyn_cast<Attribute>(value))
-      return b.create<arith::ConstantIndexOp>(
-          loc, cast<IntegerAttr>(attr).getInt());
+      return b.create<arith::ConstantIndexOp>(loc,
+                                              cast<IntegerAttr>(attr).getInt());
     return get(cast<Value>(value));
   }
 
@@ -397,8 +400,8 @@ public:
         throw std::logic_error("tiled attention: tensor.extract of a tile");
       const AttentionBuffers::Buffer &source = buffer(extract.getTensor());
       Value at = b.create<arith::ConstantIndexOp>(loc, 0);
-      for (auto [index, size] : llvm::zip_equal(
-               extract.getIndices(), ArrayRef<Value>(source.sizes)))
+      for (auto [index, size] :
+           llvm::zip_equal(extract.getIndices(), ArrayRef<Value>(source.sizes)))
         at = b.create<arith::AddIOp>(
             loc, b.create<arith::MulIOp>(loc, at, size), get(index));
       mapping.map(value, b.create<memref::LoadOp>(loc, source.data, at));
@@ -446,8 +449,7 @@ public:
   /// and its index values (rows, key loop bounds, the partial-tile test)
   /// computed by TiledValues.
   void lowerTiled(scf::ForallOp forall,
-                  ArrayRef<AttentionBuffers::Buffer> operands,
-                  Value taskIndex);
+                  ArrayRef<AttentionBuffers::Buffer> operands, Value taskIndex);
   /// The task's rows, from the tiled IR: packed rows [r0, r0 + nq) of
   /// (batch, kv head). Allocates the scratch tiles, packs the queries and
   /// sets m = -inf, l = 0, O = 0.
@@ -663,10 +665,9 @@ void AttentionTaskBuilder::lowerTiled(
   beginRows(coordinates[0], coordinates[1], values.get(rowStart),
             values.get(rowCount));
 
-  auto keyLoop =
-      b.create<scf::ForOp>(values.get(loop.getLowerBound()),
-                           values.get(loop.getUpperBound()),
-                           values.get(loop.getStep()));
+  auto keyLoop = b.create<scf::ForOp>(values.get(loop.getLowerBound()),
+                                      values.get(loop.getUpperBound()),
+                                      values.get(loop.getStep()));
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(keyLoop.getBody());

@@ -1,9 +1,11 @@
 //===- AttentionKernel.h - attn.attention as a tiled CPU task ---*- C++ -*-===//
 //
-// The body of one task of a fused attention: one batch b, one kv head, one
-// tile of rows (query head, query) of the query heads sharing that kv head,
-// online softmax over tiles of keys, never holding more than a key tile of
-// scores (docs/design/cpu-backend.md). The register blocking follows
+// The body of one task of a fused attention: one iteration of the packed
+// scf.forall attn-tile-attention makes of it, (batch b, kv head, tile of rows
+// (query head, query) of the query heads sharing that kv head), its tile ops
+// lowered to vector code: online softmax over tiles of keys, never holding
+// more than a key tile of scores (docs/design/cpu-backend.md,
+// docs/design/lowering-passes.md). The register blocking follows
 // docs/design/cpu-codegen-notes.md (point 2): queries in vector lanes, Q
 // packed transposed and prescaled by scale·log2(e), scores stored
 // [key][query] so the running max and sum are plain vectors, exp2 inline.

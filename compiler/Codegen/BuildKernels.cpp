@@ -210,11 +210,10 @@ Value memrefFromPointer(OpBuilder &builder, Location loc, Value pointer,
 
 /// The attention operands as flat buffers, matched to the op's operand
 /// groups.
-AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
-                                  attn::AttentionOp op,
-                                  ArrayRef<Value> pointers,
-                                  ArrayRef<SmallVector<Value>> sizes,
-                                  SmallVector<AttentionBuffers::Buffer> &inOrder) {
+AttentionBuffers
+attentionBuffers(OpBuilder &builder, Location loc, attn::AttentionOp op,
+                 ArrayRef<Value> pointers, ArrayRef<SmallVector<Value>> sizes,
+                 SmallVector<AttentionBuffers::Buffer> &inOrder) {
   AttentionBuffers result;
   auto flat = [&](Value tensor, unsigned position,
                   bool gathered = false) -> AttentionBuffers::Buffer {
@@ -228,10 +227,10 @@ AttentionBuffers attentionBuffers(OpBuilder &builder, Location loc,
     Value elements = builder.create<arith::ConstantIndexOp>(loc, 1);
     for (Value size : sizes[position])
       elements = builder.create<arith::MulIOp>(loc, elements, size);
-    AttentionBuffers::Buffer buffer{
-        memrefFromPointer(builder, loc, pointers[position], memrefType,
-                          {elements}),
-        sizes[position]};
+    AttentionBuffers::Buffer buffer{memrefFromPointer(builder, loc,
+                                                      pointers[position],
+                                                      memrefType, {elements}),
+                                    sizes[position]};
     if (position < op->getNumOperands())
       inOrder.push_back(buffer);
     return buffer;
@@ -603,6 +602,20 @@ void buildKernels(ModuleOp module, const AttentionSchedule &schedule) {
   if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
                                    [&] { return pm.run(module); })))
     throw std::logic_error("attn-build-entry failed: " + diagnostics);
+}
+
+void tileAttentionForTasks(ModuleOp module, const AttentionSchedule &schedule) {
+  AttentionTiling tiling = AttentionTiling::from(schedule);
+  PassManager pm(module.getContext());
+  attn::TileAttentionPassOptions options;
+  options.rowTile = tiling.queryTile;
+  options.keyTile = tiling.keyTile;
+  options.packQueryHeads = true;
+  pm.addNestedPass<func::FuncOp>(attn::createTileAttentionPass(options));
+  std::string diagnostics;
+  if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
+                                   [&] { return pm.run(module); })))
+    throw std::logic_error("attn-tile-attention failed: " + diagnostics);
 }
 
 BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {

@@ -9,8 +9,10 @@
 //
 // Each op of the graph function becomes one task function
 // `void task(void *closure, int64_t index)` run by attnrt_parallel_for: an
-// attn.attention over (batch, head, query tile) (AttentionKernel.h), any
-// other op as one task (PrimitiveKernels.h). Intermediates live in
+// attn.attention is tiled by attn-tile-attention (packed query heads, the
+// schedule's tiles) and one iteration of its scf.forall, (batch, kv head,
+// row tile), is one task whose tile ops AttentionKernel.h lowers; any other
+// op is one task (PrimitiveKernels.h). Intermediates live in
 // attnrt_allocate memory. The result is in the scf/vector/memref/llvm
 // dialects, ready for lowerToLLVMDialect. `attn-opt --attn-build-entry` runs
 // it alone.
@@ -38,6 +40,13 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule);
 /// std::logic_error with the pass's diagnostics when it fails (a module
 /// importGraph + runAttnPipeline did not make).
 void buildKernels(mlir::ModuleOp module, const AttentionSchedule &schedule);
+
+/// Runs attn-tile-attention on `module` as attn-build-entry tiles each
+/// attention op for its tasks: query heads of a kv head packed into the
+/// rows, `schedule`'s query and key tiles (rounded to its register blocks).
+/// For printing what the tasks lower (`--emit mlir:tiled`).
+void tileAttentionForTasks(mlir::ModuleOp module,
+                           const AttentionSchedule &schedule);
 
 } // namespace attnc
 

@@ -25,8 +25,12 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     intermediates with `attnrt_allocate` (ATTNRT_OUT_OF_MEMORY when it
     fails), packs each op's pointers and sizes into a closure and runs the
     op's task function `NAME_kN(closure, index)` through
-    `attnrt_parallel_for`: attn.attention over (batch, kv head, query tile)
-    with the tiled online softmax, any other op as one task. Options are the
+    `attnrt_parallel_for`: an attn.attention is tiled by attn-tile-attention
+    (query heads of a kv head packed into the rows, query-tile rows and
+    key-tile keys) and each iteration of its scf.forall, (batch, kv head,
+    row tile), is one task, whose rows, key loop and partial-tile test are
+    the tiled IR's and whose tile ops become vector code (the register
+    blocks below); any other op is one task. Options are the
     schedule's tiles and register blocks (defaults: the x86-64-avx2 class's
     schedule, schedules/cpu/x86-64-avx2.json).
   }];

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -44,6 +45,15 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
   stageDone("attn");
   runAttnPipeline(*module);
   stageDone("fused");
+  if (llvm::is_contained(options.emitMlirStages, "tiled")) {
+    // attn-build-entry tiles each op as it builds its tasks; this is what
+    // it lowers, printed from a copy.
+    mlir::OwningOpRef<mlir::ModuleOp> tiled = module->clone();
+    std::swap(module, tiled);
+    tileAttentionForTasks(*module, result.schedule);
+    stageDone("tiled");
+    std::swap(module, tiled);
+  }
   buildKernels(*module, result.schedule);
   stageDone("kernels");
   lowerToLLVMDialect(*module);

@@ -40,6 +40,9 @@ inline constexpr MlirStage kMlirStages[] = {
     {"attn", "the graph as attn ops, before fusion"},
     {"fused", "after attn-pipeline: attention chains fused into "
               "attn.attention"},
+    {"tiled", "each attn.attention as attn-tile-attention makes it for the "
+              "CPU tasks (query heads of a kv head packed, the schedule's "
+              "tiles): one task per scf.forall iteration"},
     {"kernels", "the entry, closures and task functions (scf, vector, "
                 "memref), before lowering"},
     {"llvm", "after attn-lower-to-llvm: the LLVM dialect"}};

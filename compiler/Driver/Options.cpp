@@ -92,13 +92,14 @@ cl::opt<std::string> name("name",
                                    "(default: the graph's \"name\")"),
                           cl::value_desc("NAME"), cl::sub(compile),
                           cl::cat(category));
-cl::opt<std::string> emit("emit",
-                          cl::desc("Also write NAME.mlir (the kernels before "
-                                   "lowering), NAME.STAGE.mlir for "
-                                   "mlir:STAGE (attn, fused, kernels, llvm) "
-                                   "and/or NAME.ll"),
-                          cl::value_desc("mlir,mlir:STAGE,llvm"), cl::sub(compile),
-                          cl::cat(category));
+cl::opt<std::string>
+    emit("emit",
+         cl::desc("Also write NAME.mlir (the kernels before "
+                  "lowering), NAME.STAGE.mlir for "
+                  "mlir:STAGE (attn, fused, tiled, kernels, llvm) "
+                  "and/or NAME.ll"),
+         cl::value_desc("mlir,mlir:STAGE,llvm"), cl::sub(compile),
+         cl::cat(category));
 cl::opt<std::string> threads("threads", cl::desc("Worker threads (default 1; 0 = one per core)"),
                              cl::value_desc("N"), cl::init("1"), cl::sub(run),
                              cl::cat(category));
