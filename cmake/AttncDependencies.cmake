@@ -28,5 +28,8 @@ set_target_properties(attnc::pthreadpool PROPERTIES
 
 find_package(GTest REQUIRED)
 
+# The tuning database (compiler/Tuning).
+find_package(SQLite3 REQUIRED)
+
 # Halide 14 is found in its own directory scope (compiler/Halide) because its
 # package pulls in LLVM 14 and would shadow LLVM 19's include directories.

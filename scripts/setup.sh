@@ -10,7 +10,7 @@ packages=(
   llvm-19-dev libmlir-19-dev mlir-19-tools clang-19 llvm-19-tools
   libhalide14-0-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libpthreadpool-dev libopenblas-dev
+  libpthreadpool-dev libopenblas-dev libsqlite3-dev
   python3 python3-numpy
 )
 
