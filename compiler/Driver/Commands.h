@@ -17,6 +17,7 @@ int importCommand();
 int referenceCommand();
 int runCommand();
 int compileCommand();
+int tuneCommand();
 
 } // namespace attnc
 

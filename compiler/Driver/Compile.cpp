@@ -5,8 +5,10 @@
 #include "Codegen/EmitObject.h"
 #include "Codegen/KernelDescriptor.h"
 #include "Codegen/KernelInterface.h"
+#include "Driver/Options.h"
 #include "Import/ImportGraph.h"
 #include "Support/Error.h"
+#include "Tuning/TunedSchedule.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -28,6 +30,16 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
   result.schedule = options.schedulePath.empty()
                         ? defaultSchedule(result.target)
                         : loadSchedule(options.schedulePath, result.target);
+  if (options.schedulePath.empty() && !options.tuningDatabase.empty()) {
+    std::string why;
+    if (std::optional<AttentionSchedule> tuned = tuning::tunedSchedule(
+            options.tuningDatabase, graph, options.dimEstimates, result.target,
+            result.schedule, why))
+      result.schedule = *tuned;
+    else
+      result.scheduleNote = "tuning database " + options.tuningDatabase + ": " +
+                            why + "; the default schedule";
+  }
   result.header = kernelHeader(graph);
   result.manifest =
       kernelManifest(graph, "mlir", result.target, result.schedule);
@@ -65,6 +77,17 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
                             result.manifest);
       });
   return result;
+}
+
+void reportTunedSchedule(const CompileOptions &options,
+                         const CompiledGraph &compiled) {
+  if (options.tuningDatabase.empty())
+    return;
+  if (compiled.scheduleNote.empty())
+    llvm::errs() << "schedule: " << compiled.schedule.source << " ("
+                 << compiled.schedule.measured << ")\n";
+  else if (options::tuningDb.getNumOccurrences())
+    llvm::errs() << "note: " << compiled.scheduleNote << "\n";
 }
 
 } // namespace attnc

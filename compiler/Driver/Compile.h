@@ -22,6 +22,9 @@ struct CompileOptions {
   std::string backend = "mlir"; ///< "mlir" or "halide".
   std::string target = "host";
   std::string schedulePath; ///< Empty: the target class's default.
+  /// A tuning database whose best record for the graph at `dimEstimates`
+  /// replaces the default schedule (not a --schedule file); empty: none.
+  std::string tuningDatabase;
   /// Sizes of run-time dims for an autoscheduler to plan for (halide,
   /// `--schedule auto:NAME`); the others get defaults.
   DimBindings dimEstimates;
@@ -57,11 +60,18 @@ struct CompiledGraph {
   /// The module after each stage asked for, by stage name.
   std::map<std::string, std::string> mlir;
   std::string llvm;     ///< The optimised LLVM IR, when asked for.
+  /// Why the tuning database gave no schedule, when one was used.
+  std::string scheduleNote;
 };
 
 /// Throws UserError for a bad --target or --schedule, and (halide) for what
 /// the backend cannot compile.
 CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options);
+
+/// Says on stderr which tuned schedule `compiled` uses, or (when the user
+/// named the database) why it uses none.
+void reportTunedSchedule(const CompileOptions &options,
+                         const CompiledGraph &compiled);
 
 /// The halide backend (compileGraph dispatches to it): NAME.a holding
 /// Halide's pipeline and runtime, NAME_entry and NAME_kernel.

@@ -123,16 +123,23 @@ int compileCommand() {
                       ": must match [A-Za-z_][A-Za-z0-9_]*");
     graph.name = options::name;
   }
+  if (settings.backend == "mlir")
+    settings.tuningDatabase = options::chosenTuningDatabase();
   if (!options::dims.empty()) {
-    // The code serves every size; only an autoscheduler plans for one.
-    if (settings.backend != "halide" ||
-        settings.schedulePath.rfind("auto:", 0) != 0)
+    // The code serves every size; only an autoscheduler or a tuning
+    // database lookup plans for one.
+    bool autoscheduled = settings.backend == "halide" &&
+                         settings.schedulePath.rfind("auto:", 0) == 0;
+    if (!autoscheduled && settings.tuningDatabase.empty())
       throw UserError("--dim: attnc compile takes sizes only as estimates "
                       "for an autoscheduler (--backend halide --schedule "
-                      "auto:NAME); the compiled code accepts any size");
+                      "auto:NAME) or as the shape to look a tuned schedule "
+                      "up for (--tuning-db); the compiled code accepts any "
+                      "size");
     settings.dimEstimates = bindDimFlags(graph, options::dims);
   }
   CompiledGraph compiled = compileGraph(graph, settings);
+  reportTunedSchedule(settings, compiled);
   std::vector<std::pair<std::string, std::string>> files = {
       {graph.name + (compiled.isArchive ? ".a" : ".o"), compiled.object},
       {graph.name + ".h", compiled.header},

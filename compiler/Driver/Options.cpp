@@ -2,6 +2,9 @@
 
 #include "Driver/Options.h"
 #include "Support/Error.h"
+#include "Tuning/TunedSchedule.h"
+
+#include <filesystem>
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
@@ -23,11 +26,62 @@ cl::SubCommand reference("reference",
 cl::SubCommand run("run", "Compile and run a graph on given or random inputs");
 cl::SubCommand compile("compile",
                        "Compile a graph into NAME.o, NAME.h and NAME.json");
+cl::SubCommand tune("tune", "Search the schedules of a graph's kernels and "
+                            "keep the fastest in a tuning database");
 
 llvm::ArrayRef<cl::SubCommand *> subcommands() {
-  static cl::SubCommand *all[] = {&check, &explain, &import, &reference, &compile, &run};
+  static cl::SubCommand *all[] = {&check,   &explain, &import, &reference,
+                                  &compile, &run,     &tune};
   return all;
 }
+
+cl::list<std::string>
+    tuneArguments(cl::Positional, cl::OneOrMore,
+                  cl::desc("<graph.json> | export | import <records.jsonl>"),
+                  cl::sub(tune), cl::cat(category));
+cl::opt<std::string> budget("budget",
+                            cl::desc("Time for the search, e.g. 120s, 10m, "
+                                     "1h (default 120s)"),
+                            cl::value_desc("TIME"), cl::init("120s"),
+                            cl::sub(tune), cl::cat(category));
+cl::opt<std::string> database("db",
+                              cl::desc("Tuning database (default "
+                                       "$XDG_CACHE_HOME/attnc/tuning.db, "
+                                       "else ~/.cache/attnc/tuning.db)"),
+                              cl::value_desc("PATH"), cl::sub(tune),
+                              cl::cat(category));
+cl::opt<std::string> shard("shard",
+                           cl::desc("Measure only shard I of N of the "
+                                    "candidates (0 <= I < N; every shard "
+                                    "also times the default)"),
+                           cl::value_desc("I/N"), cl::sub(tune),
+                           cl::cat(category));
+cl::opt<std::string> report("report",
+                            cl::desc("Write DIR/candidates.csv: every "
+                                     "candidate of this run"),
+                            cl::value_desc("DIR"), cl::sub(tune),
+                            cl::cat(category));
+cl::opt<std::string> space("space",
+                           cl::desc("Schedule space to search (default: "
+                                    "the compiled-in schedules/space/"
+                                    "cpu.json)"),
+                           cl::value_desc("FILE"), cl::sub(tune),
+                           cl::cat(category));
+cl::opt<bool> exhaustive("exhaustive",
+                         cl::desc("Measure every candidate, whatever the "
+                                  "budget"),
+                         cl::sub(tune), cl::cat(category));
+cl::opt<std::string> exportFile("o",
+                                cl::desc("tune export: write the records "
+                                         "to FILE (default: stdout)"),
+                                cl::value_desc("FILE"), cl::sub(tune),
+                                cl::cat(category));
+cl::opt<std::string> corruptCandidate(
+    "test-corrupt-candidate",
+    cl::desc("Test hook: candidate N (1 = the default) returns corrupted "
+             "outputs"),
+    cl::value_desc("N"), cl::init("0"), cl::Hidden, cl::sub(tune),
+    cl::cat(category));
 
 cl::opt<std::string> graph(cl::Positional, cl::Required,
                            cl::desc("<graph.json>"), cl::sub(check),
@@ -48,7 +102,8 @@ cl::list<std::string> dims("dim",
                                     "compile: the size an autoscheduler "
                                     "plans for)"),
                            cl::value_desc("NAME=SIZE"), cl::sub(reference),
-                           cl::sub(run), cl::sub(compile), cl::cat(category));
+                           cl::sub(run), cl::sub(compile), cl::sub(tune),
+                           cl::cat(category));
 cl::list<std::string>
     inputs("input",
            cl::desc("Read an input from a .npy file (repeatable); the others "
@@ -58,7 +113,8 @@ cl::list<std::string>
 cl::opt<std::string> seed("seed",
                           cl::desc("Seed of the random inputs (default 0)"),
                           cl::value_desc("N"), cl::init("0"),
-                          cl::sub(reference), cl::sub(run), cl::cat(category));
+                          cl::sub(reference), cl::sub(run), cl::sub(tune),
+                          cl::cat(category));
 cl::opt<std::string> outputDir("output-dir",
                                cl::desc("Write OUT.npy for every output into "
                                         "DIR (created when missing)"),
@@ -69,12 +125,14 @@ cl::opt<std::string> backend("backend",
                              cl::desc("Code generator: mlir (default), "
                                       "halide, or reference (run only)"),
                              cl::value_desc("B"), cl::init("mlir"),
-                             cl::sub(compile), cl::sub(run), cl::cat(category));
+                             cl::sub(compile), cl::sub(run), cl::sub(tune),
+                             cl::cat(category));
 cl::opt<std::string> target("target",
                             cl::desc("host (default), x86-64, x86-64-avx2 "
                                      "or x86-64-avx512"),
                             cl::value_desc("T"), cl::init("host"),
-                            cl::sub(compile), cl::sub(run), cl::cat(category));
+                            cl::sub(compile), cl::sub(run), cl::sub(tune),
+                            cl::cat(category));
 cl::opt<std::string> schedule("schedule",
                               cl::desc("Schedule file (default: the "
                                        "target's, under schedules/); halide "
@@ -100,14 +158,25 @@ cl::opt<std::string>
                   "and/or NAME.ll"),
          cl::value_desc("mlir,mlir:STAGE,llvm"), cl::sub(compile),
          cl::cat(category));
-cl::opt<std::string> threads("threads", cl::desc("Worker threads (default 1; 0 = one per core)"),
-                             cl::value_desc("N"), cl::init("1"), cl::sub(run),
-                             cl::cat(category));
+cl::opt<std::string>
+    threads("threads", cl::desc("Worker threads (default 1; 0 = one per core)"),
+            cl::value_desc("N"), cl::init("1"), cl::sub(run), cl::sub(tune),
+            cl::cat(category));
 cl::opt<std::string> repeat("repeat",
                             cl::desc("Time N runs after a warm-up and print "
                                      "median_ms"),
                             cl::value_desc("N"), cl::init("0"), cl::sub(run),
-                            cl::cat(category));
+                            cl::sub(tune), cl::cat(category));
+cl::opt<std::string> tuningDb(
+    "tuning-db",
+    cl::desc("Take the schedule from this tuning database's best record for "
+             "the graph (default: the default database of attnc tune, when "
+             "it exists)"),
+    cl::value_desc("PATH"), cl::sub(compile), cl::sub(run), cl::cat(category));
+cl::opt<bool> noTuningDb("no-tuning-db",
+                         cl::desc("Use no tuning database: the target's "
+                                  "default schedule"),
+                         cl::sub(compile), cl::sub(run), cl::cat(category));
 cl::opt<bool> compare("check",
                       cl::desc("Compare with the float64 reference; exit 1 "
                                "when over tolerance (1e-4 f32, 2e-2 f16/bf16)"),
@@ -154,6 +223,22 @@ std::string oneLineMessage(llvm::StringRef report) {
   return message + suggestion;
 }
 } // namespace
+
+std::string chosenTuningDatabase() {
+  if (noTuningDb && tuningDb.getNumOccurrences())
+    throw UserError("--tuning-db and --no-tuning-db: give one of them");
+  if (noTuningDb || !schedule.empty())
+    return "";
+  if (tuningDb.getNumOccurrences()) {
+    if (tuningDb.empty())
+      throw UserError("--tuning-db: needs a path");
+    if (!std::filesystem::is_regular_file(std::string(tuningDb)))
+      throw UserError("--tuning-db " + tuningDb + ": no tuning database here");
+    return tuningDb;
+  }
+  std::string path = tuning::defaultTuningDatabasePath();
+  return !path.empty() && std::filesystem::is_regular_file(path) ? path : "";
+}
 
 uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum) {
   uint64_t value = 0;

@@ -16,7 +16,8 @@
 
 namespace attnc::options {
 
-extern llvm::cl::SubCommand check, explain, import, reference, compile, run;
+extern llvm::cl::SubCommand check, explain, import, reference, compile, run,
+    tune;
 
 /// Every subcommand, in the order `attnc --help` lists them.
 llvm::ArrayRef<llvm::cl::SubCommand *> subcommands();
@@ -42,6 +43,22 @@ extern llvm::cl::opt<std::string> emit;
 extern llvm::cl::opt<std::string> threads;
 extern llvm::cl::opt<std::string> repeat;
 extern llvm::cl::opt<bool> compare;
+extern llvm::cl::opt<std::string> tuningDb;
+extern llvm::cl::opt<bool> noTuningDb;
+/// The tuning database compile and run take their schedule from: --tuning-db
+/// (which must exist), else attnc tune's default database when it exists;
+/// empty with --no-tuning-db, with --schedule, or when there is none.
+std::string chosenTuningDatabase();
+/// tune
+extern llvm::cl::list<std::string> tuneArguments;
+extern llvm::cl::opt<std::string> budget;
+extern llvm::cl::opt<std::string> database;
+extern llvm::cl::opt<std::string> shard;
+extern llvm::cl::opt<std::string> report;
+extern llvm::cl::opt<std::string> space;
+extern llvm::cl::opt<bool> exhaustive;
+extern llvm::cl::opt<std::string> exportFile;
+extern llvm::cl::opt<std::string> corruptCandidate;
 
 /// The value of a numeric flag (written as text so that every bad value gets
 /// attnc's one-line message). Throws UserError naming the flag.

@@ -19,13 +19,14 @@
 #include <attnc/attnrt.h>
 
 #include <algorithm>
-#include <functional>
-#include <memory>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <memory>
 
 #include <unistd.h>
 
@@ -116,30 +117,6 @@ void writeOutputs(const Graph &graph, const std::string &directory,
   for (const std::string &path : written)
     std::cout << "wrote " << path << "\n";
 }
-
-/// Normwise relative error ||out - ref|| / ||ref|| over the finite entries of
-/// the reference (infinite entries, such as the lse of a fully masked row,
-/// must match exactly). NaN anywhere gives NaN, which never passes.
-double relativeError(const Tensor &output, const F64Tensor &reference) {
-  std::vector<double> values = toDoubles(output);
-  double difference = 0, norm = 0;
-  for (size_t i = 0; i < values.size(); ++i) {
-    double expected = reference.data[i], actual = values[i];
-    if (std::isnan(actual) || std::isnan(expected))
-      return std::nan("");
-    if (std::isinf(expected)) {
-      if (actual != expected)
-        return std::numeric_limits<double>::infinity();
-      continue;
-    }
-    difference += (actual - expected) * (actual - expected);
-    norm += expected * expected;
-  }
-  difference = std::sqrt(difference);
-  return norm > 0 ? difference / std::sqrt(norm) : difference;
-}
-
-double toleranceFor(DType dtype) { return dtype == DType::F32 ? 1e-4 : 2e-2; }
 
 void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -271,6 +248,8 @@ int runCommand() {
   settings.backend = backend;
   settings.target = options::target;
   settings.schedulePath = options::schedule;
+  if (backend == "mlir")
+    settings.tuningDatabase = options::chosenTuningDatabase();
 
   PreparedRun run = prepareRun(seed, !compiled || options::compare);
   const Graph &graph = run.graph;
@@ -281,10 +260,18 @@ int runCommand() {
   std::unique_ptr<LoadedKernel> kernel;
   std::vector<Tensor> outputs;
   if (compiled) {
-    kernel = std::make_unique<LoadedKernel>(
-        graph, compileGraph(graph, settings), threads);
+    CompiledGraph built = compileGraph(graph, settings);
+    reportTunedSchedule(settings, built);
+    kernel = std::make_unique<LoadedKernel>(graph, built, threads);
     compute = [&] { return kernel->run(run.dims, run.inputs); };
     outputs = compute();
+    // The test hook of `attnc tune --test-corrupt-candidate`: a kernel that
+    // returns a wrong number (NaN), which the tuner must reject.
+    if (std::getenv("ATTNC_TEST_CORRUPT_OUTPUT") && !outputs.empty())
+      std::fill_n(
+          outputs[0].data.begin(),
+          std::min(outputs[0].data.size(), size_t(dtypeSize(outputs[0].dtype))),
+          0xff);
     if (options::compare)
       reference = evaluateReference(graph, run.dims, run.inputs);
   } else {
@@ -301,8 +288,8 @@ int runCommand() {
   int status = 0;
   if (options::compare) {
     for (size_t i = 0; i < outputs.size(); ++i) {
-      double error = relativeError(outputs[i], reference[i]);
-      double tolerance = toleranceFor(outputs[i].dtype);
+      double error = relativeError(toDoubles(outputs[i]), reference[i].data);
+      double tolerance = checkTolerance(outputs[i].dtype);
       bool pass = error <= tolerance; // False for NaN.
       std::printf("check %s: rel_err %.3g (tolerance %.0e) %s\n",
                   graph.value(graph.outputs[i]).name.c_str(), error, tolerance,

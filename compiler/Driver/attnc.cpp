@@ -6,6 +6,7 @@
 //   attnc reference G.json [flags]      the float64 reference evaluator
 //   attnc compile G.json -o DIR         NAME.o, NAME.h and NAME.json
 //   attnc run G.json [flags]            compile and run, --check, --repeat
+//   attnc tune G.json [flags]           search schedules into a tuning database
 //
 // Exit status: 0 on success, 1 on bad input (one message on stderr naming
 // the file and JSON pointer or the flag), 2 on an internal error.
@@ -84,6 +85,8 @@ int main(int argc, char **argv) {
       return attnc::referenceCommand();
     if (options::compile)
       return attnc::compileCommand();
+    if (options::tune)
+      return attnc::tuneCommand();
     return attnc::runCommand();
   } catch (const attnc::UserError &error) {
     std::cerr << error.what() << "\n";

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace attnc {
 
@@ -119,5 +120,27 @@ std::string formatShape(const std::vector<int64_t> &shape) {
   }
   return text + "]";
 }
+
+double relativeError(const std::vector<double> &actual,
+                     const std::vector<double> &expected) {
+  if (actual.size() != expected.size())
+    return std::numeric_limits<double>::infinity();
+  double difference = 0, norm = 0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    if (std::isnan(actual[i]) || std::isnan(expected[i]))
+      return std::nan("");
+    if (std::isinf(expected[i])) {
+      if (actual[i] != expected[i])
+        return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    difference += (actual[i] - expected[i]) * (actual[i] - expected[i]);
+    norm += expected[i] * expected[i];
+  }
+  difference = std::sqrt(difference);
+  return norm > 0 ? difference / std::sqrt(norm) : difference;
+}
+
+double checkTolerance(DType dtype) { return dtype == DType::F32 ? 1e-4 : 2e-2; }
 
 } // namespace attnc

@@ -39,6 +39,17 @@ Tensor fromDoubles(DType dtype, std::vector<int64_t> shape,
 /// "[2, 3, 4]" ("[]" for rank 0) — the shape spelling of every error message.
 std::string formatShape(const std::vector<int64_t> &shape);
 
+/// Normwise relative error ||actual - expected|| / ||expected|| over the
+/// finite entries of `expected` (an infinite entry, such as the lse of a
+/// fully masked row, must match exactly, else the error is infinite). NaN
+/// anywhere gives NaN, which passes no tolerance.
+double relativeError(const std::vector<double> &actual,
+                     const std::vector<double> &expected);
+
+/// The tolerance of a check against the float64 reference: 1e-4 for f32,
+/// 2e-2 for f16 and bf16.
+double checkTolerance(DType dtype);
+
 } // namespace attnc
 
 #endif // ATTNC_SUPPORT_TENSOR_H

@@ -107,7 +107,9 @@ public:
     const unsigned char *value = sqlite3_column_text(statement, column);
     return value ? reinterpret_cast<const char *>(value) : "";
   }
-  int64_t integer(int column) { return sqlite3_column_int64(statement, column); }
+  int64_t integer(int column) {
+    return sqlite3_column_int64(statement, column);
+  }
   double real(int column) { return sqlite3_column_double(statement, column); }
 
   /// The row in kColumns order as a record; throws for a row this attnc
@@ -207,8 +209,8 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path,
   if (!exists) {
     fs::path parent = fs::path(path).parent_path();
     if (!parent.empty() && !fs::create_directories(parent, error) && error)
-      throw UserError(path + ": cannot create its directory: " +
-                      error.message());
+      throw UserError(path +
+                      ": cannot create its directory: " + error.message());
   }
   sqlite3 *handle = nullptr;
   int flags = SQLITE_OPEN_READWRITE | (exists ? 0 : SQLITE_OPEN_CREATE);
@@ -236,9 +238,8 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path,
   if (applicationId == 0 && version == 0 && tableCount == 0) {
     Transaction transaction(*database, handle);
     database->execute(kSchema);
-    database->execute(("PRAGMA application_id = " +
-                       std::to_string(kApplicationId))
-                          .c_str());
+    database->execute(
+        ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
     database->execute(
         ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
     transaction.commit(path);
@@ -292,14 +293,17 @@ void TuningDatabase::merge(const std::vector<TuningRecord> &records) {
   transaction.commit(file);
 }
 
-bool TuningDatabase::contains(const TuningKey &key,
-                              const std::string &candidate) {
+std::optional<TuningRecord> TuningDatabase::find(const TuningKey &key,
+                                                 const std::string &candidate) {
   Statement statement(db,
-                      std::string("SELECT 1 FROM measurements WHERE ") +
-                          kKeyMatch + " AND candidate = ?7",
+                      std::string("SELECT ") + kColumns +
+                          " FROM measurements WHERE " + kKeyMatch +
+                          " AND candidate = ?7",
                       file);
   statement.bindKey(key).bind(7, candidate);
-  return statement.step();
+  if (!statement.step())
+    return std::nullopt;
+  return statement.record();
 }
 
 std::optional<TuningRecord> TuningDatabase::best(const TuningKey &key) {

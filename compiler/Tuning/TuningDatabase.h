@@ -52,10 +52,10 @@ struct TuningRecord {
   TuningKey key;
   std::string candidate; ///< The schedule, canonical JSON.
   Outcome outcome = Outcome::ok;
-  double medianMs = 0;  ///< Median time of the candidate (ok only).
-  double defaultMs = 0; ///< The default schedule's, timed in the same run.
-  std::string detail;   ///< Why it failed, or what was measured.
-  std::string machine;  ///< The CPU's name, for people.
+  double medianMs = 0;   ///< Median time of the candidate (ok only).
+  double defaultMs = 0;  ///< The default schedule's, timed in the same run.
+  std::string detail;    ///< Why it failed, or what was measured.
+  std::string machine;   ///< The CPU's name, for people.
   std::string createdAt; ///< UTC, ISO 8601.
 };
 
@@ -77,7 +77,12 @@ public:
   /// again keeps the better result: ok over a failure, then the faster.
   void record(const TuningRecord &record);
   /// Whether `candidate` has a row under `key` (a resumed tune skips it).
-  bool contains(const TuningKey &key, const std::string &candidate);
+  bool contains(const TuningKey &key, const std::string &candidate) {
+    return find(key, candidate).has_value();
+  }
+  /// The row of `candidate` under `key`, if any.
+  std::optional<TuningRecord> find(const TuningKey &key,
+                                   const std::string &candidate);
   /// The fastest ok row under `key`, if any.
   std::optional<TuningRecord> best(const TuningKey &key);
   /// Rows for the same kernel, bucket and backend under another target,

@@ -39,6 +39,12 @@ config.environment["PATH"] = os.pathsep.join(
     [config.attnc_bin_dir, config.llvm_tools_dir,
      config.environment.get("PATH", "")])
 
+# compile and run take their schedule from attnc tune's default database when
+# one exists; the suite never reads the user's.
+config.environment["XDG_CACHE_HOME"] = os.path.join(
+    os.path.dirname(config.attnc_bin_dir), "tests", "lit", "xdg-cache")
+config.environment.pop("HOME", None)
+
 # Messages are checked word for word: keep them in English and free of colour.
 config.environment["LC_ALL"] = "C"
 for name in ["TERM", "COLUMNS"]:

@@ -1,7 +1,7 @@
 //===- TuningDatabaseTest.cpp - The tuning database keeps what it is given ===//
 
-#include "Support/Error.h"
 #include "Tuning/TuningDatabase.h"
+#include "Support/Error.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -23,9 +23,10 @@ namespace {
 class TuningDatabaseTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    directory = fs::temp_directory_path() /
-                ("attnc-tuning-" + std::to_string(getpid()) + "-" +
-                 ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    directory =
+        fs::temp_directory_path() /
+        ("attnc-tuning-" + std::to_string(getpid()) + "-" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(directory);
   }
   void TearDown() override { fs::remove_all(directory); }
@@ -54,16 +55,15 @@ protected:
   /// Rows and the integrity check, read with SQLite alone.
   static std::pair<int64_t, std::string> inspect(const std::string &file) {
     sqlite3 *db = nullptr;
-    EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY,
-                              nullptr),
+    EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
               SQLITE_OK);
     auto scalar = [&](const char *sql) {
       sqlite3_stmt *statement = nullptr;
       sqlite3_prepare_v2(db, sql, -1, &statement, nullptr);
       std::string value;
       if (sqlite3_step(statement) == SQLITE_ROW)
-        value = reinterpret_cast<const char *>(
-            sqlite3_column_text(statement, 0));
+        value =
+            reinterpret_cast<const char *>(sqlite3_column_text(statement, 0));
       sqlite3_finalize(statement);
       return value;
     };
@@ -233,8 +233,8 @@ TEST_F(TuningDatabaseTest, ConcurrentWritersLoseNothing) {
       try {
         auto db = TuningDatabase::open(path(), false);
         for (int i = 0; i < kEach; ++i)
-          db->record(measured(std::to_string(w) + "/" + std::to_string(i),
-                              1.0 + i));
+          db->record(
+              measured(std::to_string(w) + "/" + std::to_string(i), 1.0 + i));
       } catch (...) {
         _exit(1);
       }
@@ -256,8 +256,8 @@ TEST_F(TuningDatabaseTest, ExportAndImportRoundTrip) {
   auto source = TuningDatabase::open(path("a.db"), true);
   source->record(measured("{\"key_tile\":48,\"query_tile\":32}", 3.0));
   source->record(measured("{\"key_tile\":64,\"query_tile\":32}", 2.0));
-  source->record(measured("{\"key_tile\":16,\"query_tile\":32}", 9.0,
-                          Outcome::timedOut));
+  source->record(
+      measured("{\"key_tile\":16,\"query_tile\":32}", 9.0, Outcome::timedOut));
   std::vector<TuningRecord> lines;
   for (const TuningRecord &record : source->records())
     lines.push_back(fromJsonLine(toJsonLine(record), "export.jsonl:1"));
@@ -289,7 +289,8 @@ TEST_F(TuningDatabaseTest, ABadImportLineNamesItsPlace) {
     fromJsonLine("{\"kernel\": \"k\"}", "in.jsonl:3");
     FAIL() << "no error";
   } catch (const UserError &error) {
-    EXPECT_EQ(std::string(error.what()), "in.jsonl:3: missing \"shape_bucket\"");
+    EXPECT_EQ(std::string(error.what()),
+              "in.jsonl:3: missing \"shape_bucket\"");
   }
   EXPECT_THROW(fromJsonLine("not json", "in.jsonl:4"), UserError);
   TuningRecord record = measured("{}", 1.0);

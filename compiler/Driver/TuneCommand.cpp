@@ -1,0 +1,705 @@
+//===- TuneCommand.cpp - attnc tune ---------------------------------------===//
+//
+//   attnc tune G.json --dim N=V ... [--budget 120s] [--db PATH]
+//   attnc tune export [--db PATH] [-o FILE]
+//   attnc tune import FILE.jsonl [--db PATH]
+//
+// Measures candidate schedules of the MLIR backend (schedules/space/cpu.json)
+// on the tuned sizes and stores every result in the tuning database
+// (docs/tuning.md). Each candidate runs in a child `attnc run`, in its own
+// process group and under a time limit, so a crash or a hang costs that
+// candidate only. Before it is timed, a candidate is checked twice: on a
+// small odd shape against the float64 reference (`run --check`), and on the
+// tuned shape against the reference's outputs, computed once per tune. The
+// default schedule is candidate 1 and is timed in the same run, so every
+// speedup is a same-run ratio. A tune that is stopped resumes where it
+// stopped: candidates the database already holds for this key are skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Codegen/Schedule.h"
+#include "Codegen/Target.h"
+#include "Driver/Commands.h"
+#include "Driver/Inputs.h"
+#include "Driver/Options.h"
+#include "Graph/Graph.h"
+#include "Support/Error.h"
+#include "Support/Npy.h"
+#include "Tuning/ScheduleSpace.h"
+#include "Tuning/TunedSchedule.h"
+#include "Tuning/TuningDatabase.h"
+#include "Tuning/TuningKey.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+#include <signal.h>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char **environ;
+
+namespace attnc {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tuning;
+using Clock = std::chrono::steady_clock;
+
+/// Seconds of "120s", "10m", "2h" or a bare number of seconds.
+double parseBudget(const std::string &text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception &) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  double scale = unit.empty() || unit == "s" ? 1
+                 : unit == "m"               ? 60
+                 : unit == "h"               ? 3600
+                                             : 0;
+  if (end == 0 || scale == 0 || !(value > 0) || std::isinf(value))
+    throw UserError("--budget " + text +
+                    ": expected a time such as 120s, 10m or 1h");
+  return value * scale;
+}
+
+std::string databasePath() {
+  if (options::database.getNumOccurrences() && options::database.empty())
+    throw UserError("--db: needs a path");
+  if (!options::database.empty())
+    return options::database;
+  std::string path = defaultTuningDatabasePath();
+  if (path.empty())
+    throw UserError("--db: no default (neither XDG_CACHE_HOME nor HOME is "
+                    "set); give --db PATH");
+  return path;
+}
+
+std::string utcNow() {
+  std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+/// How a child `attnc` ended.
+struct ChildResult {
+  int exitCode = -1; ///< When it exited.
+  int signal = 0;    ///< When a signal ended it.
+  bool timedOut = false;
+  std::string output; ///< stdout and stderr together.
+};
+
+/// Runs this attnc with `arguments` in its own process group, killed (with
+/// every process it started) after `limit` seconds.
+ChildResult runChild(const std::vector<std::string> &arguments, double limit,
+                     const std::string &log, bool corrupt) {
+  std::vector<std::string> words = {"attnc"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char *> argv;
+  for (std::string &word : words)
+    argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> environment;
+  for (char **entry = environ; *entry; ++entry)
+    if (std::string(*entry).rfind("ATTNC_TEST_CORRUPT_OUTPUT=", 0) != 0)
+      environment.push_back(*entry);
+  if (corrupt)
+    environment.push_back("ATTNC_TEST_CORRUPT_OUTPUT=1");
+  std::vector<char *> envp;
+  for (std::string &entry : environment)
+    envp.push_back(entry.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t child = 0;
+  int error = posix_spawn(&child, "/proc/self/exe", &actions, &attributes,
+                          argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (error != 0)
+    throw std::runtime_error(std::string("cannot start attnc: ") +
+                             std::strerror(error));
+
+  ChildResult result;
+  int status = 0;
+  auto deadline = Clock::now() + std::chrono::duration<double>(limit);
+  while (true) {
+    pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child)
+      break;
+    if (Clock::now() > deadline) {
+      kill(-child, SIGKILL);
+      waitpid(child, &status, 0);
+      result.timedOut = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(-child, SIGKILL); // Whatever it started and left behind.
+  if (!result.timedOut) {
+    if (WIFEXITED(status))
+      result.exitCode = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status))
+      result.signal = WTERMSIG(status);
+  }
+  std::ifstream stream(log);
+  std::stringstream text;
+  text << stream.rdbuf();
+  result.output = text.str();
+  return result;
+}
+
+std::string lastLine(const std::string &text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && trimmed.back() == '\n')
+    trimmed.pop_back();
+  size_t start = trimmed.rfind('\n');
+  return start == std::string::npos ? trimmed : trimmed.substr(start + 1);
+}
+
+struct Measurement {
+  Outcome outcome = Outcome::ok;
+  double medianMs = 0;
+  std::string detail;
+};
+
+/// The outcome of a child that did not exit 0.
+Measurement failure(const ChildResult &child, const std::string &stage) {
+  Measurement result;
+  if (child.timedOut) {
+    result.outcome = Outcome::timedOut;
+    result.detail = stage + ": over its time limit";
+  } else if (child.signal) {
+    result.outcome = Outcome::crashed;
+    result.detail = stage + ": " + strsignal(child.signal);
+  } else if (size_t fail = child.output.find(" FAIL\n");
+             child.exitCode == 1 && fail != std::string::npos) {
+    result.outcome = Outcome::wrong;
+    result.detail = stage + ": " + lastLine(child.output.substr(0, fail + 5));
+  } else {
+    result.outcome = Outcome::failedToCompile;
+    result.detail = stage + ": exit " + std::to_string(child.exitCode) + ": " +
+                    lastLine(child.output);
+  }
+  return result;
+}
+
+/// Sizes for a quick check: each run-time size made small and odd where the
+/// graph's divisibilities allow it.
+DimBindings smallOddShape(const Graph &graph, const DimBindings &dims) {
+  DimBindings small = dims;
+  for (auto &[name, value] : small)
+    if (value > 3)
+      value = std::min<int64_t>(value % 2 ? value : value - 1, 37);
+  for (auto &[name, value] : small) {
+    try {
+      checkBindings(graph, small);
+      return small;
+    } catch (const UserError &) {
+      value = dims.at(name); // A head count that must divide another.
+    }
+  }
+  return dims;
+}
+
+std::vector<std::string> dimArguments(const DimBindings &dims) {
+  std::vector<std::string> result;
+  for (const auto &[name, value] : dims)
+    result.push_back("--dim=" + name + "=" + std::to_string(value));
+  return result;
+}
+
+std::string describe(const AttentionSchedule &s) {
+  return "query " + std::to_string(s.queryTile) + ", key " +
+         std::to_string(s.keyTile) + ", score " +
+         std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys) +
+         ", pv " + std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
+}
+
+class Tuner {
+public:
+  Tuner(Graph graph, DimBindings dims, CpuTarget target)
+      : graph(std::move(graph)), dims(std::move(dims)),
+        target(std::move(target)) {}
+
+  int run();
+
+private:
+  Graph graph;
+  DimBindings dims, oddDims;
+  CpuTarget target;
+  std::string work;
+  uint64_t threads = 1, repeat = 5, seed = 0;
+  double defaultSeconds = 0; ///< Wall time of the default's measurement.
+  int corruptIndex = 0;
+  int measuredCount = 0;
+
+  std::vector<std::string> common() const {
+    return {"--target=" + target.name, "--threads=" + std::to_string(threads),
+            "--seed=" + std::to_string(seed)};
+  }
+  Measurement measure(const AttentionSchedule &schedule, int index);
+  bool sameAsReference(std::string &detail);
+};
+
+Measurement Tuner::measure(const AttentionSchedule &schedule, int index) {
+  std::string file = work + "/candidate.json";
+  {
+    std::ofstream out(file);
+    out << schedule.toJson();
+  }
+  bool corrupt = index == corruptIndex;
+  // A slow candidate is allowed ten times the default's time, at least 60 s.
+  double limit = std::max(60.0, 10 * defaultSeconds);
+  std::vector<std::string> arguments = {"run", graph.file, "--schedule=" + file,
+                                        "--check"};
+  for (const std::string &argument : common())
+    arguments.push_back(argument);
+  for (const std::string &argument : dimArguments(oddDims))
+    arguments.push_back(argument);
+  ChildResult odd = runChild(arguments, limit, work + "/child.log", corrupt);
+  if (odd.exitCode != 0)
+    return failure(odd, "small odd shape");
+
+  fs::remove_all(work + "/out");
+  arguments = {"run", graph.file, "--schedule=" + file,
+               "--repeat=" + std::to_string(repeat),
+               "--output-dir=" + work + "/out"};
+  for (const std::string &argument : common())
+    arguments.push_back(argument);
+  for (const std::string &argument : dimArguments(dims))
+    arguments.push_back(argument);
+  ChildResult timed = runChild(arguments, limit, work + "/child.log", corrupt);
+  if (timed.exitCode != 0)
+    return failure(timed, "tuned shape");
+  Measurement result;
+  size_t at = timed.output.find("median_ms: ");
+  if (at == std::string::npos) {
+    result.outcome = Outcome::crashed;
+    result.detail = "tuned shape: no median_ms in its output";
+    return result;
+  }
+  result.medianMs = std::stod(timed.output.substr(at + 11));
+  std::string detail;
+  if (!sameAsReference(detail)) {
+    result.outcome = Outcome::wrong;
+    result.detail = "tuned shape: " + detail;
+  }
+  return result;
+}
+
+/// Compares every output of the last timed run with the reference's.
+bool Tuner::sameAsReference(std::string &detail) {
+  double worst = 0;
+  for (ValueId id : graph.outputs) {
+    const std::string &name = graph.value(id).name;
+    Tensor output = readNpy(work + "/out/" + name + ".npy");
+    Tensor expected = readNpy(work + "/reference/" + name + ".npy");
+    double error = relativeError(toDoubles(output), toDoubles(expected));
+    double tolerance = checkTolerance(output.dtype);
+    if (!(error <= tolerance)) {
+      std::ostringstream text;
+      text << name << ": rel_err " << error << " over " << tolerance;
+      detail = text.str();
+      return false;
+    }
+    worst = std::max(worst, error);
+  }
+  return true;
+}
+
+int Tuner::run() {
+  threads = options::integer(options::threads, 0);
+  repeat = std::max<uint64_t>(options::integer(options::repeat, 0), 1);
+  if (!options::repeat.getNumOccurrences())
+    repeat = 5;
+  seed = options::integer(options::seed, 0);
+  corruptIndex = int(options::integer(options::corruptCandidate, 0));
+  double budget = parseBudget(options::budget);
+  int64_t shardIndex = 0, shardCount = 1;
+  if (!options::shard.empty()) {
+    std::string text = options::shard;
+    size_t slash = text.find('/');
+    try {
+      if (slash == std::string::npos)
+        throw std::invalid_argument("no slash");
+      size_t end = 0;
+      shardIndex = std::stoll(text.substr(0, slash), &end);
+      if (end != slash)
+        throw std::invalid_argument("index");
+      shardCount = std::stoll(text.substr(slash + 1), &end);
+      if (slash + 1 + end != text.size())
+        throw std::invalid_argument("count");
+    } catch (const std::exception &) {
+      shardCount = 0;
+    }
+    if (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount)
+      throw UserError("--shard " + text +
+                      ": expected I/N with 0 <= I < N, such as 0/4");
+  }
+  if (options::backend != "mlir")
+    throw UserError("--backend " + options::backend +
+                    ": attnc tune searches the mlir backend's schedules only "
+                    "(Halide's are not tunable yet)");
+
+  AttentionSchedule defaults = defaultSchedule(target);
+  ScheduleSpace space = cpuScheduleSpace();
+  if (options::space.getNumOccurrences()) {
+    std::ifstream in(std::string(options::space));
+    if (!in)
+      throw UserError("--space " + options::space + ": cannot open the file");
+    std::stringstream text;
+    text << in.rdbuf();
+    space = parseScheduleSpace(text.str(), options::space);
+  }
+  KernelIdentity kernel = kernelIdentity(graph, dims);
+  MachineIdentity machine = machineIdentity(target);
+  TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,
+                "mlir",        attncVersion(),     space.version};
+  std::string path = databasePath();
+  std::unique_ptr<TuningDatabase> database =
+      TuningDatabase::open(path, /*create=*/true);
+
+  std::vector<AttentionSchedule> all = candidates(space, target, defaults);
+  std::vector<int> order; // Indices into `all` this shard measures.
+  for (int i = 0; i < int(all.size()); ++i)
+    if (i == 0 || i % shardCount == shardIndex)
+      order.push_back(i);
+  int64_t stale = database->staleCount(key);
+  std::fprintf(stderr,
+               "attnc tune: %s, kernel %s, %s, on %s\n"
+               "  database %s%s\n"
+               "  %zu candidates%s, budget %.0fs\n",
+               graph.name.c_str(), key.kernel.c_str(), key.shapeBucket.c_str(),
+               machine.cpu.empty() ? target.name.c_str() : machine.cpu.c_str(),
+               path.c_str(),
+               stale ? (" (" + std::to_string(stale) +
+                        " records of another machine or version ignored)")
+                           .c_str()
+                     : "",
+               order.size(),
+               shardCount > 1 ? (" in shard " + std::to_string(shardIndex) +
+                                 "/" + std::to_string(shardCount))
+                                    .c_str()
+                              : "",
+               budget);
+
+  // Scratch: the reference outputs, candidate files, child logs.
+  std::string pattern =
+      (fs::temp_directory_path() / "attnc-tune-XXXXXX").string();
+  if (!mkdtemp(pattern.data()))
+    throw UserError(pattern + ": cannot create a scratch directory");
+  work = pattern;
+  struct Cleanup {
+    std::string path;
+    ~Cleanup() {
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+    }
+  } cleanup{work};
+  oddDims = smallOddShape(graph, dims);
+  std::vector<std::string> arguments = {"reference", graph.file,
+                                        "--seed=" + std::to_string(seed),
+                                        "--output-dir=" + work + "/reference"};
+  for (const std::string &argument : dimArguments(dims))
+    arguments.push_back(argument);
+  std::fprintf(stderr, "  computing the float64 reference once...\n");
+  ChildResult reference =
+      runChild(arguments, 3600, work + "/reference.log", false);
+  if (reference.exitCode != 0)
+    throw UserError("attnc tune: the reference evaluation failed: " +
+                    lastLine(reference.output));
+
+  bool terminal = isatty(2);
+  auto start = Clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  std::ofstream csv;
+  if (!options::report.empty()) {
+    fs::create_directories(std::string(options::report));
+    csv.open(std::string(options::report) + "/candidates.csv");
+    if (!csv)
+      throw UserError("--report " + options::report +
+                      ": cannot write candidates.csv");
+    csv << "index,query_tile,key_tile,score_vectors,score_keys,pv_rows,"
+           "pv_vectors,outcome,median_ms,speedup,detail\n";
+  }
+
+  double defaultMs = 0, bestMs = 0;
+  int bestIndex = -1, done = 0, skipped = 0;
+  // Where the local search looks next: the best of this run, or an earlier
+  // run's best (its time scaled by the defaults' ratio) when that is faster.
+  double centerMs = 0;
+  int centerIndex = -1;
+  std::set<int> visited;
+  std::mt19937_64 random(seed);
+  auto record = [&](int index, const Measurement &result) {
+    TuningRecord row;
+    row.key = key;
+    row.candidate = candidateKey(all[index]);
+    row.outcome = result.outcome;
+    row.medianMs = result.medianMs;
+    row.defaultMs = defaultMs;
+    row.detail = result.detail;
+    row.machine = machine.cpu;
+    row.createdAt = utcNow();
+    database->record(row);
+    if (csv) {
+      const AttentionSchedule &s = all[index];
+      std::string detail = result.detail;
+      std::replace(detail.begin(), detail.end(), ',', ';');
+      csv << index << "," << s.queryTile << "," << s.keyTile << ","
+          << s.scoreVectors << "," << s.scoreKeys << "," << s.pvRows << ","
+          << s.pvVectors << "," << outcomeName(result.outcome) << ","
+          << result.medianMs << ","
+          << (result.outcome == Outcome::ok ? defaultMs / result.medianMs : 0)
+          << "," << detail << "\n";
+      csv.flush();
+    }
+  };
+  auto progress = [&](int index, const Measurement &result) {
+    std::string line = "[" + std::to_string(done) + "/" +
+                       std::to_string(order.size()) + ", " +
+                       std::to_string(int(std::max(0.0, budget - elapsed()))) +
+                       "s left] " + describe(all[index]) + ": ";
+    char text[160];
+    if (result.outcome == Outcome::ok)
+      std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.medianMs,
+                    defaultMs / result.medianMs);
+    else
+      std::snprintf(text, sizeof text, "%s", outcomeName(result.outcome));
+    line += text;
+    std::snprintf(text, sizeof text, " | best %.3f ms (%.2fx)", bestMs,
+                  defaultMs / bestMs);
+    line += text;
+    if (terminal)
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    else
+      std::fprintf(stderr, "  %s\n", line.c_str());
+  };
+
+  // Candidate 1: the default, always timed in this run.
+  auto measureOne = [&](int index) {
+    visited.insert(index);
+    auto begin = Clock::now();
+    Measurement result = measure(all[index], int(visited.size()));
+    if (index == 0) {
+      defaultSeconds =
+          std::chrono::duration<double>(Clock::now() - begin).count();
+      if (result.outcome != Outcome::ok)
+        throw UserError("attnc tune: the default schedule fails (" +
+                        result.detail + "); nothing to compare with");
+      defaultMs = result.medianMs;
+    }
+    ++done;
+    if (result.outcome == Outcome::ok) {
+      if (bestIndex < 0 || result.medianMs < bestMs) {
+        bestMs = result.medianMs;
+        bestIndex = index;
+      }
+      if (centerIndex < 0 || result.medianMs < centerMs) {
+        centerMs = result.medianMs;
+        centerIndex = index;
+      }
+    }
+    record(index, result);
+    progress(index, result);
+  };
+  measureOne(0);
+  if (!options::repeat.getNumOccurrences() && defaultMs * repeat < 300) {
+    // A short kernel is timed over at least 0.3 s per candidate, the
+    // default again with it, so the ratios stay same-run and settled.
+    repeat = std::min<uint64_t>(200, uint64_t(std::ceil(300 / defaultMs)));
+    --done;
+    bestIndex = centerIndex = -1;
+    measureOne(0);
+  }
+
+  // Exhaustive when the whole shard fits the budget (or --exhaustive),
+  // else a seeded local search: the untried neighbours of the best so far
+  // (one parameter changed), then a random untried candidate.
+  double perCandidate = std::max(defaultSeconds, 0.05);
+  bool whole =
+      options::exhaustive || perCandidate * double(order.size()) <= budget;
+  std::set<int> mine(order.begin(), order.end());
+  auto neighbours = [&](int center) {
+    std::vector<int> result;
+    const AttentionSchedule &c = all[center];
+    for (int i : order) {
+      const AttentionSchedule &s = all[i];
+      int differences =
+          (s.queryTile != c.queryTile) + (s.keyTile != c.keyTile) +
+          (s.scoreVectors != c.scoreVectors || s.scoreKeys != c.scoreKeys) +
+          (s.pvRows != c.pvRows || s.pvVectors != c.pvVectors);
+      if (differences == 1 && !visited.count(i))
+        result.push_back(i);
+    }
+    std::shuffle(result.begin(), result.end(), random);
+    return result;
+  };
+  auto nextCandidate = [&]() -> int {
+    if (whole) {
+      for (int i : order)
+        if (!visited.count(i))
+          return i;
+      return -1;
+    }
+    std::vector<int> near = neighbours(centerIndex);
+    if (!near.empty())
+      return near.front();
+    std::vector<int> rest;
+    for (int i : order)
+      if (!visited.count(i))
+        rest.push_back(i);
+    if (rest.empty())
+      return -1;
+    return rest[random() % rest.size()];
+  };
+  while (options::exhaustive || elapsed() < budget) {
+    int index = nextCandidate();
+    if (index < 0)
+      break;
+    if (std::optional<TuningRecord> earlier =
+            database->find(key, candidateKey(all[index]))) {
+      // Measured by an earlier run: resume past it, and let its time (from
+      // that run) guide the search.
+      visited.insert(index);
+      ++skipped;
+      ++done;
+      if (earlier->outcome == Outcome::ok && earlier->defaultMs > 0) {
+        double scaled = earlier->medianMs * defaultMs / earlier->defaultMs;
+        if (scaled < centerMs) {
+          centerMs = scaled;
+          centerIndex = index;
+        }
+      }
+      continue;
+    }
+    measureOne(index);
+  }
+  if (terminal)
+    std::fprintf(stderr, "\n");
+
+  std::optional<TuningRecord> best = database->best(key);
+  std::printf("candidates: %d measured in %.0fs, %d from earlier runs, %zu "
+              "in the %s\n",
+              done - skipped, elapsed(), skipped, order.size(),
+              shardCount > 1 ? "shard" : "space");
+  std::printf("default: %s, %.3f ms\n", describe(all[0]).c_str(), defaultMs);
+  std::printf("best this run: %s, %.3f ms (%.2fx the default)\n",
+              describe(all[bestIndex]).c_str(), bestMs, defaultMs / bestMs);
+  if (best)
+    std::printf("best in the database: %s, %.3f ms (default %.3f ms in its "
+                "run)\n",
+                best->candidate.c_str(), best->medianMs, best->defaultMs);
+  return 0;
+}
+
+int exportRecords() {
+  if (options::tuneArguments.size() != 1)
+    throw UserError("attnc tune export: takes no file (use -o FILE)");
+  auto database = TuningDatabase::open(databasePath(), /*create=*/false);
+  std::vector<TuningRecord> records = database->records();
+  std::string text;
+  for (const TuningRecord &record : records)
+    text += toJsonLine(record) + "\n";
+  if (options::exportFile.empty()) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return 0;
+  }
+  // Written whole or not at all: a temporary file renamed into place.
+  std::string file = options::exportFile;
+  std::string temporary = file + ".partial";
+  {
+    std::ofstream out(temporary, std::ios::binary);
+    out << text;
+    if (!out.flush())
+      throw UserError("-o " + file + ": cannot write the file");
+  }
+  std::error_code error;
+  fs::rename(temporary, file, error);
+  if (error)
+    throw UserError("-o " + file + ": " + error.message());
+  std::fprintf(stderr, "exported %zu records to %s\n", records.size(),
+               file.c_str());
+  return 0;
+}
+
+int importRecords() {
+  if (options::tuneArguments.size() != 2)
+    throw UserError("attnc tune import: needs one file of records");
+  std::string file = options::tuneArguments[1];
+  std::ifstream in(file);
+  if (!in)
+    throw UserError(file + ": cannot open the file");
+  // Every line is read and checked before anything is written.
+  std::vector<TuningRecord> records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos)
+      continue;
+    records.push_back(fromJsonLine(line, file + ":" + std::to_string(number)));
+  }
+  auto database = TuningDatabase::open(databasePath(), /*create=*/true);
+  database->merge(records);
+  std::fprintf(stderr, "imported %zu records into %s\n", records.size(),
+               database->path().c_str());
+  return 0;
+}
+
+} // namespace
+
+int tuneCommand() {
+  const std::string &first = options::tuneArguments.front();
+  if (first == "export")
+    return exportRecords();
+  if (first == "import")
+    return importRecords();
+  if (options::tuneArguments.size() != 1)
+    throw UserError("attnc tune: takes exactly one graph file");
+  Graph graph = loadGraph(first);
+  std::map<std::string, std::string> flagOf;
+  DimBindings dims = bindDimFlags(graph, options::dims, &flagOf);
+  std::string missing;
+  for (const std::string &name : graph.runtimeDims())
+    if (!dims.count(name))
+      missing += (missing.empty() ? "" : ", ") + name;
+  if (!missing.empty())
+    throw UserError(first +
+                    ": attnc tune measures one shape; give every "
+                    "run-time size with --dim (missing: " +
+                    missing + ")");
+  checkBindings(graph, dims);
+  return Tuner(std::move(graph), std::move(dims), cpuTarget(options::target))
+      .run();
+}
+
+} // namespace attnc

@@ -1,0 +1,166 @@
+//===- ScheduleSpace.cpp - The schedules attnc tune searches --------------===//
+
+#include "Tuning/ScheduleSpace.h"
+#include "Support/Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+namespace attnc::tuning {
+
+namespace {
+
+/// schedules/space/cpu.json, compiled in (EmbedSpace.cmake).
+#include "ScheduleSpaces.inc"
+
+using json = nlohmann::json;
+
+class SpaceReader {
+public:
+  explicit SpaceReader(const std::string &file) : file(file) {}
+
+  [[noreturn]] void fail(const std::string &pointer,
+                         const std::string &message) const {
+    throw UserError(file + ": " + (pointer.empty() ? "" : pointer + ": ") +
+                    message);
+  }
+
+  ScheduleSpace read(const std::string &text) {
+    json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (document.is_discarded() || !document.is_object())
+      fail("", "expected a JSON object");
+    static const std::set<std::string> known = {
+        "attnc_schedule_space", "version",  "query_tile", "key_tile",
+        "score_block",          "pv_block", "registers",  "notes"};
+    for (const auto &item : document.items())
+      if (!known.count(item.key()))
+        fail("/" + item.key(), "unknown key \"" + item.key() + "\"");
+    if (integer(document, "/attnc_schedule_space",
+                document.value("attnc_schedule_space", json())) != 1)
+      fail("/attnc_schedule_space", "unsupported format (this attnc reads 1)");
+    ScheduleSpace space;
+    space.version =
+        integer(document, "/version", document.value("version", json()));
+    space.queryTiles = integers(document, "query_tile");
+    space.keyTiles = integers(document, "key_tile");
+    space.scoreBlocks = pairs(document, "score_block");
+    space.pvBlocks = pairs(document, "pv_block");
+    const json &registers = member(document, "registers");
+    if (!registers.is_object() || registers.empty())
+      fail("/registers", "expected an object of register counts");
+    for (const auto &item : registers.items())
+      space.registers[item.key()] =
+          integer(document, "/registers/" + item.key(), item.value());
+    return space;
+  }
+
+private:
+  std::string file;
+
+  const json &member(const json &object, const std::string &key) const {
+    auto found = object.find(key);
+    if (found == object.end())
+      fail("", "needs \"" + key + "\"");
+    return *found;
+  }
+  int64_t integer(const json &, const std::string &pointer,
+                  const json &value) const {
+    if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+        value.get<int64_t>() > 4096)
+      fail(pointer, "expected an integer in [1, 4096], got " + value.dump());
+    return value.get<int64_t>();
+  }
+  std::vector<int64_t> integers(const json &object,
+                                const std::string &key) const {
+    const json &list = member(object, key);
+    if (!list.is_array() || list.empty())
+      fail("/" + key, "expected a non-empty array");
+    std::vector<int64_t> result;
+    for (size_t i = 0; i < list.size(); ++i)
+      result.push_back(
+          integer(object, "/" + key + "/" + std::to_string(i), list[i]));
+    return result;
+  }
+  std::vector<std::pair<int64_t, int64_t>> pairs(const json &object,
+                                                 const std::string &key) const {
+    const json &list = member(object, key);
+    if (!list.is_array() || list.empty())
+      fail("/" + key, "expected a non-empty array of pairs");
+    std::vector<std::pair<int64_t, int64_t>> result;
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string pointer = "/" + key + "/" + std::to_string(i);
+      if (!list[i].is_array() || list[i].size() != 2)
+        fail(pointer, "expected two integers, got " + list[i].dump());
+      result.push_back({integer(object, pointer + "/0", list[i][0]),
+                        integer(object, pointer + "/1", list[i][1])});
+    }
+    return result;
+  }
+};
+
+bool legalSchedule(const AttentionSchedule &s) {
+  int64_t W = s.vectorWidth;
+  return s.queryTile % (s.scoreVectors * W) == 0 &&
+         s.queryTile % s.pvRows == 0 && s.keyTile % s.scoreKeys == 0;
+}
+
+} // namespace
+
+ScheduleSpace parseScheduleSpace(const std::string &text,
+                                 const std::string &file) {
+  return SpaceReader(file).read(text);
+}
+
+ScheduleSpace cpuScheduleSpace() {
+  return parseScheduleSpace(kCpuScheduleSpace, "schedules/space/cpu.json");
+}
+
+bool fitsRegisters(const AttentionSchedule &s, int64_t registers) {
+  int64_t score = s.scoreVectors * s.scoreKeys + s.scoreVectors + 1;
+  int64_t pv = s.pvRows * s.pvVectors + s.pvVectors + 1;
+  return score <= registers && pv <= registers;
+}
+
+std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
+                                          const CpuTarget &target,
+                                          const AttentionSchedule &defaults) {
+  auto registers = space.registers.find(defaults.targetClass);
+  if (registers == space.registers.end())
+    throw UserError("schedules/space/cpu.json: /registers: no entry for " +
+                    defaults.targetClass);
+  std::vector<AttentionSchedule> result = {defaults};
+  std::set<std::string> seen = {candidateKey(defaults)};
+  for (int64_t queryTile : space.queryTiles)
+    for (int64_t keyTile : space.keyTiles)
+      for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
+        for (auto [pvRows, pvVectors] : space.pvBlocks) {
+          AttentionSchedule schedule = defaults;
+          schedule.queryTile = queryTile;
+          schedule.keyTile = keyTile;
+          schedule.scoreVectors = scoreVectors;
+          schedule.scoreKeys = scoreKeys;
+          schedule.pvRows = pvRows;
+          schedule.pvVectors = pvVectors;
+          if (!legalSchedule(schedule) ||
+              !fitsRegisters(schedule, registers->second) ||
+              !seen.insert(candidateKey(schedule)).second)
+            continue;
+          result.push_back(schedule);
+        }
+  (void)target;
+  return result;
+}
+
+std::string candidateKey(const AttentionSchedule &s) {
+  json key = {{"key_tile", s.keyTile},
+              {"pv_block", {s.pvRows, s.pvVectors}},
+              {"query_tile", s.queryTile},
+              {"score_block", {s.scoreVectors, s.scoreKeys}},
+              {"target_class", s.targetClass},
+              {"vector_width", s.vectorWidth}};
+  return key.dump(); // nlohmann::json keeps keys sorted.
+}
+
+} // namespace attnc::tuning

@@ -1,0 +1,67 @@
+//===- TunedSchedule.cpp - The schedule a tuning database chose -----------===//
+
+#include "Tuning/TunedSchedule.h"
+#include "Support/Error.h"
+#include "Tuning/ScheduleSpace.h"
+#include "Tuning/TuningDatabase.h"
+#include "Tuning/TuningKey.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <sstream>
+
+namespace attnc::tuning {
+
+std::string defaultTuningDatabasePath() {
+  if (const char *cache = std::getenv("XDG_CACHE_HOME"); cache && *cache)
+    return std::string(cache) + "/attnc/tuning.db";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/attnc/tuning.db";
+  return "";
+}
+
+std::optional<AttentionSchedule>
+tunedSchedule(const std::string &path, const Graph &graph,
+              const DimBindings &dims, const CpuTarget &target,
+              const AttentionSchedule &defaults, std::string &why) {
+  for (const std::string &name : graph.runtimeDims())
+    if (!dims.count(name)) {
+      why = "run-time size " + name +
+            " not given (--dim), so no shape to "
+            "match";
+      return std::nullopt;
+    }
+  KernelIdentity kernel = kernelIdentity(graph, dims);
+  TuningKey key{
+      kernel.kernel, kernel.shapeBucket, machineIdentity(target).fingerprint,
+      "mlir",        attncVersion(),     cpuScheduleSpace().version};
+  auto database = TuningDatabase::open(path, /*create=*/false);
+  std::optional<TuningRecord> best = database->best(key);
+  if (!best) {
+    why = "no record for kernel " + key.kernel + " at " + key.shapeBucket +
+          " on this machine";
+    return std::nullopt;
+  }
+  // The candidate's parameters over the default, checked as any schedule
+  // file is.
+  nlohmann::json candidate = nlohmann::json::parse(best->candidate, nullptr,
+                                                   /*allow_exceptions=*/false);
+  nlohmann::json document = nlohmann::json::parse(defaults.toJson());
+  if (!candidate.is_object())
+    throw UserError(path + ": a record whose candidate is not JSON");
+  for (const auto &item : candidate.items())
+    document[item.key()] = item.value();
+  std::ostringstream measured;
+  measured << "attnc tune on " << best->machine << ", " << best->createdAt
+           << ": " << best->medianMs << " ms, the default " << best->defaultMs
+           << " ms in the same run";
+  document["measured"] = measured.str();
+  AttentionSchedule schedule = parseSchedule(
+      document.dump(), path + " (kernel " + key.kernel + ")", target);
+  schedule.source = "tuning database " + path + ": kernel " + key.kernel +
+                    ", " + key.shapeBucket;
+  return schedule;
+}
+
+} // namespace attnc::tuning

@@ -1,0 +1,38 @@
+//===- TunedSchedule.h - The schedule a tuning database chose ----*- C++
+//-*-===//
+//
+// What `attnc compile` and `attnc run` build with when a tuning database is
+// present: the fastest ok record for the graph's kernels at the given sizes
+// on this machine (same attnc and schedule-space version), else the
+// target's default. Ties go to the smaller candidate, so the same database
+// and graph give the same object.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_TUNING_TUNEDSCHEDULE_H
+#define ATTNC_TUNING_TUNEDSCHEDULE_H
+
+#include "Codegen/Schedule.h"
+#include "Codegen/Target.h"
+#include "Graph/Graph.h"
+
+#include <optional>
+#include <string>
+
+namespace attnc::tuning {
+
+/// The default tuning database: $XDG_CACHE_HOME/attnc/tuning.db, else
+/// ~/.cache/attnc/tuning.db; empty when neither variable is set.
+std::string defaultTuningDatabasePath();
+
+/// The best record of the database at `path` for `graph` at `dims` as a
+/// schedule (its `source` and `measured` say which record and what it
+/// measured), or nullopt with `why` set when there is none. Throws
+/// UserError for a file that is not a tuning database.
+std::optional<AttentionSchedule>
+tunedSchedule(const std::string &path, const Graph &graph,
+              const DimBindings &dims, const CpuTarget &target,
+              const AttentionSchedule &defaults, std::string &why);
+
+} // namespace attnc::tuning
+
+#endif // ATTNC_TUNING_TUNEDSCHEDULE_H
