@@ -7,6 +7,8 @@
 #                    [TARGET <cpu target>]      # host (default), x86-64,
 #                                               # x86-64-avx2, x86-64-avx512
 #                    [NAME <kernel name>]       # default: "name" in the graph
+#                    [TUNING_DB <tuning.db>     # schedule: the database's best
+#                     [DIMS <N=V>...]]          # record at these sizes
 #                    [EMIT <mlir|llvm>...])     # also NAME.mlir / NAME.ll
 #
 # Runs `attnc compile <graph> -o <dir> --target <cpu> [--schedule <schedule>]`
@@ -27,7 +29,12 @@
 # when the graph changes); a NAME given is passed as `attnc compile --name`,
 # so one graph can be compiled twice into one program (two backends or two
 # schedules), and a graph generated at build time needs no reading.
-# SCHEDULE is a file, or `auto:<autoscheduler>` for BACKEND halide. `host` compiles for the machine that builds: name a target
+# SCHEDULE is a file, or `auto:<autoscheduler>` for BACKEND halide.
+# TUNING_DB (BACKEND mlir) takes the schedule from a database `attnc tune`
+# wrote: its fastest record for the graph at the DIMS sizes (every run-time
+# size) on the building machine, else the default; the kernel is rebuilt when
+# the database changes. Without it no database is read (--no-tuning-db), so
+# a build does not depend on the user's cache. `host` compiles for the machine that builds: name a target
 # when the program runs elsewhere.
 #
 # Works from the installed package (find_package(attnc), which runs the
@@ -37,7 +44,8 @@
 include_guard(GLOBAL)
 
 function(attnc_add_kernel target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "GRAPH;SCHEDULE;TARGET;NAME;BACKEND" "EMIT")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG ""
+                        "GRAPH;SCHEDULE;TARGET;NAME;BACKEND;TUNING_DB" "EMIT;DIMS")
   if(ARG_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "attnc_add_kernel(${target}): unknown arguments "
                         "'${ARG_UNPARSED_ARGUMENTS}'")
@@ -97,6 +105,25 @@ function(attnc_add_kernel target)
                            BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     set(schedule_args --schedule "${schedule}")
   endif()
+  set(tuning_args --no-tuning-db)
+  set(tuning_db "")
+  if(ARG_TUNING_DB)
+    if(NOT ARG_BACKEND STREQUAL "mlir" OR ARG_SCHEDULE)
+      message(FATAL_ERROR "attnc_add_kernel(${target}): TUNING_DB needs "
+                          "BACKEND mlir and no SCHEDULE")
+    endif()
+    get_filename_component(tuning_db "${ARG_TUNING_DB}" ABSOLUTE
+                           BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    set(tuning_args --tuning-db "${tuning_db}")
+    foreach(dim IN LISTS ARG_DIMS)
+      list(APPEND tuning_args --dim "${dim}")
+    endforeach()
+  elseif(ARG_DIMS)
+    message(FATAL_ERROR "attnc_add_kernel(${target}): DIMS only with TUNING_DB")
+  endif()
+  if(ARG_BACKEND STREQUAL "halide")
+    set(tuning_args "")
+  endif()
   set(name_args "")
   if(ARG_NAME)
     set(name_args --name "${name}")
@@ -132,8 +159,9 @@ function(attnc_add_kernel target)
   add_custom_command(
     OUTPUT "${object}" "${header}" "${manifest}" ${extra_outputs}
     COMMAND ${compiler} compile "${graph}" -o "${dir}" --target "${ARG_TARGET}"
-            --backend "${ARG_BACKEND}" ${name_args} ${schedule_args} ${emit_args}
-    DEPENDS "${graph}" ${schedule} "$<TARGET_FILE:${compiler}>"
+            --backend "${ARG_BACKEND}" ${name_args} ${schedule_args}
+            ${tuning_args} ${emit_args}
+    DEPENDS "${graph}" ${schedule} ${tuning_db} "$<TARGET_FILE:${compiler}>"
     COMMENT "attnc compile ${name} (${ARG_TARGET})"
     VERBATIM)
 

@@ -1,6 +1,6 @@
 # cmake -DATTNC_BINARY_DIR=... -DEXAMPLE_SOURCE_DIR=... -DWORK_DIR=...
 #       -DGENERATOR=... [-DMAKE_PROGRAM=...] [-DCXX_COMPILER=...] [-DBACKEND=halide]
-#       -P install_and_build.cmake
+#       [-DTUNED=ON] -P install_and_build.cmake
 #
 # 1. cmake --install ATTNC_BINARY_DIR --prefix WORK_DIR/stage
 # 2. renames WORK_DIR/stage to WORK_DIR/prefix (the package must not remember
@@ -9,6 +9,9 @@
 #    CMAKE_PREFIX_PATH=WORK_DIR/prefix, checking that find_package(attnc)
 #    found that copy
 # 4. runs the program it built (toy_decoder), which exits 1 on a wrong result
+# With TUNED, the installed attnc first tunes the example's graph over two
+# candidates into WORK_DIR/tuning.db, the example is built with
+# ATTNC_EMBED_TUNING_DB, and its manifest must name the record.
 # WORK_DIR is removed at the end, whether the steps pass or fail, and the
 # build directory's install_manifest.txt is left as it was.
 cmake_minimum_required(VERSION 3.20)
@@ -62,6 +65,15 @@ set(configure "${CMAKE_COMMAND}" -S "${EXAMPLE_SOURCE_DIR}" -B "${build}"
 if(BACKEND)
   list(APPEND configure "-DATTNC_EMBED_BACKEND=${BACKEND}")
 endif()
+if(TUNED)
+  set(space "${WORK_DIR}/space.json")
+  file(WRITE "${space}" "{\"attnc_schedule_space\": 1, \"version\": 1, \"query_tile\": [16, 32], \"key_tile\": [48], \"score_block\": [[2, 6]], \"pv_block\": [[4, 2]], \"registers\": {\"x86-64\": 16, \"x86-64-avx2\": 16, \"x86-64-avx512\": 32}}")
+  step(tune "${prefix}/bin/attnc" tune "${EXAMPLE_SOURCE_DIR}/toy_attention.json"
+       --dim S=1 --dim T=64 --db "${WORK_DIR}/tuning.db" --space "${space}"
+       --repeat 3)
+  list(APPEND configure "-DATTNC_EMBED_TUNING_DB=${WORK_DIR}/tuning.db"
+       "-DATTNC_EMBED_TUNING_DIMS=S=1,T=64")
+endif()
 if(MAKE_PROGRAM)
   list(APPEND configure "-DCMAKE_MAKE_PROGRAM=${MAKE_PROGRAM}")
 endif()
@@ -76,6 +88,14 @@ if(NOT found STREQUAL "attnc_DIR:PATH=${prefix}/lib/cmake/attnc")
 endif()
 
 step(build "${CMAKE_COMMAND}" --build "${build}")
+if(TUNED)
+  file(READ "${build}/toy_attention_kernel.attnc/toy_attention.json" manifest_text)
+  string(JSON source GET "${manifest_text}" schedule_source)
+  if(NOT source MATCHES "^tuning database ${WORK_DIR}/tuning.db: kernel ")
+    fail("the tuned build's manifest says schedule_source \"${source}\"")
+  endif()
+  message(STATUS "tuned build: ${source}")
+endif()
 step(run "${build}/toy_decoder")
 message("${step_output}")
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Tunes the suite of benchmarks/tuning/shapes.txt with `attnc tune`, then
+# times each shape's tuned kernel against the default in one run (pairs of
+# `attnc run --no-tuning-db` and `--tuning-db DB`, interleaved) and prints a
+# markdown table: medians, the median of the pairwise ratios, their geometric
+# mean (docs/tuning.md has the results).
+#
+#   benchmarks/run_tuning.sh [--build-dir DIR] [--db PATH] [--budget 120s]
+#                            [--pairs N] [--measure-only] [--only NAME]
+#
+# --db defaults to build/tuning-suite.db (not the user's database).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="$root/build"
+db=""
+budget=120s
+pairs=5
+measure_only=0
+only=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --db) db="$2"; shift 2 ;;
+    --budget) budget="$2"; shift 2 ;;
+    --pairs) pairs="$2"; shift 2 ;;
+    --measure-only) measure_only=1; shift ;;
+    --only) only="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "run_tuning.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+attnc="$build_dir/bin/attnc"
+[[ -x "$attnc" ]] || { echo "run_tuning.sh: $attnc not found; run scripts/build.sh" >&2; exit 1; }
+[[ -n "$db" ]] || db="$build_dir/tuning-suite.db"
+cd "$root"
+python=python3
+command -v "$python" >/dev/null || python=/usr/bin/python3
+
+times="$(mktemp "${TMPDIR:-/tmp}/attnc-tuning-suite.XXXXXX")"
+trap 'rm -f "$times"' EXIT
+cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+echo "# attnc tuning suite on ${cpu:-an unknown CPU}, $(nproc) CPUs, budget $budget per shape" >&2
+
+while read -r name graph dims; do
+  [[ -z "$name" || "$name" == \#* ]] && continue
+  [[ -n "$only" && "$name" != "$only" ]] && continue
+  # shellcheck disable=SC2086
+  if [[ $measure_only -eq 0 ]]; then
+    echo "## tuning $name" >&2
+    "$attnc" tune "$graph" $dims --db "$db" --budget "$budget" --threads 1 >&2
+  fi
+  for ((pair = 0; pair < pairs; ++pair)); do
+    for mode in default tuned; do
+      if [[ $mode == default ]]; then flag=--no-tuning-db; else flag="--tuning-db=$db"; fi
+      # shellcheck disable=SC2086
+      ms=$("$attnc" run "$graph" $dims $flag --threads 1 --repeat 7 2>/dev/null |
+           sed -n 's/^median_ms: //p')
+      echo "$name $mode $ms" >>"$times"
+    done
+  done
+done < benchmarks/tuning/shapes.txt
+
+"$python" - "$times" "$cpu" <<'PY'
+import math, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    name, mode, ms = line.split()
+    rows.setdefault(name, {"default": [], "tuned": []})[mode].append(float(ms))
+print("CPU: %s; 1 thread; medians of `attnc run --repeat 7`, pairs interleaved" % sys.argv[2])
+print()
+print("| shape | default ms | tuned ms | speedup (median of pair ratios) |")
+print("|---|---:|---:|---:|")
+speedups = []
+for name, r in rows.items():
+    ratios = [d / t for d, t in zip(r["default"], r["tuned"])]
+    speedup = statistics.median(ratios)
+    speedups.append(speedup)
+    print("| %s | %.3f | %.3f | %.3f |" % (name, statistics.median(r["default"]),
+                                         statistics.median(r["tuned"]), speedup))
+if speedups:
+    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+    print()
+    print("geometric mean speedup: %.3f over %d shapes; slowest shape %.3f" %
+          (geomean, len(speedups), min(speedups)))
+PY
