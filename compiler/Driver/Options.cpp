@@ -57,8 +57,9 @@ cl::opt<std::string> shard("shard",
                            cl::value_desc("I/N"), cl::sub(tune),
                            cl::cat(category));
 cl::opt<std::string> report("report",
-                            cl::desc("Write DIR/candidates.csv: every "
-                                     "candidate of this run"),
+                            cl::desc("Write DIR/candidates.csv and "
+                                     "DIR/candidates.svg: every candidate "
+                                     "of this run, as a table and a plot"),
                             cl::value_desc("DIR"), cl::sub(tune),
                             cl::cat(category));
 cl::opt<std::string> space("space",

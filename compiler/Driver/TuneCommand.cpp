@@ -25,14 +25,17 @@
 #include "Graph/Graph.h"
 #include "Support/Error.h"
 #include "Support/Npy.h"
+#include "Tuning/CandidateSearch.h"
 #include "Tuning/ScheduleSpace.h"
 #include "Tuning/TunedSchedule.h"
 #include "Tuning/TuningDatabase.h"
 #include "Tuning/TuningKey.h"
+#include "Tuning/TuningPlot.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +45,6 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <random>
-#include <set>
 #include <signal.h>
 #include <spawn.h>
 #include <sstream>
@@ -100,6 +101,18 @@ std::string utcNow() {
   return text;
 }
 
+/// Set by SIGINT and SIGTERM: the tuner stops its child, removes its
+/// scratch directory and says how to resume.
+volatile std::sig_atomic_t interrupted = 0;
+
+void onInterrupt(int) { interrupted = 1; }
+
+[[noreturn]] void stopInterrupted() {
+  throw UserError("attnc tune: interrupted; the database keeps every "
+                  "candidate measured so far: run the same command to "
+                  "resume");
+}
+
 /// How a child `attnc` ended.
 struct ChildResult {
   int exitCode = -1; ///< When it exited.
@@ -154,6 +167,11 @@ ChildResult runChild(const std::vector<std::string> &arguments, double limit,
     pid_t done = waitpid(child, &status, WNOHANG);
     if (done == child)
       break;
+    if (interrupted) {
+      kill(-child, SIGKILL);
+      waitpid(child, &status, 0);
+      stopInterrupted();
+    }
     if (Clock::now() > deadline) {
       kill(-child, SIGKILL);
       waitpid(child, &status, 0);
@@ -234,13 +252,6 @@ std::vector<std::string> dimArguments(const DimBindings &dims) {
   for (const auto &[name, value] : dims)
     result.push_back("--dim=" + name + "=" + std::to_string(value));
   return result;
-}
-
-std::string describe(const AttentionSchedule &s) {
-  return "query " + std::to_string(s.queryTile) + ", key " +
-         std::to_string(s.keyTile) + ", score " +
-         std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys) +
-         ", pv " + std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
 }
 
 class Tuner {
@@ -455,13 +466,12 @@ int Tuner::run() {
 
   double defaultMs = 0, bestMs = 0;
   int bestIndex = -1, done = 0, skipped = 0;
-  // Where the local search looks next: the best of this run, or an earlier
-  // run's best (its time scaled by the defaults' ratio) when that is faster.
-  double centerMs = 0;
-  int centerIndex = -1;
-  std::set<int> visited;
-  std::mt19937_64 random(seed);
+  std::vector<PlotPoint> plotted; // This run's candidates, default first.
   auto record = [&](int index, const Measurement &result) {
+    if (index != 0 || plotted.empty())
+      plotted.push_back({all[index], result.outcome, result.medianMs});
+    else
+      plotted[0] = {all[index], result.outcome, result.medianMs};
     TuningRecord row;
     row.key = key;
     row.candidate = candidateKey(all[index]);
@@ -489,7 +499,7 @@ int Tuner::run() {
     std::string line = "[" + std::to_string(done) + "/" +
                        std::to_string(order.size()) + ", " +
                        std::to_string(int(std::max(0.0, budget - elapsed()))) +
-                       "s left] " + describe(all[index]) + ": ";
+                       "s left] " + describeSchedule(all[index]) + ": ";
     char text[160];
     if (result.outcome == Outcome::ok)
       std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.medianMs,
@@ -506,11 +516,13 @@ int Tuner::run() {
       std::fprintf(stderr, "  %s\n", line.c_str());
   };
 
-  // Candidate 1: the default, always timed in this run.
+  // Candidate 1: the default, always timed in this run. `measured` counts
+  // the candidates measured so far, the default first.
+  int measured = 0;
+  std::optional<CandidateSearch> search;
   auto measureOne = [&](int index) {
-    visited.insert(index);
     auto begin = Clock::now();
-    Measurement result = measure(all[index], int(visited.size()));
+    Measurement result = measure(all[index], ++measured);
     if (index == 0) {
       defaultSeconds =
           std::chrono::duration<double>(Clock::now() - begin).count();
@@ -520,16 +532,15 @@ int Tuner::run() {
       defaultMs = result.medianMs;
     }
     ++done;
-    if (result.outcome == Outcome::ok) {
-      if (bestIndex < 0 || result.medianMs < bestMs) {
-        bestMs = result.medianMs;
-        bestIndex = index;
-      }
-      if (centerIndex < 0 || result.medianMs < centerMs) {
-        centerMs = result.medianMs;
-        centerIndex = index;
-      }
+    if (result.outcome == Outcome::ok &&
+        (bestIndex < 0 || result.medianMs < bestMs)) {
+      bestMs = result.medianMs;
+      bestIndex = index;
     }
+    if (search)
+      search->report(index, result.outcome == Outcome::ok
+                                ? std::optional<double>(result.medianMs)
+                                : std::nullopt);
     record(index, result);
     progress(index, result);
   };
@@ -539,83 +550,61 @@ int Tuner::run() {
     // default again with it, so the ratios stay same-run and settled.
     repeat = std::min<uint64_t>(200, uint64_t(std::ceil(300 / defaultMs)));
     --done;
-    bestIndex = centerIndex = -1;
+    --measured;
+    bestIndex = -1;
     measureOne(0);
   }
 
-  // Exhaustive when the whole shard fits the budget (or --exhaustive),
-  // else a seeded local search: the untried neighbours of the best so far
-  // (one parameter changed), then a random untried candidate.
+  // The whole shard when it fits the budget at the default's cost per
+  // candidate (or with --exhaustive), else a seeded local search.
   double perCandidate = std::max(defaultSeconds, 0.05);
   bool whole =
       options::exhaustive || perCandidate * double(order.size()) <= budget;
-  std::set<int> mine(order.begin(), order.end());
-  auto neighbours = [&](int center) {
-    std::vector<int> result;
-    const AttentionSchedule &c = all[center];
-    for (int i : order) {
-      const AttentionSchedule &s = all[i];
-      int differences =
-          (s.queryTile != c.queryTile) + (s.keyTile != c.keyTile) +
-          (s.scoreVectors != c.scoreVectors || s.scoreKeys != c.scoreKeys) +
-          (s.pvRows != c.pvRows || s.pvVectors != c.pvVectors);
-      if (differences == 1 && !visited.count(i))
-        result.push_back(i);
-    }
-    std::shuffle(result.begin(), result.end(), random);
-    return result;
-  };
-  auto nextCandidate = [&]() -> int {
-    if (whole) {
-      for (int i : order)
-        if (!visited.count(i))
-          return i;
-      return -1;
-    }
-    std::vector<int> near = neighbours(centerIndex);
-    if (!near.empty())
-      return near.front();
-    std::vector<int> rest;
-    for (int i : order)
-      if (!visited.count(i))
-        rest.push_back(i);
-    if (rest.empty())
-      return -1;
-    return rest[random() % rest.size()];
-  };
+  search.emplace(all, order, whole, seed);
+  search->report(0, defaultMs);
   while (options::exhaustive || elapsed() < budget) {
-    int index = nextCandidate();
-    if (index < 0)
+    if (interrupted)
+      stopInterrupted();
+    std::optional<int> index = search->next();
+    if (!index)
       break;
     if (std::optional<TuningRecord> earlier =
-            database->find(key, candidateKey(all[index]))) {
-      // Measured by an earlier run: resume past it, and let its time (from
-      // that run) guide the search.
-      visited.insert(index);
+            database->find(key, candidateKey(all[*index]))) {
+      // Measured by an earlier run: resume past it, and let its time,
+      // scaled to this run's default, steer the search.
       ++skipped;
       ++done;
-      if (earlier->outcome == Outcome::ok && earlier->defaultMs > 0) {
-        double scaled = earlier->medianMs * defaultMs / earlier->defaultMs;
-        if (scaled < centerMs) {
-          centerMs = scaled;
-          centerIndex = index;
-        }
-      }
+      bool ok = earlier->outcome == Outcome::ok && earlier->defaultMs > 0;
+      search->report(*index,
+                     ok ? std::optional<double>(earlier->medianMs * defaultMs /
+                                                earlier->defaultMs)
+                        : std::nullopt);
       continue;
     }
-    measureOne(index);
+    measureOne(*index);
   }
   if (terminal)
     std::fprintf(stderr, "\n");
 
+  if (!options::report.empty()) {
+    std::string file = std::string(options::report) + "/candidates.svg";
+    std::ofstream svg(file);
+    svg << tuningPlotSvg(plotted, graph.name + " at " + key.shapeBucket +
+                                      " on " + machine.cpu);
+    if (!svg.flush())
+      throw UserError("--report " + options::report + ": cannot write " +
+                      "candidates.svg");
+  }
   std::optional<TuningRecord> best = database->best(key);
   std::printf("candidates: %d measured in %.0fs, %d from earlier runs, %zu "
               "in the %s\n",
               done - skipped, elapsed(), skipped, order.size(),
               shardCount > 1 ? "shard" : "space");
-  std::printf("default: %s, %.3f ms\n", describe(all[0]).c_str(), defaultMs);
+  std::printf("default: %s, %.3f ms\n", describeSchedule(all[0]).c_str(),
+              defaultMs);
   std::printf("best this run: %s, %.3f ms (%.2fx the default)\n",
-              describe(all[bestIndex]).c_str(), bestMs, defaultMs / bestMs);
+              describeSchedule(all[bestIndex]).c_str(), bestMs,
+              defaultMs / bestMs);
   if (best)
     std::printf("best in the database: %s, %.3f ms (default %.3f ms in its "
                 "run)\n",
@@ -698,6 +687,10 @@ int tuneCommand() {
                     "run-time size with --dim (missing: " +
                     missing + ")");
   checkBindings(graph, dims);
+  struct sigaction action = {};
+  action.sa_handler = onInterrupt;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
   return Tuner(std::move(graph), std::move(dims), cpuTarget(options::target))
       .run();
 }

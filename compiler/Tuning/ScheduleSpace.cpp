@@ -153,6 +153,13 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
   return result;
 }
 
+std::string describeSchedule(const AttentionSchedule &s) {
+  return "query " + std::to_string(s.queryTile) + ", key " +
+         std::to_string(s.keyTile) + ", score " +
+         std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys) +
+         ", pv " + std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
+}
+
 std::string candidateKey(const AttentionSchedule &s) {
   json key = {{"key_tile", s.keyTile},
               {"pv_block", {s.pvRows, s.pvVectors}},

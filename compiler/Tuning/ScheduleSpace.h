@@ -45,6 +45,9 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
                                           const CpuTarget &target,
                                           const AttentionSchedule &defaults);
 
+/// "query 32, key 48, score 2x6, pv 4x2": the tuned parameters for people.
+std::string describeSchedule(const AttentionSchedule &schedule);
+
 /// The tuned parameters of `schedule` as canonical JSON (sorted keys, no
 /// spaces): its identity in the tuning database.
 std::string candidateKey(const AttentionSchedule &schedule);

@@ -222,36 +222,66 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path,
   std::unique_ptr<TuningDatabase> database(new TuningDatabase(handle, path));
   sqlite3_busy_timeout(handle, 30000);
 
-  // Read before writing anything: a file of another kind stays as it was.
+  // Look before writing anything: a file of another kind stays as it was.
   auto pragma = [&](const char *name) {
     Statement statement(handle, std::string("PRAGMA ") + name, path);
     return statement.step() ? statement.integer(0) : int64_t(0);
   };
-  int64_t applicationId = pragma("application_id");
-  int64_t version = pragma("user_version");
-  int64_t tableCount = 0;
-  {
+  int64_t applicationId = 0, version = 0, tableCount = 0;
+  auto inspect = [&] {
+    applicationId = pragma("application_id");
+    version = pragma("user_version");
     Statement tables(handle, "SELECT count(*) FROM sqlite_schema", path);
     tables.step();
     tableCount = tables.integer(0);
-  } // Finalized: an open statement would hold a read transaction.
-  if (applicationId == 0 && version == 0 && tableCount == 0) {
+  }; // Each statement finalized: an open one would hold a read transaction.
+  auto empty = [&] {
+    return applicationId == 0 && version == 0 && tableCount == 0;
+  };
+  {
+    // One write transaction for the look and the creation: tuners opening a
+    // new file together see it either empty or whole, and create it once.
     Transaction transaction(*database, handle);
-    database->execute(kSchema);
-    database->execute(
-        ("PRAGMA application_id = " + std::to_string(kApplicationId)).c_str());
-    database->execute(
-        ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    inspect();
+    if (empty()) {
+      database->execute(kSchema);
+      database->execute(
+          ("PRAGMA application_id = " + std::to_string(kApplicationId))
+              .c_str());
+      database->execute(
+          ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    }
     transaction.commit(path);
-  } else if (applicationId != kApplicationId) {
+  }
+  if (applicationId != kApplicationId && !empty()) {
     throw UserError(path + ": not an attnc tuning database (left untouched)");
   } else if (version > kSchemaVersion) {
     throw UserError(path + ": written by a newer attnc (schema " +
                     std::to_string(version) + "; this attnc reads schema " +
                     std::to_string(kSchemaVersion) + ")");
   }
-  // Readers do not block the writer, and a commit survives a crash.
-  database->execute("PRAGMA journal_mode = WAL");
+  // Readers do not block the writer, and a commit survives a crash. WAL is
+  // stored in the file; switching needs the file alone, which SQLite reports
+  // as busy without waiting when another opener holds it: retry for as long
+  // as the busy timeout.
+  for (int attempt = 0;; ++attempt) {
+    if (std::string current =
+            [&] {
+              Statement mode(handle, "PRAGMA journal_mode", path);
+              return mode.step() ? mode.text(0) : std::string();
+            }();
+        current == "wal")
+      break;
+    char *message = nullptr;
+    int status = sqlite3_exec(handle, "PRAGMA journal_mode = WAL", nullptr,
+                              nullptr, &message);
+    sqlite3_free(message);
+    if (status == SQLITE_OK)
+      continue; // Read the mode back.
+    if (status != SQLITE_BUSY || attempt >= 3000)
+      throw UserError(path + ": " + sqlite3_errmsg(handle));
+    sqlite3_sleep(10);
+  }
   database->execute("PRAGMA synchronous = NORMAL");
   return database;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """attnc tune as processes: a tuner killed with SIGKILL mid-search leaves a
 database that the next run resumes (it measures only what is missing and
-loses nothing), and two tuners writing one database at once both finish with
+loses nothing), a tuner stopped by SIGINT says how to resume and leaves no
+scratch files, and two tuners writing one database at once both finish with
 every candidate recorded once.
 
     tuners.py --attnc PATH
@@ -83,6 +84,27 @@ def main():
         if ("%d from earlier runs" % skipped) not in again.stdout:
             failures.append("the resumed run did not skip the %d stored "
                             "candidates: %s" % (skipped, again.stdout.strip()))
+
+        # SIGINT: exit 1 with how to resume, nothing left in TMPDIR.
+        scratch = os.path.join(work, "tmp")
+        os.mkdir(scratch)
+        db = os.path.join(work, "interrupted.db")
+        tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env=dict(os.environ, TMPDIR=scratch))
+        deadline = time.time() + 120
+        while time.time() < deadline and tuner.poll() is None:
+            if os.path.exists(db) and len(records(attnc, db)) >= 1:
+                break
+            time.sleep(0.05)
+        tuner.send_signal(signal.SIGINT)
+        _, err = tuner.communicate(timeout=120)
+        if tuner.returncode != 1 or "interrupted" not in err:
+            failures.append("SIGINT: exit %s, %r" % (tuner.returncode, err))
+        time.sleep(0.5)  # A killed child's files are its own to remove.
+        left = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
+        if left:
+            failures.append("SIGINT left scratch files: %s" % left)
 
         # Two tuners on one database at once.
         db = os.path.join(work, "shared.db")

@@ -252,6 +252,35 @@ TEST_F(TuningDatabaseTest, ConcurrentWritersLoseNothing) {
   EXPECT_EQ(rows, kWriters * kEach);
 }
 
+TEST_F(TuningDatabaseTest, ConcurrentCreatorsMakeOneDatabase) {
+  // Tuners started together on a database that does not exist yet.
+  fs::create_directories(directory);
+  std::vector<pid_t> children;
+  for (int w = 0; w < 4; ++w) {
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      try {
+        auto db = TuningDatabase::open(path(), /*create=*/true);
+        db->record(measured("creator " + std::to_string(w), 1.0 + w));
+      } catch (const std::exception &error) {
+        std::fprintf(stderr, "creator %d: %s\n", w, error.what());
+        _exit(1);
+      }
+      _exit(0);
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  auto [rows, integrity] = inspect(path());
+  EXPECT_EQ(integrity, "ok");
+  EXPECT_EQ(rows, 4);
+}
+
 TEST_F(TuningDatabaseTest, ExportAndImportRoundTrip) {
   auto source = TuningDatabase::open(path("a.db"), true);
   source->record(measured("{\"key_tile\":48,\"query_tile\":32}", 3.0));

@@ -1,0 +1,34 @@
+//===- TuningPlot.h - A tune's candidates as a picture ------------*- C++
+//-*-===//
+//
+// `attnc tune --report DIR` writes DIR/candidates.svg beside the CSV: one
+// panel per schedule parameter (query tile, key tile, score block, P·V
+// block), each candidate's time against that parameter's value, the default
+// and the best marked, failed candidates along the top. A self-contained
+// SVG file: any browser shows it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_TUNING_TUNINGPLOT_H
+#define ATTNC_TUNING_TUNINGPLOT_H
+
+#include "Codegen/Schedule.h"
+#include "Tuning/TuningDatabase.h"
+
+#include <string>
+#include <vector>
+
+namespace attnc::tuning {
+
+struct PlotPoint {
+  AttentionSchedule schedule;
+  Outcome outcome = Outcome::ok;
+  double medianMs = 0;
+};
+
+/// The SVG text; `points[0]` is the default. `title` heads the picture.
+std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
+                          const std::string &title);
+
+} // namespace attnc::tuning
+
+#endif // ATTNC_TUNING_TUNINGPLOT_H

@@ -1,0 +1,113 @@
+//===- CandidateSearchTest.cpp - The order attnc tune measures in ---------===//
+
+#include "Tuning/CandidateSearch.h"
+#include "Tuning/ScheduleSpace.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace attnc;
+using namespace attnc::tuning;
+
+namespace {
+
+std::vector<AttentionSchedule> space() {
+  AttentionSchedule defaults;
+  defaults.targetClass = "x86-64-avx2";
+  defaults.vectorWidth = 8;
+  defaults.queryTile = 32;
+  defaults.keyTile = 48;
+  defaults.scoreVectors = 2;
+  defaults.scoreKeys = 6;
+  defaults.pvRows = 4;
+  defaults.pvVectors = 2;
+  ScheduleSpace space;
+  space.version = 1;
+  space.queryTiles = {16, 32, 48};
+  space.keyTiles = {24, 48};
+  space.scoreBlocks = {{2, 6}, {1, 8}};
+  space.pvBlocks = {{4, 2}, {2, 4}};
+  space.registers = {{"x86-64-avx2", 16}};
+  return candidates(space, CpuTarget{}, defaults);
+}
+
+std::vector<int> everyIndex(size_t count) {
+  std::vector<int> result;
+  for (int i = 0; i < int(count); ++i)
+    result.push_back(i);
+  return result;
+}
+
+std::vector<int> drain(CandidateSearch &search,
+                       const std::vector<AttentionSchedule> &all,
+                       double (*time)(const AttentionSchedule &)) {
+  std::vector<int> order;
+  while (std::optional<int> next = search.next()) {
+    order.push_back(*next);
+    search.report(*next, time(all[*next]));
+  }
+  return order;
+}
+
+double byQueryTile(const AttentionSchedule &s) { return 100.0 / s.queryTile; }
+
+TEST(CandidateSearchTest, TheDefaultComesFirstAndEveryCandidateOnce) {
+  std::vector<AttentionSchedule> all = space();
+  EXPECT_EQ(all.front().queryTile, 32);
+  EXPECT_EQ(all.front().keyTile, 48);
+  std::set<std::string> keys;
+  for (const AttentionSchedule &s : all)
+    EXPECT_TRUE(keys.insert(candidateKey(s)).second) << candidateKey(s);
+}
+
+TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
+  std::vector<AttentionSchedule> all = space();
+  CandidateSearch search(all, everyIndex(all.size()), /*exhaustive=*/true, 1);
+  std::vector<int> order = drain(search, all, byQueryTile);
+  std::vector<int> expected = everyIndex(all.size());
+  expected.erase(expected.begin()); // The default is measured before.
+  EXPECT_EQ(order, expected);
+}
+
+TEST(CandidateSearchTest, LocalSearchStartsNextToTheDefaultAndCoversAll) {
+  std::vector<AttentionSchedule> all = space();
+  CandidateSearch search(all, everyIndex(all.size()), false, 7);
+  search.report(0, byQueryTile(all[0]));
+  std::optional<int> first = search.next();
+  ASSERT_TRUE(first);
+  int changed = (all[*first].queryTile != all[0].queryTile) +
+                (all[*first].keyTile != all[0].keyTile) +
+                (all[*first].scoreKeys != all[0].scoreKeys) +
+                (all[*first].pvRows != all[0].pvRows);
+  EXPECT_EQ(changed, 1);
+  search.report(*first, byQueryTile(all[*first]));
+  std::vector<int> rest = drain(search, all, byQueryTile);
+  std::set<int> seen(rest.begin(), rest.end());
+  seen.insert(*first);
+  EXPECT_EQ(seen.size(), all.size() - 1);
+  EXPECT_EQ(rest.size() + 1, all.size() - 1);
+}
+
+TEST(CandidateSearchTest, TheSameSeedGivesTheSameOrder) {
+  std::vector<AttentionSchedule> all = space();
+  CandidateSearch a(all, everyIndex(all.size()), false, 3);
+  CandidateSearch b(all, everyIndex(all.size()), false, 3);
+  a.report(0, 1.0);
+  b.report(0, 1.0);
+  EXPECT_EQ(drain(a, all, byQueryTile), drain(b, all, byQueryTile));
+}
+
+TEST(CandidateSearchTest, AShardReturnsOnlyItsCandidates) {
+  std::vector<AttentionSchedule> all = space();
+  std::vector<int> shard = {0};
+  for (int i = 1; i < int(all.size()); i += 3)
+    shard.push_back(i);
+  CandidateSearch search(all, shard, false, 5);
+  search.report(0, 1.0);
+  std::vector<int> order = drain(search, all, byQueryTile);
+  std::set<int> allowed(shard.begin() + 1, shard.end());
+  EXPECT_EQ(std::set<int>(order.begin(), order.end()), allowed);
+}
+
+} // namespace
