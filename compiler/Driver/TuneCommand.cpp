@@ -496,10 +496,14 @@ int Tuner::run() {
     }
   };
   auto progress = [&](int index, const Measurement &result) {
+    std::string left =
+        options::exhaustive
+            ? std::to_string(int(elapsed())) + "s, exhaustive"
+            : std::to_string(int(std::max(0.0, budget - elapsed()))) +
+                  "s left";
     std::string line = "[" + std::to_string(done) + "/" +
-                       std::to_string(order.size()) + ", " +
-                       std::to_string(int(std::max(0.0, budget - elapsed()))) +
-                       "s left] " + describeSchedule(all[index]) + ": ";
+                       std::to_string(order.size()) + ", " + left + "] " +
+                       describeSchedule(all[index]) + ": ";
     char text[160];
     if (result.outcome == Outcome::ok)
       std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.medianMs,
