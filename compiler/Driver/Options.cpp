@@ -178,6 +178,12 @@ cl::opt<bool> noTuningDb("no-tuning-db",
                          cl::desc("Use no tuning database: the target's "
                                   "default schedule"),
                          cl::sub(compile), cl::sub(run), cl::cat(category));
+cl::opt<std::string> inputSets(
+    "input-sets",
+    cl::desc("With --repeat: time over K sets of inputs (the random ones "
+             "from seeds N, N+1, ...), used in turn so that caches do not "
+             "flatter (default 1, at most 16)"),
+    cl::value_desc("K"), cl::init("1"), cl::sub(run), cl::cat(category));
 cl::opt<bool> compare("check",
                       cl::desc("Compare with the float64 reference; exit 1 "
                                "when over tolerance (1e-4 f32, 2e-2 f16/bf16)"),

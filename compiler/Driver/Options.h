@@ -43,6 +43,7 @@ extern llvm::cl::opt<std::string> emit;
 extern llvm::cl::opt<std::string> threads;
 extern llvm::cl::opt<std::string> repeat;
 extern llvm::cl::opt<bool> compare;
+extern llvm::cl::opt<std::string> inputSets;
 extern llvm::cl::opt<std::string> tuningDb;
 extern llvm::cl::opt<bool> noTuningDb;
 /// The tuning database compile and run take their schedule from: --tuning-db

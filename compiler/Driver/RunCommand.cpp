@@ -141,10 +141,14 @@ struct PreparedRun {
   Graph graph;
   DimBindings dims;
   std::vector<Tensor> inputs;
+  /// More sets of inputs for --repeat to use in turn with `inputs`
+  /// (--input-sets): random from seeds seed + 1, seed + 2, ...
+  std::vector<std::vector<Tensor>> moreInputs;
 };
 
-PreparedRun prepareRun(uint64_t seed, bool needsReference) {
-  PreparedRun run{loadGraph(options::graph), {}, {}};
+PreparedRun prepareRun(uint64_t seed, bool needsReference,
+                       uint64_t inputSets = 1) {
+  PreparedRun run{loadGraph(options::graph), {}, {}, {}};
   RunInputs bound = bindInputs(run.graph, options::dims, options::inputs);
   // The float64 evaluation needs more than the buffers; report the larger.
   if (needsReference)
@@ -152,6 +156,8 @@ PreparedRun prepareRun(uint64_t seed, bool needsReference) {
   else
     checkBuffersFit(run.graph, bound.dims);
   run.dims = bound.dims;
+  for (uint64_t set = 1; set < inputSets; ++set)
+    run.moreInputs.push_back(completeInputs(run.graph, bound, seed + set));
   run.inputs = completeInputs(run.graph, std::move(bound), seed);
   return run;
 }
@@ -251,7 +257,13 @@ int runCommand() {
   if (backend == "mlir")
     settings.tuningDatabase = options::chosenTuningDatabase();
 
-  PreparedRun run = prepareRun(seed, !compiled || options::compare);
+  uint64_t inputSets = options::integer(options::inputSets, 1);
+  if (inputSets > 16)
+    throw UserError("--input-sets " + options::inputSets + ": at most 16 sets");
+  if (inputSets > 1 && repeat == 0)
+    throw UserError("--input-sets: only with --repeat (the sets are used "
+                    "in turn by the timed runs)");
+  PreparedRun run = prepareRun(seed, !compiled || options::compare, inputSets);
   const Graph &graph = run.graph;
   // An autoscheduler plans for the sizes of this run.
   settings.dimEstimates = run.dims;
@@ -300,9 +312,15 @@ int runCommand() {
   }
   if (repeat > 0) {
     std::vector<double> times;
+    // With --input-sets the runs take the sets in turn, so no run finds
+    // its inputs in the caches the previous one left.
     for (uint64_t i = 0; i < repeat; ++i) {
+      size_t set = i % (run.moreInputs.size() + 1);
       auto start = std::chrono::steady_clock::now();
-      compute();
+      if (set == 0 || !compiled)
+        compute();
+      else
+        kernel->run(run.dims, run.moreInputs[set - 1]);
       times.push_back(std::chrono::duration<double, std::milli>(
                           std::chrono::steady_clock::now() - start)
                           .count());
