@@ -34,11 +34,14 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
     std::string why;
     if (std::optional<AttentionSchedule> tuned = tuning::tunedSchedule(
             options.tuningDatabase, graph, options.dimEstimates, result.target,
-            result.schedule, why))
+            result.schedule, why)) {
       result.schedule = *tuned;
-    else
+      result.tunedFrom =
+          result.schedule.source + " (" + result.schedule.measured + ")";
+    } else {
       result.scheduleNote = "tuning database " + options.tuningDatabase + ": " +
                             why + "; the default schedule";
+    }
   }
   result.header = kernelHeader(graph);
   result.manifest =
@@ -83,9 +86,8 @@ void reportTunedSchedule(const CompileOptions &options,
                          const CompiledGraph &compiled) {
   if (options.tuningDatabase.empty())
     return;
-  if (compiled.scheduleNote.empty())
-    llvm::errs() << "schedule: " << compiled.schedule.source << " ("
-                 << compiled.schedule.measured << ")\n";
+  if (!compiled.tunedFrom.empty())
+    llvm::errs() << "schedule: " << compiled.tunedFrom << "\n";
   else if (options::tuningDb.getNumOccurrences())
     llvm::errs() << "note: " << compiled.scheduleNote << "\n";
 }

@@ -62,6 +62,8 @@ struct CompiledGraph {
   std::string llvm;     ///< The optimised LLVM IR, when asked for.
   /// Why the tuning database gave no schedule, when one was used.
   std::string scheduleNote;
+  /// The tuning record the schedule came from, for people; empty if none.
+  std::string tunedFrom;
 };
 
 /// Throws UserError for a bad --target or --schedule, and (halide) for what

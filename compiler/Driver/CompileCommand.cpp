@@ -123,8 +123,7 @@ int compileCommand() {
                       ": must match [A-Za-z_][A-Za-z0-9_]*");
     graph.name = options::name;
   }
-  if (settings.backend == "mlir")
-    settings.tuningDatabase = options::chosenTuningDatabase();
+  settings.tuningDatabase = options::chosenTuningDatabase();
   if (!options::dims.empty()) {
     // The code serves every size; only an autoscheduler or a tuning
     // database lookup plans for one.

@@ -13,6 +13,8 @@
 #include "Halide/HalideBackend.h"
 #include "Import/KernelPlan.h"
 #include "Support/Error.h"
+#include "Tuning/ScheduleSpace.h"
+#include "Tuning/TunedSchedule.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -20,6 +22,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 namespace attnc {
 
@@ -33,6 +36,42 @@ HalideSchedule scheduleFor(const CompileOptions &options,
   if (path.rfind("auto:", 0) == 0)
     return autoHalideSchedule(path.substr(5), targetClass);
   return loadHalideSchedule(path, targetClass);
+}
+
+/// The Halide schedule of the tuning database's best `halide` record: an
+/// autoscheduler, or hand-schedule parameters over the target's default.
+std::optional<HalideSchedule>
+tunedHalideSchedule(const std::string &path, const Graph &graph,
+                    const DimBindings &dims, const CpuTarget &target,
+                    const std::string &targetClass, std::string &why) {
+  std::optional<tuning::TuningRecord> best =
+      tuning::bestTuningRecord(path, graph, dims, target, "halide",
+                               tuning::halideScheduleSpace().version, why);
+  if (!best)
+    return std::nullopt;
+  nlohmann::json candidate = nlohmann::json::parse(best->candidate, nullptr,
+                                                   /*allow_exceptions=*/false);
+  if (!candidate.is_object())
+    throw UserError(path + ": a record whose candidate is not JSON");
+  HalideSchedule schedule;
+  if (candidate.contains("autoscheduler") &&
+      candidate["autoscheduler"].is_string()) {
+    schedule = autoHalideSchedule(candidate["autoscheduler"].get<std::string>(),
+                                  targetClass);
+  } else {
+    nlohmann::json document =
+        nlohmann::json::parse(defaultHalideSchedule(targetClass).toJson());
+    document.erase("kind"); // Manifests say it; schedule files do not.
+    for (const auto &item : candidate.items())
+      document[item.key()] = item.value();
+    schedule = parseHalideSchedule(document.dump(),
+                                   path + " (kernel " + best->key.kernel + ")",
+                                   targetClass);
+  }
+  schedule.measured = tuning::measuredText(*best);
+  schedule.source = "tuning database " + path + ": kernel " + best->key.kernel +
+                    ", " + best->key.shapeBucket;
+  return schedule;
 }
 
 std::string where(const KernelPlan &plan, const PlannedKernel &kernel) {
@@ -125,6 +164,18 @@ CompiledGraph compileGraphHalide(const Graph &graph,
     throw UserError("--emit: the halide backend writes no MLIR or LLVM IR");
   std::string targetClass = targetClassOf(result.target);
   HalideSchedule schedule = scheduleFor(options, targetClass);
+  if (options.schedulePath.empty() && !options.tuningDatabase.empty()) {
+    std::string why;
+    if (std::optional<HalideSchedule> tuned = tunedHalideSchedule(
+            options.tuningDatabase, graph, options.dimEstimates, result.target,
+            targetClass, why)) {
+      schedule = *tuned;
+      result.tunedFrom = schedule.source + " (" + schedule.measured + ")";
+    } else {
+      result.scheduleNote = "tuning database " + options.tuningDatabase + ": " +
+                            why + "; the hand schedule";
+    }
+  }
 
   KernelPlan plan = planKernels(graph);
   checkShapes(plan);

@@ -254,7 +254,7 @@ int runCommand() {
   settings.backend = backend;
   settings.target = options::target;
   settings.schedulePath = options::schedule;
-  if (backend == "mlir")
+  if (backend != "reference")
     settings.tuningDatabase = options::chosenTuningDatabase();
 
   uint64_t inputSets = options::integer(options::inputSets, 1);

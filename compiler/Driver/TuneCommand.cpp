@@ -229,6 +229,16 @@ Measurement failure(const ChildResult &child, const std::string &stage) {
   return result;
 }
 
+/// A CSV field, quoted when it holds a comma, a quote or a line break.
+std::string csvField(const std::string &text) {
+  if (text.find_first_of(",\"\n") == std::string::npos)
+    return text;
+  std::string quoted = "\"";
+  for (char c : text)
+    quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
 /// Sizes for a quick check: each run-time size made small and odd where the
 /// graph's divisibilities allow it.
 DimBindings smallOddShape(const Graph &graph, const DimBindings &dims) {
@@ -256,9 +266,10 @@ std::vector<std::string> dimArguments(const DimBindings &dims) {
 
 class Tuner {
 public:
-  Tuner(Graph graph, DimBindings dims, CpuTarget target)
-      : graph(std::move(graph)), dims(std::move(dims)),
-        target(std::move(target)) {}
+  Tuner(const Graph &graph, const DimBindings &dims, CpuTarget target,
+        std::string backend)
+      : graph(graph), dims(dims), target(std::move(target)),
+        backend(std::move(backend)) {}
 
   int run();
 
@@ -273,19 +284,22 @@ private:
   int corruptIndex = 0;
   int measuredCount = 0;
 
+  std::string backend; ///< "mlir" or "halide".
   std::vector<std::string> common() const {
-    return {"--target=" + target.name, "--threads=" + std::to_string(threads),
+    return {"--backend=" + backend, "--target=" + target.name,
+            "--threads=" + std::to_string(threads),
             "--seed=" + std::to_string(seed)};
   }
-  Measurement measure(const AttentionSchedule &schedule, int index);
+  Measurement measure(const TuneCandidate &candidate, int index);
   bool sameAsReference(std::string &detail);
 };
 
-Measurement Tuner::measure(const AttentionSchedule &schedule, int index) {
-  std::string file = work + "/candidate.json";
-  {
+Measurement Tuner::measure(const TuneCandidate &candidate, int index) {
+  std::string file = candidate.scheduleFlag;
+  if (file.empty()) {
+    file = work + "/candidate.json";
     std::ofstream out(file);
-    out << schedule.toJson();
+    out << candidate.scheduleText;
   }
   bool corrupt = index == corruptIndex;
   // A slow candidate is allowed ten times the default's time, at least 60 s.
@@ -379,30 +393,45 @@ int Tuner::run() {
       throw UserError("--shard " + text +
                       ": expected I/N with 0 <= I < N, such as 0/4");
   }
-  if (options::backend != "mlir")
-    throw UserError("--backend " + options::backend +
-                    ": attnc tune searches the mlir backend's schedules only "
-                    "(Halide's are not tunable yet)");
-
-  AttentionSchedule defaults = defaultSchedule(target);
-  ScheduleSpace space = cpuScheduleSpace();
+  std::string spaceText;
   if (options::space.getNumOccurrences()) {
     std::ifstream in(std::string(options::space));
     if (!in)
       throw UserError("--space " + options::space + ": cannot open the file");
     std::stringstream text;
     text << in.rdbuf();
-    space = parseScheduleSpace(text.str(), options::space);
+    spaceText = text.str();
+  }
+  std::vector<TuneCandidate> all;
+  int64_t spaceVersion = 0;
+  std::vector<std::string> parameterNames;
+  if (backend == "mlir") {
+    ScheduleSpace space = spaceText.empty()
+                              ? cpuScheduleSpace()
+                              : parseScheduleSpace(spaceText, options::space);
+    all = mlirCandidates(space, target, defaultSchedule(target));
+    spaceVersion = space.version;
+    parameterNames = {"query tile", "key tile",
+                      "score block (query vectors x keys)",
+                      "P.V block (rows x vectors)"};
+  } else {
+    HalideScheduleSpace space =
+        spaceText.empty() ? halideScheduleSpace()
+                          : parseHalideScheduleSpace(spaceText, options::space);
+    all = halideCandidates(space, defaultHalideSchedule(targetClassOf(target)));
+    spaceVersion = space.version;
+    parameterNames = {"schedule", "task queries", "query tile",
+                      "score block (query vectors x keys)",
+                      "P.V block (rows x vectors)"};
   }
   KernelIdentity kernel = kernelIdentity(graph, dims);
   MachineIdentity machine = machineIdentity(target);
   TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,
-                "mlir",        attncVersion(),     space.version};
+                backend,       attncVersion(),     spaceVersion};
   std::string path = databasePath();
   std::unique_ptr<TuningDatabase> database =
       TuningDatabase::open(path, /*create=*/true);
 
-  std::vector<AttentionSchedule> all = candidates(space, target, defaults);
   std::vector<int> order; // Indices into `all` this shard measures.
   for (int i = 0; i < int(all.size()); ++i)
     if (i == 0 || i % shardCount == shardIndex)
@@ -474,21 +503,25 @@ int Tuner::run() {
     if (!csv)
       throw UserError("--report " + options::report +
                       ": cannot write candidates.csv");
-    csv << "index,query_tile,key_tile,score_vectors,score_keys,pv_rows,"
-           "pv_vectors,outcome,median_ms,speedup,detail\n";
+    csv << "index";
+    for (const std::string &name : parameterNames)
+      csv << "," << csvField(name);
+    csv << ",outcome,median_ms,speedup,detail,candidate\n";
   }
 
   double defaultMs = 0, bestMs = 0;
   int bestIndex = -1, done = 0, skipped = 0;
   std::vector<PlotPoint> plotted; // This run's candidates, default first.
   auto record = [&](int index, const Measurement &result) {
+    PlotPoint point{all[index].parameters, all[index].description,
+                    result.outcome, result.medianMs};
     if (index != 0 || plotted.empty())
-      plotted.push_back({all[index], result.outcome, result.medianMs});
+      plotted.push_back(point);
     else
-      plotted[0] = {all[index], result.outcome, result.medianMs};
+      plotted[0] = point;
     TuningRecord row;
     row.key = key;
-    row.candidate = candidateKey(all[index]);
+    row.candidate = all[index].key;
     row.outcome = result.outcome;
     row.medianMs = result.medianMs;
     row.defaultMs = defaultMs;
@@ -497,15 +530,13 @@ int Tuner::run() {
     row.createdAt = utcNow();
     database->record(row);
     if (csv) {
-      const AttentionSchedule &s = all[index];
-      std::string detail = result.detail;
-      std::replace(detail.begin(), detail.end(), ',', ';');
-      csv << index << "," << s.queryTile << "," << s.keyTile << ","
-          << s.scoreVectors << "," << s.scoreKeys << "," << s.pvRows << ","
-          << s.pvVectors << "," << outcomeName(result.outcome) << ","
-          << result.medianMs << ","
+      csv << index;
+      for (const std::string &value : all[index].parameters)
+        csv << "," << csvField(value);
+      csv << "," << outcomeName(result.outcome) << "," << result.medianMs << ","
           << (result.outcome == Outcome::ok ? defaultMs / result.medianMs : 0)
-          << "," << detail << "\n";
+          << "," << csvField(result.detail) << "," << csvField(all[index].key)
+          << "\n";
       csv.flush();
     }
   };
@@ -513,11 +544,10 @@ int Tuner::run() {
     std::string left =
         options::exhaustive
             ? std::to_string(int(elapsed())) + "s, exhaustive"
-            : std::to_string(int(std::max(0.0, budget - elapsed()))) +
-                  "s left";
+            : std::to_string(int(std::max(0.0, budget - elapsed()))) + "s left";
     std::string line = "[" + std::to_string(done) + "/" +
                        std::to_string(order.size()) + ", " + left + "] " +
-                       describeSchedule(all[index]) + ": ";
+                       all[index].description + ": ";
     char text[160];
     if (result.outcome == Outcome::ok)
       std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.medianMs,
@@ -578,7 +608,10 @@ int Tuner::run() {
   double perCandidate = std::max(defaultSeconds, 0.05);
   bool whole =
       options::exhaustive || perCandidate * double(order.size()) <= budget;
-  search.emplace(all, order, whole, seed);
+  std::vector<std::vector<std::string>> parameters;
+  for (const TuneCandidate &candidate : all)
+    parameters.push_back(candidate.parameters);
+  search.emplace(std::move(parameters), order, whole, seed);
   search->report(0, defaultMs);
   while (options::exhaustive || elapsed() < budget) {
     if (interrupted)
@@ -587,7 +620,7 @@ int Tuner::run() {
     if (!index)
       break;
     if (std::optional<TuningRecord> earlier =
-            database->find(key, candidateKey(all[*index]))) {
+            database->find(key, all[*index].key)) {
       // Measured by an earlier run: resume past it, and let its time,
       // scaled to this run's default, steer the search.
       ++skipped;
@@ -607,8 +640,9 @@ int Tuner::run() {
   if (!options::report.empty()) {
     std::string file = std::string(options::report) + "/candidates.svg";
     std::ofstream svg(file);
-    svg << tuningPlotSvg(plotted, graph.name + " at " + key.shapeBucket +
-                                      " on " + machine.cpu);
+    svg << tuningPlotSvg(plotted, parameterNames,
+                         graph.name + " (" + backend + ") at " +
+                             key.shapeBucket + " on " + machine.cpu);
     if (!svg.flush())
       throw UserError("--report " + options::report + ": cannot write " +
                       "candidates.svg");
@@ -618,11 +652,9 @@ int Tuner::run() {
               "in the %s\n",
               done - skipped, elapsed(), skipped, order.size(),
               shardCount > 1 ? "shard" : "space");
-  std::printf("default: %s, %.3f ms\n", describeSchedule(all[0]).c_str(),
-              defaultMs);
+  std::printf("default: %s, %.3f ms\n", all[0].description.c_str(), defaultMs);
   std::printf("best this run: %s, %.3f ms (%.2fx the default)\n",
-              describeSchedule(all[bestIndex]).c_str(), bestMs,
-              defaultMs / bestMs);
+              all[bestIndex].description.c_str(), bestMs, defaultMs / bestMs);
   if (best)
     std::printf("best in the database: %s, %.3f ms (default %.3f ms in its "
                 "run)\n",
@@ -709,8 +741,21 @@ int tuneCommand() {
   action.sa_handler = onInterrupt;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  return Tuner(std::move(graph), std::move(dims), cpuTarget(options::target))
-      .run();
+  if (options::backend != "mlir" && options::backend != "halide" &&
+      options::backend != "all")
+    throw UserError("--backend " + options::backend +
+                    ": unknown backend; allowed: mlir, halide, all");
+  if (options::backend == "all" && options::space.getNumOccurrences())
+    throw UserError("--space: one backend's space; give --backend mlir or "
+                    "halide with it");
+  CpuTarget target = cpuTarget(options::target);
+  std::vector<std::string> backends = {options::backend};
+  if (options::backend == "all")
+    backends = {"mlir", "halide"};
+  for (const std::string &backend : backends)
+    if (int status = Tuner(graph, dims, target, backend).run())
+      return status;
+  return 0;
 }
 
 } // namespace attnc

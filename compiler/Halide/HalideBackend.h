@@ -54,6 +54,10 @@ HalideSchedule autoHalideSchedule(const std::string &name,
 
 /// The hand schedule of a target class (compiled in from schedules/halide).
 HalideSchedule defaultHalideSchedule(const std::string &targetClass);
+/// Parses a hand schedule's text; throws UserError("FILE: /pointer: ...").
+HalideSchedule parseHalideSchedule(const std::string &text,
+                                   const std::string &file,
+                                   const std::string &targetClass);
 /// Reads a --schedule file; throws UserError("FILE: /pointer: message").
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass);

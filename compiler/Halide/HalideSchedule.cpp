@@ -175,6 +175,12 @@ HalideSchedule autoHalideSchedule(const std::string &name,
   return s;
 }
 
+HalideSchedule parseHalideSchedule(const std::string &text,
+                                   const std::string &file,
+                                   const std::string &targetClass) {
+  return parse(text, file, targetClass);
+}
+
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass) {
   std::ifstream stream(path, std::ios::binary);

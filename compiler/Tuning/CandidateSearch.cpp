@@ -8,19 +8,22 @@ namespace attnc::tuning {
 
 namespace {
 
-/// How many of the four tuned parameters differ.
-int differences(const AttentionSchedule &a, const AttentionSchedule &b) {
-  return (a.queryTile != b.queryTile) + (a.keyTile != b.keyTile) +
-         (a.scoreVectors != b.scoreVectors || a.scoreKeys != b.scoreKeys) +
-         (a.pvRows != b.pvRows || a.pvVectors != b.pvVectors);
+/// How many parameters differ.
+int differences(const std::vector<std::string> &a,
+                const std::vector<std::string> &b) {
+  int count = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    count += a[i] != b[i];
+  return count;
 }
 
 } // namespace
 
-CandidateSearch::CandidateSearch(const std::vector<AttentionSchedule> &all,
-                                 std::vector<int> shard, bool exhaustive,
-                                 uint64_t seed)
-    : all(all), shard(std::move(shard)), whole(exhaustive), random(seed) {
+CandidateSearch::CandidateSearch(
+    std::vector<std::vector<std::string>> parameters, std::vector<int> shard,
+    bool exhaustive, uint64_t seed)
+    : parameters(std::move(parameters)), shard(std::move(shard)),
+      whole(exhaustive), random(seed) {
   visited.insert(0); // The default: measured before the search.
 }
 
@@ -36,7 +39,7 @@ std::optional<int> CandidateSearch::next() {
     std::vector<int> near;
     if (center >= 0)
       for (int i : untried)
-        if (differences(all[i], all[center]) == 1)
+        if (differences(parameters[i], parameters[center]) == 1)
           near.push_back(i);
     const std::vector<int> &pool = near.empty() ? untried : near;
     chosen = pool[random() % pool.size()];

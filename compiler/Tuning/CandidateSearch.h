@@ -11,21 +11,21 @@
 #ifndef ATTNC_TUNING_CANDIDATESEARCH_H
 #define ATTNC_TUNING_CANDIDATESEARCH_H
 
-#include "Codegen/Schedule.h"
-
 #include <cstdint>
 #include <optional>
 #include <random>
 #include <set>
+#include <string>
 #include <vector>
 
 namespace attnc::tuning {
 
 class CandidateSearch {
 public:
-  /// `candidates` as `candidates()` lists them (the default first); `shard`
+  /// `parameters[i]`: the parameter values of candidate i (the default is
+  /// 0), in one order for every candidate; neighbours differ in one. `shard`
   /// the indices this search may return.
-  CandidateSearch(const std::vector<AttentionSchedule> &candidates,
+  CandidateSearch(std::vector<std::vector<std::string>> parameters,
                   std::vector<int> shard, bool exhaustive, uint64_t seed);
 
   /// The next candidate to measure; nullopt when none is left.
@@ -37,7 +37,7 @@ public:
   bool exhaustive() const { return whole; }
 
 private:
-  const std::vector<AttentionSchedule> &all;
+  std::vector<std::vector<std::string>> parameters;
   std::vector<int> shard;
   bool whole;
   std::mt19937_64 random;

@@ -27,19 +27,50 @@ public:
                     message);
   }
 
-  ScheduleSpace read(const std::string &text) {
+  HalideScheduleSpace readHalide(const std::string &text) {
+    json document = object(text, {"attnc_schedule_space", "version",
+                                  "task_queries", "query_tile", "score_block",
+                                  "pv_block", "autoschedulers", "notes"});
+    HalideScheduleSpace space;
+    space.version =
+        integer(document, "/version", document.value("version", json()));
+    space.taskQueries = integers(document, "task_queries");
+    space.queryTiles = integers(document, "query_tile");
+    space.scoreBlocks = pairs(document, "score_block");
+    space.pvBlocks = pairs(document, "pv_block");
+    const json &names = member(document, "autoschedulers");
+    if (!names.is_array())
+      fail("/autoschedulers", "expected an array of names");
+    const std::vector<std::string> &known = halideAutoschedulers();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (!names[i].is_string() ||
+          std::find(known.begin(), known.end(), names[i].get<std::string>()) ==
+              known.end())
+        fail("/autoschedulers/" + std::to_string(i),
+             "expected adams2019, mullapudi2016 or li2018, got " +
+                 names[i].dump());
+      space.autoschedulers.push_back(names[i].get<std::string>());
+    }
+    return space;
+  }
+
+  json object(const std::string &text, const std::set<std::string> &known) {
     json document = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (document.is_discarded() || !document.is_object())
       fail("", "expected a JSON object");
-    static const std::set<std::string> known = {
-        "attnc_schedule_space", "version",  "query_tile", "key_tile",
-        "score_block",          "pv_block", "registers",  "notes"};
     for (const auto &item : document.items())
       if (!known.count(item.key()))
         fail("/" + item.key(), "unknown key \"" + item.key() + "\"");
     if (integer(document, "/attnc_schedule_space",
                 document.value("attnc_schedule_space", json())) != 1)
       fail("/attnc_schedule_space", "unsupported format (this attnc reads 1)");
+    return document;
+  }
+
+  ScheduleSpace read(const std::string &text) {
+    json document = object(text, {"attnc_schedule_space", "version",
+                                  "query_tile", "key_tile", "score_block",
+                                  "pv_block", "registers", "notes"});
     ScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -115,6 +146,88 @@ ScheduleSpace parseScheduleSpace(const std::string &text,
 
 ScheduleSpace cpuScheduleSpace() {
   return parseScheduleSpace(kCpuScheduleSpace, "schedules/space/cpu.json");
+}
+
+HalideScheduleSpace parseHalideScheduleSpace(const std::string &text,
+                                             const std::string &file) {
+  return SpaceReader(file).readHalide(text);
+}
+
+HalideScheduleSpace halideScheduleSpace() {
+  return parseHalideScheduleSpace(kHalideScheduleSpace,
+                                  "schedules/space/halide.json");
+}
+
+std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
+                                          const CpuTarget &target,
+                                          const AttentionSchedule &defaults) {
+  std::vector<TuneCandidate> result;
+  for (const AttentionSchedule &s : candidates(space, target, defaults))
+    result.push_back(
+        {candidateKey(s),
+         describeSchedule(s),
+         {std::to_string(s.queryTile), std::to_string(s.keyTile),
+          std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys),
+          std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors)},
+         s.toJson(),
+         ""});
+  return result;
+}
+
+std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
+                                            const HalideSchedule &defaults) {
+  auto hand = [&](const HalideSchedule &s) {
+    json key = {{"pv_block", {s.pvRows, s.pvVectors}},
+                {"query_tile", s.queryTile},
+                {"score_block", {s.scoreVectors, s.scoreKeys}},
+                {"target_class", s.targetClass},
+                {"task_queries", s.taskQueries},
+                {"vector_width", s.vectorWidth}};
+    std::string score =
+        std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys);
+    std::string pv =
+        std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
+    // The file format: toJson's without "kind" (manifests say it).
+    json file = json::parse(s.toJson());
+    file.erase("kind");
+    return TuneCandidate{key.dump(),
+                         "task " + std::to_string(s.taskQueries) + ", query " +
+                             std::to_string(s.queryTile) + ", score " + score +
+                             ", pv " + pv,
+                         {"hand", std::to_string(s.taskQueries),
+                          std::to_string(s.queryTile), score, pv},
+                         file.dump(2),
+                         ""};
+  };
+  std::vector<TuneCandidate> result = {hand(defaults)};
+  std::set<std::string> seen = {result.front().key};
+  for (int64_t task : space.taskQueries)
+    for (int64_t query : space.queryTiles)
+      for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
+        for (auto [pvRows, pvVectors] : space.pvBlocks) {
+          if (task % query != 0)
+            continue;
+          HalideSchedule s = defaults;
+          s.taskQueries = task;
+          s.queryTile = query;
+          s.scoreVectors = scoreVectors;
+          s.scoreKeys = scoreKeys;
+          s.pvRows = pvRows;
+          s.pvVectors = pvVectors;
+          TuneCandidate candidate = hand(s);
+          if (seen.insert(candidate.key).second)
+            result.push_back(candidate);
+        }
+  for (const std::string &name : space.autoschedulers) {
+    json key = {{"autoscheduler", name},
+                {"target_class", defaults.targetClass}};
+    result.push_back({key.dump(),
+                      "autoscheduler " + name,
+                      {"auto:" + name, "", "", "", ""},
+                      "",
+                      "auto:" + name});
+  }
+  return result;
 }
 
 bool fitsRegisters(const AttentionSchedule &s, int64_t registers) {

@@ -13,6 +13,7 @@
 
 #include "Codegen/Schedule.h"
 #include "Codegen/Target.h"
+#include "Halide/HalideBackend.h"
 
 #include <cstdint>
 #include <map>
@@ -29,11 +30,45 @@ struct ScheduleSpace {
   std::map<std::string, int64_t> registers; ///< Vector registers per class.
 };
 
+/// The Halide backend's space (schedules/space/halide.json): hand-schedule
+/// parameters, then the autoschedulers as candidates of their own.
+struct HalideScheduleSpace {
+  int64_t version = 0;
+  std::vector<int64_t> taskQueries, queryTiles;
+  std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
+  std::vector<std::string> autoschedulers;
+};
+
 /// Parses a space document; throws UserError("FILE: /pointer: message").
 ScheduleSpace parseScheduleSpace(const std::string &text,
                                  const std::string &file);
-/// The compiled-in schedules/space/cpu.json.
+HalideScheduleSpace parseHalideScheduleSpace(const std::string &text,
+                                             const std::string &file);
+/// The compiled-in schedules/space/cpu.json and halide.json.
 ScheduleSpace cpuScheduleSpace();
+HalideScheduleSpace halideScheduleSpace();
+
+/// One schedule attnc tune measures, whichever the backend.
+struct TuneCandidate {
+  std::string key;         ///< Canonical JSON: its identity in the database.
+  std::string description; ///< For people.
+  /// Its parameter values, in one order for every candidate of a space (the
+  /// search's neighbourhoods).
+  std::vector<std::string> parameters;
+  /// `attnc run --schedule`: a file holding `scheduleText`, or this flag
+  /// value ("auto:NAME") when the text is empty.
+  std::string scheduleText, scheduleFlag;
+};
+
+/// The mlir backend's candidates (`candidates` below), the default first.
+std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
+                                          const CpuTarget &target,
+                                          const AttentionSchedule &defaults);
+/// The Halide backend's: its hand schedule first, the legal hand schedules
+/// of `space` (task_queries a multiple of query_tile), then each
+/// autoscheduler.
+std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
+                                            const HalideSchedule &defaults);
 
 /// Whether `schedule`'s register blocks fit `registers` vector registers.
 bool fitsRegisters(const AttentionSchedule &schedule, int64_t registers);

@@ -21,10 +21,11 @@ std::string defaultTuningDatabasePath() {
   return "";
 }
 
-std::optional<AttentionSchedule>
-tunedSchedule(const std::string &path, const Graph &graph,
-              const DimBindings &dims, const CpuTarget &target,
-              const AttentionSchedule &defaults, std::string &why) {
+std::optional<TuningRecord>
+bestTuningRecord(const std::string &path, const Graph &graph,
+                 const DimBindings &dims, const CpuTarget &target,
+                 const std::string &backend, int64_t spaceVersion,
+                 std::string &why) {
   for (const std::string &name : graph.runtimeDims())
     if (!dims.count(name)) {
       why = "run-time size " + name +
@@ -35,14 +36,31 @@ tunedSchedule(const std::string &path, const Graph &graph,
   KernelIdentity kernel = kernelIdentity(graph, dims);
   TuningKey key{
       kernel.kernel, kernel.shapeBucket, machineIdentity(target).fingerprint,
-      "mlir",        attncVersion(),     cpuScheduleSpace().version};
+      backend,       attncVersion(),     spaceVersion};
   auto database = TuningDatabase::open(path, /*create=*/false);
   std::optional<TuningRecord> best = database->best(key);
-  if (!best) {
-    why = "no record for kernel " + key.kernel + " at " + key.shapeBucket +
-          " on this machine";
+  if (!best)
+    why = "no " + backend + " record for kernel " + key.kernel + " at " +
+          key.shapeBucket + " on this machine";
+  return best;
+}
+
+std::string measuredText(const TuningRecord &record) {
+  std::ostringstream text;
+  text << "attnc tune on " << record.machine << ", " << record.createdAt << ": "
+       << record.medianMs << " ms, the default " << record.defaultMs
+       << " ms in the same run";
+  return text.str();
+}
+
+std::optional<AttentionSchedule>
+tunedSchedule(const std::string &path, const Graph &graph,
+              const DimBindings &dims, const CpuTarget &target,
+              const AttentionSchedule &defaults, std::string &why) {
+  std::optional<TuningRecord> best = bestTuningRecord(
+      path, graph, dims, target, "mlir", cpuScheduleSpace().version, why);
+  if (!best)
     return std::nullopt;
-  }
   // The candidate's parameters over the default, checked as any schedule
   // file is.
   nlohmann::json candidate = nlohmann::json::parse(best->candidate, nullptr,
@@ -52,15 +70,11 @@ tunedSchedule(const std::string &path, const Graph &graph,
     throw UserError(path + ": a record whose candidate is not JSON");
   for (const auto &item : candidate.items())
     document[item.key()] = item.value();
-  std::ostringstream measured;
-  measured << "attnc tune on " << best->machine << ", " << best->createdAt
-           << ": " << best->medianMs << " ms, the default " << best->defaultMs
-           << " ms in the same run";
-  document["measured"] = measured.str();
+  document["measured"] = measuredText(*best);
   AttentionSchedule schedule = parseSchedule(
-      document.dump(), path + " (kernel " + key.kernel + ")", target);
-  schedule.source = "tuning database " + path + ": kernel " + key.kernel +
-                    ", " + key.shapeBucket;
+      document.dump(), path + " (kernel " + best->key.kernel + ")", target);
+  schedule.source = "tuning database " + path + ": kernel " + best->key.kernel +
+                    ", " + best->key.shapeBucket;
   return schedule;
 }
 

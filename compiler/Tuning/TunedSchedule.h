@@ -14,6 +14,7 @@
 #include "Codegen/Schedule.h"
 #include "Codegen/Target.h"
 #include "Graph/Graph.h"
+#include "Tuning/TuningDatabase.h"
 
 #include <optional>
 #include <string>
@@ -23,6 +24,19 @@ namespace attnc::tuning {
 /// The default tuning database: $XDG_CACHE_HOME/attnc/tuning.db, else
 /// ~/.cache/attnc/tuning.db; empty when neither variable is set.
 std::string defaultTuningDatabasePath();
+
+/// The fastest ok record of the database at `path` for `graph` at `dims`
+/// on this machine, for `backend` and its schedule space's `spaceVersion`;
+/// nullopt with `why` set when there is none. Throws UserError for a file
+/// that is not a tuning database.
+std::optional<TuningRecord>
+bestTuningRecord(const std::string &path, const Graph &graph,
+                 const DimBindings &dims, const CpuTarget &target,
+                 const std::string &backend, int64_t spaceVersion,
+                 std::string &why);
+
+/// "attnc tune on CPU, DATE: X ms, the default Y ms in the same run".
+std::string measuredText(const TuningRecord &record);
 
 /// The best record of the database at `path` for `graph` at `dims` as a
 /// schedule (its `source` and `measured` say which record and what it

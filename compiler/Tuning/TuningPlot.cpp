@@ -1,12 +1,10 @@
 //===- TuningPlot.cpp - A tune's candidates as a picture ------------------===//
 
 #include "Tuning/TuningPlot.h"
-#include "Tuning/ScheduleSpace.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <functional>
 #include <map>
 #include <sstream>
 
@@ -45,37 +43,21 @@ std::string number(double value) {
   return text;
 }
 
-struct Parameter {
-  const char *name;
-  std::function<std::string(const AttentionSchedule &)> value;
-  bool numeric; ///< Placed by value (tiles) or as categories (blocks).
-};
+bool isNumber(const std::string &text) {
+  return !text.empty() &&
+         text.find_first_not_of("0123456789") == std::string::npos;
+}
 
 } // namespace
 
 std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
+                          const std::vector<std::string> &parameterNames,
                           const std::string &title) {
-  const Parameter parameters[] = {
-      {"query tile",
-       [](const AttentionSchedule &s) { return std::to_string(s.queryTile); },
-       true},
-      {"key tile",
-       [](const AttentionSchedule &s) { return std::to_string(s.keyTile); },
-       true},
-      {"score block (query vectors x keys)",
-       [](const AttentionSchedule &s) {
-         return std::to_string(s.scoreVectors) + "x" +
-                std::to_string(s.scoreKeys);
-       },
-       false},
-      {"P.V block (rows x vectors)",
-       [](const AttentionSchedule &s) {
-         return std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
-       },
-       false}};
+  int panels = int(parameterNames.size());
+  int rows = (panels + 1) / 2;
   constexpr int panelWidth = 420, panelHeight = 260, margin = 60, top = 50;
   constexpr int width = 2 * panelWidth + 2 * margin + 20;
-  constexpr int height = top + 2 * (panelHeight + margin) + 20;
+  int height = top + rows * (panelHeight + margin) + 20;
 
   // Times on a log scale shared by every panel.
   double low = 0, high = 0;
@@ -106,21 +88,24 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
       << "(log scale) per candidate; green: the default, orange: the best, "
       << "red along the top: failed</text>\n";
 
-  for (int p = 0; p < 4; ++p) {
-    const Parameter &parameter = parameters[p];
+  for (int p = 0; p < panels; ++p) {
+    auto valueOf = [&](const PlotPoint &point) {
+      return size_t(p) < point.parameters.size() ? point.parameters[p]
+                                                 : std::string();
+    };
     int x0 = margin + (p % 2) * (panelWidth + margin);
     int y0 = top + margin / 2 + (p / 2) * (panelHeight + margin);
     // The parameter's values in order: numeric ones by value.
     std::vector<std::string> values;
     for (const PlotPoint &point : points) {
-      std::string value = parameter.value(point.schedule);
+      std::string value = valueOf(point);
       if (std::find(values.begin(), values.end(), value) == values.end())
         values.push_back(value);
     }
     std::sort(values.begin(), values.end(),
               [&](const std::string &a, const std::string &b) {
-                if (parameter.numeric)
-                  return std::stod(a) < std::stod(b);
+                if (isNumber(a) && isNumber(b))
+                  return std::stoll(a) < std::stoll(b);
                 return a < b;
               });
     auto xOf = [&](const std::string &value) {
@@ -136,10 +121,10 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
         << "\" height=\"" << panelHeight
         << "\" fill=\"none\" stroke=\"#999\"/>\n"
         << "<text x=\"" << x0 << "\" y=\"" << y0 + panelHeight + 36 << "\">"
-        << escaped(parameter.name) << "</text>\n";
+        << escaped(parameterNames[p]) << "</text>\n";
     for (const std::string &value : values)
       svg << "<text x=\"" << xOf(value) << "\" y=\"" << y0 + panelHeight + 16
-          << "\" text-anchor=\"middle\">" << value << "</text>\n";
+          << "\" text-anchor=\"middle\">" << escaped(value) << "</text>\n";
     for (double tick = std::ceil(logLow * 4) / 4; tick <= logHigh; tick += 0.25)
       svg << "<text x=\"" << x0 - 4 << "\" y=\"" << yOf(std::pow(10, tick)) + 4
           << "\" text-anchor=\"end\" fill=\"#555\">"
@@ -158,7 +143,7 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
       if (i >= points.size())
         continue;
       const PlotPoint &point = points[i];
-      std::string value = parameter.value(point.schedule);
+      std::string value = valueOf(point);
       double jitter = ((column[value]++ % 9) - 4) * 2.0;
       double x = xOf(value) + jitter;
       if (point.outcome != Outcome::ok) {
@@ -173,7 +158,7 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
               : isDefault ? "#2a2"
                           : "#36c")
           << "\" fill-opacity=\"" << (isDefault || isBest ? 1.0 : 0.5)
-          << "\"><title>" << escaped(describeSchedule(point.schedule)) << ": "
+          << "\"><title>" << escaped(point.description) << ": "
           << number(point.medianMs) << " ms</title></circle>\n";
     }
   }

@@ -32,6 +32,16 @@ std::vector<AttentionSchedule> space() {
   return candidates(space, CpuTarget{}, defaults);
 }
 
+/// The search's view of `all`: each candidate's parameter values.
+std::vector<std::vector<std::string>>
+parametersOf(const std::vector<AttentionSchedule> &all) {
+  std::vector<std::vector<std::string>> result;
+  for (const AttentionSchedule &s : all)
+    result.push_back({std::to_string(s.queryTile), std::to_string(s.keyTile),
+                      std::to_string(s.scoreKeys), std::to_string(s.pvRows)});
+  return result;
+}
+
 std::vector<int> everyIndex(size_t count) {
   std::vector<int> result;
   for (int i = 0; i < int(count); ++i)
@@ -63,7 +73,8 @@ TEST(CandidateSearchTest, TheDefaultComesFirstAndEveryCandidateOnce) {
 
 TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
   std::vector<AttentionSchedule> all = space();
-  CandidateSearch search(all, everyIndex(all.size()), /*exhaustive=*/true, 1);
+  CandidateSearch search(parametersOf(all), everyIndex(all.size()),
+                         /*exhaustive=*/true, 1);
   std::vector<int> order = drain(search, all, byQueryTile);
   std::vector<int> expected = everyIndex(all.size());
   expected.erase(expected.begin()); // The default is measured before.
@@ -72,7 +83,7 @@ TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
 
 TEST(CandidateSearchTest, LocalSearchStartsNextToTheDefaultAndCoversAll) {
   std::vector<AttentionSchedule> all = space();
-  CandidateSearch search(all, everyIndex(all.size()), false, 7);
+  CandidateSearch search(parametersOf(all), everyIndex(all.size()), false, 7);
   search.report(0, byQueryTile(all[0]));
   std::optional<int> first = search.next();
   ASSERT_TRUE(first);
@@ -91,11 +102,35 @@ TEST(CandidateSearchTest, LocalSearchStartsNextToTheDefaultAndCoversAll) {
 
 TEST(CandidateSearchTest, TheSameSeedGivesTheSameOrder) {
   std::vector<AttentionSchedule> all = space();
-  CandidateSearch a(all, everyIndex(all.size()), false, 3);
-  CandidateSearch b(all, everyIndex(all.size()), false, 3);
+  CandidateSearch a(parametersOf(all), everyIndex(all.size()), false, 3);
+  CandidateSearch b(parametersOf(all), everyIndex(all.size()), false, 3);
   a.report(0, 1.0);
   b.report(0, 1.0);
   EXPECT_EQ(drain(a, all, byQueryTile), drain(b, all, byQueryTile));
+}
+
+TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
+  HalideScheduleSpace space;
+  space.version = 1;
+  space.taskQueries = {32, 64};
+  space.queryTiles = {16, 48};
+  space.scoreBlocks = {{1, 8}};
+  space.pvBlocks = {{4, 1}};
+  space.autoschedulers = {"adams2019", "li2018"};
+  HalideSchedule defaults = defaultHalideSchedule("x86-64-avx2");
+  std::vector<TuneCandidate> all = halideCandidates(space, defaults);
+  ASSERT_GE(all.size(), 3u);
+  EXPECT_EQ(all[0].parameters[0], "hand");
+  // 48 divides neither task size: only query tile 16, twice, plus the
+  // default (if it is not one of them) and the two autoschedulers.
+  for (const TuneCandidate &candidate : all)
+    EXPECT_NE(candidate.parameters[2], "48") << candidate.key;
+  EXPECT_EQ(all[all.size() - 2].scheduleFlag, "auto:adams2019");
+  EXPECT_EQ(all.back().scheduleFlag, "auto:li2018");
+  EXPECT_TRUE(all.back().scheduleText.empty());
+  std::set<std::string> keys;
+  for (const TuneCandidate &candidate : all)
+    EXPECT_TRUE(keys.insert(candidate.key).second) << candidate.key;
 }
 
 TEST(CandidateSearchTest, AShardReturnsOnlyItsCandidates) {
@@ -103,7 +138,7 @@ TEST(CandidateSearchTest, AShardReturnsOnlyItsCandidates) {
   std::vector<int> shard = {0};
   for (int i = 1; i < int(all.size()); i += 3)
     shard.push_back(i);
-  CandidateSearch search(all, shard, false, 5);
+  CandidateSearch search(parametersOf(all), shard, false, 5);
   search.report(0, 1.0);
   std::vector<int> order = drain(search, all, byQueryTile);
   std::set<int> allowed(shard.begin() + 1, shard.end());
