@@ -6,7 +6,8 @@
 # mean (docs/tuning.md has the results).
 #
 #   benchmarks/run_tuning.sh [--build-dir DIR] [--db PATH] [--budget 120s]
-#                            [--pairs N] [--measure-only] [--only NAME]
+#                            [--backend mlir|halide] [--pairs N]
+#                            [--measure-only] [--only NAME]
 #
 # --db defaults to build/tuning-suite.db (not the user's database).
 set -euo pipefail
@@ -15,6 +16,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="$root/build"
 db=""
 budget=120s
+backend=mlir
 pairs=5
 measure_only=0
 only=""
@@ -23,6 +25,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="$2"; shift 2 ;;
     --db) db="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
+    --backend) backend="$2"; shift 2 ;;
     --pairs) pairs="$2"; shift 2 ;;
     --measure-only) measure_only=1; shift ;;
     --only) only="$2"; shift 2 ;;
@@ -40,7 +43,7 @@ command -v "$python" >/dev/null || python=/usr/bin/python3
 times="$(mktemp "${TMPDIR:-/tmp}/attnc-tuning-suite.XXXXXX")"
 trap 'rm -f "$times"' EXIT
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-echo "# attnc tuning suite on ${cpu:-an unknown CPU}, $(nproc) CPUs, budget $budget per shape" >&2
+echo "# attnc tuning suite ($backend) on ${cpu:-an unknown CPU}, $(nproc) CPUs, budget $budget per shape" >&2
 
 while read -r name graph dims; do
   [[ -z "$name" || "$name" == \#* ]] && continue
@@ -48,26 +51,26 @@ while read -r name graph dims; do
   # shellcheck disable=SC2086
   if [[ $measure_only -eq 0 ]]; then
     echo "## tuning $name" >&2
-    "$attnc" tune "$graph" $dims --db "$db" --budget "$budget" --threads 1 >&2
+    "$attnc" tune "$graph" $dims --backend "$backend" --db "$db" --budget "$budget" --threads 1 >&2
   fi
   for ((pair = 0; pair < pairs; ++pair)); do
     for mode in default tuned; do
       if [[ $mode == default ]]; then flag=--no-tuning-db; else flag="--tuning-db=$db"; fi
       # shellcheck disable=SC2086
-      ms=$("$attnc" run "$graph" $dims $flag --threads 1 --repeat 7 2>/dev/null |
+      ms=$("$attnc" run "$graph" $dims --backend "$backend" $flag --threads 1 --repeat 7 2>/dev/null |
            sed -n 's/^median_ms: //p')
       echo "$name $mode $ms" >>"$times"
     done
   done
 done < benchmarks/tuning/shapes.txt
 
-"$python" - "$times" "$cpu" <<'PY'
+"$python" - "$times" "$cpu" "$backend" <<'PY'
 import math, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     name, mode, ms = line.split()
     rows.setdefault(name, {"default": [], "tuned": []})[mode].append(float(ms))
-print("CPU: %s; 1 thread; medians of `attnc run --repeat 7`, pairs interleaved" % sys.argv[2])
+print("CPU: %s; backend %s; 1 thread; medians of `attnc run --repeat 7`, pairs interleaved" % (sys.argv[2], sys.argv[3]))
 print()
 print("| shape | default ms | tuned ms | speedup (median of pair ratios) |")
 print("|---|---:|---:|---:|")
