@@ -45,16 +45,15 @@ double physicalMemory() {
   return double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE));
 }
 
-/// Refuses runs whose inputs and outputs alone cannot fit in memory.
-void checkBuffersFit(const Graph &graph, const DimBindings &dims) {
+/// Refuses runs whose inputs (each of --input-sets) and outputs alone cannot
+/// fit in memory.
+void checkBuffersFit(const Graph &graph, const DimBindings &dims,
+                     uint64_t inputSets) {
   double bytes = 0;
-  for (const std::vector<ValueId> *ids : {&graph.inputs, &graph.outputs})
-    for (ValueId id : *ids) {
-      double count = double(dtypeSize(graph.type(id).dtype));
-      for (int64_t size : concreteShape(graph.type(id).shape, dims))
-        count *= double(size);
-      bytes += count;
-    }
+  for (ValueId id : graph.inputs)
+    bytes += double(inputSets) * tensorBytes(graph.type(id), dims);
+  for (ValueId id : graph.outputs)
+    bytes += tensorBytes(graph.type(id), dims);
   if (bytes > 0.8 * physicalMemory())
     throw UserError("--dim: the inputs and outputs of " + graph.file +
                     " need about " + std::to_string(int64_t(bytes / 1e9)) +
@@ -154,7 +153,7 @@ PreparedRun prepareRun(uint64_t seed, bool needsReference,
   if (needsReference)
     checkReferenceFits(run.graph, bound.dims);
   else
-    checkBuffersFit(run.graph, bound.dims);
+    checkBuffersFit(run.graph, bound.dims, inputSets);
   run.dims = bound.dims;
   for (uint64_t set = 1; set < inputSets; ++set)
     run.moreInputs.push_back(completeInputs(run.graph, bound, seed + set));

@@ -471,14 +471,10 @@ int Tuner::run() {
   oddDims = smallOddShape(graph, dims);
   // Timed runs rotate over three input sets where they fit in 256 MB, so
   // a kernel is not timed on inputs the previous run left in the caches.
-  int64_t inputBytes = 0;
-  for (ValueId id : graph.inputs) {
-    int64_t elements = 1;
-    for (int64_t size : concreteShape(graph.type(id).shape, dims))
-      elements *= size;
-    inputBytes += elements * int64_t(dtypeSize(graph.type(id).dtype));
-  }
-  inputSets = 3 * inputBytes <= (int64_t(256) << 20) ? 3 : 1;
+  double inputBytes = 0;
+  for (ValueId id : graph.inputs)
+    inputBytes += tensorBytes(graph.type(id), dims);
+  inputSets = 3 * inputBytes <= double(256 << 20) ? 3 : 1;
   std::vector<std::string> arguments = {"reference", graph.file,
                                         "--seed=" + std::to_string(seed),
                                         "--output-dir=" + work + "/reference"};

@@ -112,6 +112,13 @@ std::vector<int64_t> concreteShape(const Shape &shape,
   return sizes;
 }
 
+double tensorBytes(const TensorType &type, const DimBindings &bindings) {
+  double bytes = double(dtypeSize(type.dtype));
+  for (int64_t size : concreteShape(type.shape, bindings))
+    bytes *= double(size);
+  return bytes;
+}
+
 void checkBindings(const Graph &graph, const DimBindings &bindings) {
   for (const std::string &name : graph.runtimeDims()) {
     auto it = bindings.find(name);

@@ -254,6 +254,10 @@ using DimBindings = std::map<std::string, int64_t>;
 std::vector<int64_t> concreteShape(const Shape &shape,
                                    const DimBindings &bindings);
 
+/// The bytes of a tensor of `type` under `bindings` (a double: a product of
+/// large sizes may not fit an int64).
+double tensorBytes(const TensorType &type, const DimBindings &bindings);
+
 /// Checks that every run-time size is bound to a value > 0, that the
 /// graph's divisibilities hold and that no value of the graph exceeds
 /// kMaxElements under the bindings. Throws UserError.
