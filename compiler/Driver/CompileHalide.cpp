@@ -49,28 +49,20 @@ tunedHalideSchedule(const std::string &path, const Graph &graph,
                                tuning::halideScheduleSpace().version, why);
   if (!best)
     return std::nullopt;
-  nlohmann::json candidate = nlohmann::json::parse(best->candidate, nullptr,
-                                                   /*allow_exceptions=*/false);
-  if (!candidate.is_object())
-    throw UserError(path + ": a record whose candidate is not JSON");
+  std::string text = tuning::candidateOverDefaults(
+      *best, defaultHalideSchedule(targetClass).toFileJson(), path);
+  nlohmann::json document = nlohmann::json::parse(text);
   HalideSchedule schedule;
-  if (candidate.contains("autoscheduler") &&
-      candidate["autoscheduler"].is_string()) {
-    schedule = autoHalideSchedule(candidate["autoscheduler"].get<std::string>(),
+  if (document.contains("autoscheduler") &&
+      document["autoscheduler"].is_string()) {
+    schedule = autoHalideSchedule(document["autoscheduler"].get<std::string>(),
                                   targetClass);
+    schedule.measured = document["measured"].get<std::string>();
   } else {
-    nlohmann::json document =
-        nlohmann::json::parse(defaultHalideSchedule(targetClass).toJson());
-    document.erase("kind"); // Manifests say it; schedule files do not.
-    for (const auto &item : candidate.items())
-      document[item.key()] = item.value();
-    schedule = parseHalideSchedule(document.dump(),
-                                   path + " (kernel " + best->key.kernel + ")",
-                                   targetClass);
+    schedule = parseHalideSchedule(
+        text, path + " (kernel " + best->key.kernel + ")", targetClass);
   }
-  schedule.measured = tuning::measuredText(*best);
-  schedule.source = "tuning database " + path + ": kernel " + best->key.kernel +
-                    ", " + best->key.shapeBucket;
+  schedule.source = tuning::recordSource(path, *best);
   return schedule;
 }
 

@@ -41,7 +41,11 @@ struct HalideSchedule {
   std::vector<std::string> defaultedEstimates;
 
   bool isAuto() const { return !autoscheduler.empty(); }
+  /// For the manifest: what was used, "kind" included.
   std::string toJson() const;
+  /// A hand schedule in the --schedule file format (toJson without "kind",
+  /// which files do not hold).
+  std::string toFileJson() const;
 };
 
 /// The autoschedulers `--schedule auto:NAME` accepts.

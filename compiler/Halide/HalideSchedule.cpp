@@ -131,6 +131,12 @@ std::string HalideSchedule::toJson() const {
   return document.dump(2);
 }
 
+std::string HalideSchedule::toFileJson() const {
+  json document = json::parse(toJson());
+  document.erase("kind");
+  return document.dump(2);
+}
+
 HalideSchedule defaultHalideSchedule(const std::string &targetClass) {
   for (const auto &[name, text] : kDefaultSchedules)
     if (targetClass == name) {

@@ -187,16 +187,13 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
         std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys);
     std::string pv =
         std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
-    // The file format: toJson's without "kind" (manifests say it).
-    json file = json::parse(s.toJson());
-    file.erase("kind");
     return TuneCandidate{key.dump(),
                          "task " + std::to_string(s.taskQueries) + ", query " +
                              std::to_string(s.queryTile) + ", score " + score +
                              ", pv " + pv,
                          {"hand", std::to_string(s.taskQueries),
                           std::to_string(s.queryTile), score, pv},
-                         file.dump(2),
+                         s.toFileJson(),
                          ""};
   };
   std::vector<TuneCandidate> result = {hand(defaults)};

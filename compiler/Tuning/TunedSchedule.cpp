@@ -53,6 +53,25 @@ std::string measuredText(const TuningRecord &record) {
   return text.str();
 }
 
+std::string recordSource(const std::string &path, const TuningRecord &record) {
+  return "tuning database " + path + ": kernel " + record.key.kernel + ", " +
+         record.key.shapeBucket;
+}
+
+std::string candidateOverDefaults(const TuningRecord &record,
+                                  const std::string &defaults,
+                                  const std::string &path) {
+  nlohmann::json candidate = nlohmann::json::parse(record.candidate, nullptr,
+                                                   /*allow_exceptions=*/false);
+  if (!candidate.is_object())
+    throw UserError(path + ": a record whose candidate is not JSON");
+  nlohmann::json document = nlohmann::json::parse(defaults);
+  for (const auto &item : candidate.items())
+    document[item.key()] = item.value();
+  document["measured"] = measuredText(record);
+  return document.dump();
+}
+
 std::optional<AttentionSchedule>
 tunedSchedule(const std::string &path, const Graph &graph,
               const DimBindings &dims, const CpuTarget &target,
@@ -63,18 +82,10 @@ tunedSchedule(const std::string &path, const Graph &graph,
     return std::nullopt;
   // The candidate's parameters over the default, checked as any schedule
   // file is.
-  nlohmann::json candidate = nlohmann::json::parse(best->candidate, nullptr,
-                                                   /*allow_exceptions=*/false);
-  nlohmann::json document = nlohmann::json::parse(defaults.toJson());
-  if (!candidate.is_object())
-    throw UserError(path + ": a record whose candidate is not JSON");
-  for (const auto &item : candidate.items())
-    document[item.key()] = item.value();
-  document["measured"] = measuredText(*best);
-  AttentionSchedule schedule = parseSchedule(
-      document.dump(), path + " (kernel " + best->key.kernel + ")", target);
-  schedule.source = "tuning database " + path + ": kernel " + best->key.kernel +
-                    ", " + best->key.shapeBucket;
+  AttentionSchedule schedule =
+      parseSchedule(candidateOverDefaults(*best, defaults.toJson(), path),
+                    path + " (kernel " + best->key.kernel + ")", target);
+  schedule.source = recordSource(path, *best);
   return schedule;
 }
 

@@ -38,6 +38,18 @@ bestTuningRecord(const std::string &path, const Graph &graph,
 /// "attnc tune on CPU, DATE: X ms, the default Y ms in the same run".
 std::string measuredText(const TuningRecord &record);
 
+/// "tuning database PATH: kernel K, BUCKET": where a tuned schedule came
+/// from, for the manifest's schedule_source.
+std::string recordSource(const std::string &path, const TuningRecord &record);
+
+/// A schedule file's text: `record`'s candidate over `defaults` (a schedule
+/// file's JSON text), each candidate key replacing the default's, and
+/// `measured` saying what the record measured. Throws UserError naming
+/// `path` for a candidate that is not a JSON object.
+std::string candidateOverDefaults(const TuningRecord &record,
+                                  const std::string &defaults,
+                                  const std::string &path);
+
 /// The best record of the database at `path` for `graph` at `dims` as a
 /// schedule (its `source` and `measured` say which record and what it
 /// measured), or nullopt with `why` set when there is none. Throws
