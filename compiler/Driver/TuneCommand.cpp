@@ -409,7 +409,7 @@ int Tuner::run() {
     ScheduleSpace space = spaceText.empty()
                               ? cpuScheduleSpace()
                               : parseScheduleSpace(spaceText, options::space);
-    all = mlirCandidates(space, target, defaultSchedule(target));
+    all = mlirCandidates(space, defaultSchedule(target));
     spaceVersion = space.version;
     parameterNames = {"query tile", "key tile",
                       "score block (query vectors x keys)",

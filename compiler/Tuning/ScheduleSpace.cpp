@@ -159,10 +159,9 @@ HalideScheduleSpace halideScheduleSpace() {
 }
 
 std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
-                                          const CpuTarget &target,
                                           const AttentionSchedule &defaults) {
   std::vector<TuneCandidate> result;
-  for (const AttentionSchedule &s : candidates(space, target, defaults))
+  for (const AttentionSchedule &s : candidates(space, defaults))
     result.push_back(
         {candidateKey(s),
          describeSchedule(s),
@@ -234,7 +233,6 @@ bool fitsRegisters(const AttentionSchedule &s, int64_t registers) {
 }
 
 std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
-                                          const CpuTarget &target,
                                           const AttentionSchedule &defaults) {
   auto registers = space.registers.find(defaults.targetClass);
   if (registers == space.registers.end())
@@ -259,7 +257,6 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
             continue;
           result.push_back(schedule);
         }
-  (void)target;
   return result;
 }
 

@@ -12,7 +12,6 @@
 #define ATTNC_TUNING_SCHEDULESPACE_H
 
 #include "Codegen/Schedule.h"
-#include "Codegen/Target.h"
 #include "Halide/HalideBackend.h"
 
 #include <cstdint>
@@ -62,7 +61,6 @@ struct TuneCandidate {
 
 /// The mlir backend's candidates (`candidates` below), the default first.
 std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
-                                          const CpuTarget &target,
                                           const AttentionSchedule &defaults);
 /// The Halide backend's: its hand schedule first, the legal hand schedules
 /// of `space` (task_queries a multiple of query_tile), then each
@@ -73,11 +71,11 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
 /// Whether `schedule`'s register blocks fit `registers` vector registers.
 bool fitsRegisters(const AttentionSchedule &schedule, int64_t registers);
 
-/// Every legal schedule of `space` for `target`, `defaults` first, then the
-/// others in a fixed order (by query tile, key tile, score block, P·V
-/// block), each once. Their `threads` and `measured` are the defaults'.
+/// Every legal schedule of `space` for the target class of `defaults` (its
+/// vector width and the class's register count decide): `defaults` first,
+/// then the others in a fixed order (by query tile, key tile, score block,
+/// P·V block), each once. Their `threads` and `measured` are the defaults'.
 std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
-                                          const CpuTarget &target,
                                           const AttentionSchedule &defaults);
 
 /// "query 32, key 48, score 2x6, pv 4x2": the tuned parameters for people.

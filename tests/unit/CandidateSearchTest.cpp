@@ -29,7 +29,7 @@ std::vector<AttentionSchedule> space() {
   space.scoreBlocks = {{2, 6}, {1, 8}};
   space.pvBlocks = {{4, 2}, {2, 4}};
   space.registers = {{"x86-64-avx2", 16}};
-  return candidates(space, CpuTarget{}, defaults);
+  return candidates(space, defaults);
 }
 
 /// The search's view of `all`: each candidate's parameter values.
