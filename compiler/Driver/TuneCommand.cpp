@@ -282,13 +282,24 @@ private:
   uint64_t inputSets = 1;    ///< Input sets the timed runs take in turn.
   double defaultSeconds = 0; ///< Wall time of the default's measurement.
   int corruptIndex = 0;
-  int measuredCount = 0;
 
   std::string backend; ///< "mlir" or "halide".
-  std::vector<std::string> common() const {
-    return {"--backend=" + backend, "--target=" + target.name,
-            "--threads=" + std::to_string(threads),
-            "--seed=" + std::to_string(seed)};
+  /// `attnc run` of the graph with `schedule` at `sizes`, then `flags`.
+  std::vector<std::string> runArguments(const std::string &schedule,
+                                        const DimBindings &sizes,
+                                        std::vector<std::string> flags) const {
+    std::vector<std::string> arguments = {"run",
+                                          graph.file,
+                                          "--schedule=" + schedule,
+                                          "--backend=" + backend,
+                                          "--target=" + target.name,
+                                          "--threads=" +
+                                              std::to_string(threads),
+                                          "--seed=" + std::to_string(seed)};
+    for (const std::string &argument : dimArguments(sizes))
+      arguments.push_back(argument);
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    return arguments;
   }
   Measurement measure(const TuneCandidate &candidate, int index);
   bool sameAsReference(std::string &detail);
@@ -304,28 +315,18 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index) {
   bool corrupt = index == corruptIndex;
   // A slow candidate is allowed ten times the default's time, at least 60 s.
   double limit = std::max(60.0, 10 * defaultSeconds);
-  std::vector<std::string> arguments = {"run", graph.file, "--schedule=" + file,
-                                        "--check"};
-  for (const std::string &argument : common())
-    arguments.push_back(argument);
-  for (const std::string &argument : dimArguments(oddDims))
-    arguments.push_back(argument);
-  ChildResult odd = runChild(arguments, limit, work + "/child.log", corrupt);
+  ChildResult odd = runChild(runArguments(file, oddDims, {"--check"}), limit,
+                             work + "/child.log", corrupt);
   if (odd.exitCode != 0)
     return failure(odd, "small odd shape");
 
   fs::remove_all(work + "/out");
-  arguments = {"run",
-               graph.file,
-               "--schedule=" + file,
-               "--repeat=" + std::to_string(repeat),
-               "--input-sets=" + std::to_string(inputSets),
-               "--output-dir=" + work + "/out"};
-  for (const std::string &argument : common())
-    arguments.push_back(argument);
-  for (const std::string &argument : dimArguments(dims))
-    arguments.push_back(argument);
-  ChildResult timed = runChild(arguments, limit, work + "/child.log", corrupt);
+  ChildResult timed =
+      runChild(runArguments(file, dims,
+                            {"--repeat=" + std::to_string(repeat),
+                             "--input-sets=" + std::to_string(inputSets),
+                             "--output-dir=" + work + "/out"}),
+               limit, work + "/child.log", corrupt);
   if (timed.exitCode != 0)
     return failure(timed, "tuned shape");
   Measurement result;
@@ -346,7 +347,6 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index) {
 
 /// Compares every output of the last timed run with the reference's.
 bool Tuner::sameAsReference(std::string &detail) {
-  double worst = 0;
   for (ValueId id : graph.outputs) {
     const std::string &name = graph.value(id).name;
     Tensor output = readNpy(work + "/out/" + name + ".npy");
@@ -359,7 +359,6 @@ bool Tuner::sameAsReference(std::string &detail) {
       detail = text.str();
       return false;
     }
-    worst = std::max(worst, error);
   }
   return true;
 }
