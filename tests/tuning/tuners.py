@@ -39,6 +39,15 @@ def records(attnc, db):
     return [json.loads(line) for line in out.splitlines()]
 
 
+def wait_for_records(attnc, tuner, db, count):
+    """Until `tuner` has stored `count` records, ended, or 120 s passed."""
+    deadline = time.time() + 120
+    while time.time() < deadline and tuner.poll() is None:
+        if os.path.exists(db) and len(records(attnc, db)) >= count:
+            return
+        time.sleep(0.05)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--attnc", required=True)
@@ -56,11 +65,7 @@ def main():
         db = os.path.join(work, "killed.db")
         tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
-        deadline = time.time() + 120
-        while time.time() < deadline and tuner.poll() is None:
-            if os.path.exists(db) and len(records(attnc, db)) >= 2:
-                break
-            time.sleep(0.05)
+        wait_for_records(attnc, tuner, db, 2)
         tuner.send_signal(signal.SIGKILL)
         tuner.wait()
         before = records(attnc, db)
@@ -92,11 +97,7 @@ def main():
         tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, TMPDIR=scratch))
-        deadline = time.time() + 120
-        while time.time() < deadline and tuner.poll() is None:
-            if os.path.exists(db) and len(records(attnc, db)) >= 1:
-                break
-            time.sleep(0.05)
+        wait_for_records(attnc, tuner, db, 1)
         tuner.send_signal(signal.SIGINT)
         _, err = tuner.communicate(timeout=120)
         if tuner.returncode != 1 or "interrupted" not in err:

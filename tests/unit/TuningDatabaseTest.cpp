@@ -7,9 +7,11 @@
 #include <sqlite3.h>
 
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -71,6 +73,31 @@ protected:
     int64_t rows = std::stoll(scalar("SELECT count(*) FROM measurements"));
     sqlite3_close(db);
     return {rows, integrity};
+  }
+
+  /// Runs `work(w)` for w < `count` in as many processes at once, and
+  /// expects each to finish without an exception.
+  static void runTogether(int count, const std::function<void(int)> &work) {
+    std::vector<pid_t> children;
+    for (int w = 0; w < count; ++w) {
+      pid_t child = fork();
+      ASSERT_GE(child, 0);
+      if (child == 0) {
+        try {
+          work(w);
+        } catch (const std::exception &error) {
+          std::fprintf(stderr, "process %d: %s\n", w, error.what());
+          _exit(1);
+        }
+        _exit(0);
+      }
+      children.push_back(child);
+    }
+    for (pid_t child : children) {
+      int status = 0;
+      waitpid(child, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
   }
 
   static std::string contents(const std::string &file) {
@@ -225,28 +252,12 @@ TEST_F(TuningDatabaseTest, AKilledWriterLosesNothingCommitted) {
 TEST_F(TuningDatabaseTest, ConcurrentWritersLoseNothing) {
   TuningDatabase::open(path(), true);
   constexpr int kWriters = 3, kEach = 150;
-  std::vector<pid_t> children;
-  for (int w = 0; w < kWriters; ++w) {
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      try {
-        auto db = TuningDatabase::open(path(), false);
-        for (int i = 0; i < kEach; ++i)
-          db->record(
-              measured(std::to_string(w) + "/" + std::to_string(i), 1.0 + i));
-      } catch (...) {
-        _exit(1);
-      }
-      _exit(0);
-    }
-    children.push_back(child);
-  }
-  for (pid_t child : children) {
-    int status = 0;
-    waitpid(child, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  runTogether(kWriters, [&](int w) {
+    auto db = TuningDatabase::open(path(), false);
+    for (int i = 0; i < kEach; ++i)
+      db->record(
+          measured(std::to_string(w) + "/" + std::to_string(i), 1.0 + i));
+  });
   auto [rows, integrity] = inspect(path());
   EXPECT_EQ(integrity, "ok");
   EXPECT_EQ(rows, kWriters * kEach);
@@ -255,27 +266,10 @@ TEST_F(TuningDatabaseTest, ConcurrentWritersLoseNothing) {
 TEST_F(TuningDatabaseTest, ConcurrentCreatorsMakeOneDatabase) {
   // Tuners started together on a database that does not exist yet.
   fs::create_directories(directory);
-  std::vector<pid_t> children;
-  for (int w = 0; w < 4; ++w) {
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      try {
-        auto db = TuningDatabase::open(path(), /*create=*/true);
-        db->record(measured("creator " + std::to_string(w), 1.0 + w));
-      } catch (const std::exception &error) {
-        std::fprintf(stderr, "creator %d: %s\n", w, error.what());
-        _exit(1);
-      }
-      _exit(0);
-    }
-    children.push_back(child);
-  }
-  for (pid_t child : children) {
-    int status = 0;
-    waitpid(child, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  runTogether(4, [&](int w) {
+    auto db = TuningDatabase::open(path(), /*create=*/true);
+    db->record(measured("creator " + std::to_string(w), 1.0 + w));
+  });
   auto [rows, integrity] = inspect(path());
   EXPECT_EQ(integrity, "ok");
   EXPECT_EQ(rows, 4);
