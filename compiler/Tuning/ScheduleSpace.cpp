@@ -42,13 +42,15 @@ public:
     if (!names.is_array())
       fail("/autoschedulers", "expected an array of names");
     const std::vector<std::string> &known = halideAutoschedulers();
+    std::string allowed;
+    for (const std::string &name : known)
+      allowed += (allowed.empty() ? "" : ", ") + name;
     for (size_t i = 0; i < names.size(); ++i) {
       if (!names[i].is_string() ||
           std::find(known.begin(), known.end(), names[i].get<std::string>()) ==
               known.end())
         fail("/autoschedulers/" + std::to_string(i),
-             "expected adams2019, mullapudi2016 or li2018, got " +
-                 names[i].dump());
+             "expected one of " + allowed + ", got " + names[i].dump());
       space.autoschedulers.push_back(names[i].get<std::string>());
     }
     return space;
