@@ -128,6 +128,10 @@ public:
     if (llvm::is_contained(chain.maskDrops, true))
       maskDrops = rewriter.getDenseBoolArrayAttr(chain.maskDrops);
     Type resultType = chain.root->getResult(0).getType();
+    // At the root, matmul(p, v): v may be computed after the softmax (ONNX
+    // exporters order the value projection late), and everything the chain
+    // reads dominates the root.
+    rewriter.setInsertionPoint(chain.root);
     auto fused = rewriter.create<AttentionOp>(
         rewriter.getFusedLoc(locations), resultType, /*lse=*/Type(),
         chain.query, chain.key, chain.value, chain.generalWeight,

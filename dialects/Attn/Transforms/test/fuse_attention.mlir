@@ -18,6 +18,21 @@ func.func @sdpa_causal(%q: tensor<2x4x?x8xf32>, %k: tensor<2x4x?x8xf32>, %v: ten
 
 // -----
 
+// Tests that the fused op goes where matmul(p, v) was: an exporter (ONNX)
+// may compute v after the softmax.
+// CHECK-LABEL: func.func @value_after_softmax
+//       CHECK: %[[VT:.+]] = attn.transpose
+//       CHECK: attn.attention %{{.+}}, %{{.+}}, %[[VT]]
+func.func @value_after_softmax(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x7x2x8xf32>) -> tensor<1x2x5x8xf32> {
+  %s = attn.matmul %q, %k {transpose_b} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x2x5x7xf32>
+  %vt = attn.transpose %v {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x7x2x8xf32> -> tensor<1x2x7x8xf32>
+  %o = attn.matmul %p, %vt : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
 // Tests that a chain whose scores are also a function result stays unfused.
 // CHECK-LABEL: func.func @scores_are_a_result
 //   CHECK-NOT: attn.attention
