@@ -30,6 +30,10 @@ find_package(GTest REQUIRED)
 
 # The tuning database (compiler/Tuning).
 find_package(SQLite3 REQUIRED)
+# ONNX models are read with libonnx (Debian: libonnx-dev), whose protobuf
+# classes need libprotobuf.
+find_package(Protobuf REQUIRED)
+find_package(ONNX REQUIRED CONFIG)
 
 # Halide 14 is found in its own directory scope (compiler/Halide) because its
 # package pulls in LLVM 14 and would shadow LLVM 19's include directories.

@@ -11,6 +11,7 @@ packages=(
   libhalide14-0-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpthreadpool-dev libopenblas-dev libsqlite3-dev
+  libonnx-dev libprotobuf-dev python3-onnx
   python3 python3-numpy
 )
 

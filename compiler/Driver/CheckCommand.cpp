@@ -1,6 +1,7 @@
 //===- CheckCommand.cpp - attnc check -------------------------------------===//
 
 #include "Driver/Commands.h"
+#include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Graph/Graph.h"
 
@@ -114,7 +115,7 @@ std::string describeNode(const Graph &graph, const Node &node) {
 } // namespace
 
 int checkCommand() {
-  Graph graph = loadGraph(options::graph);
+  Graph graph = loadModelGraph(options::graph);
   std::vector<std::string> runtimeDims = graph.runtimeDims();
   std::string dims;
   for (const std::string &dim : runtimeDims)

@@ -9,7 +9,17 @@
 #ifndef ATTNC_DRIVER_COMMANDS_H
 #define ATTNC_DRIVER_COMMANDS_H
 
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace attnc {
+
+/// Writes (name, contents) files into `directory` (created when missing)
+/// through temporaries renamed at the end, so that a failure leaves none of
+/// them; prints "wrote PATH" for each.
+void writeAll(const std::string &directory,
+              const std::vector<std::pair<std::string, std::string>> &files);
 
 int checkCommand();
 int explainCommand();

@@ -8,6 +8,7 @@
 #include "Driver/Commands.h"
 #include "Driver/Compile.h"
 #include "Driver/Inputs.h"
+#include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Support/Error.h"
 
@@ -60,6 +61,8 @@ CompileOptions compileOptions() {
   return result;
 }
 
+} // namespace
+
 /// Writes every file through a temporary and renames them all at the end;
 /// on failure removes what it wrote.
 void writeAll(const std::string &directory,
@@ -103,8 +106,6 @@ void writeAll(const std::string &directory,
     std::cout << "wrote " << path.string() << "\n";
 }
 
-} // namespace
-
 int compileCommand() {
   if (!options::outputFiles.getNumOccurrences() || options::outputFiles.empty())
     throw UserError("attnc compile: needs -o DIR, the directory for NAME.o, "
@@ -114,7 +115,7 @@ int compileCommand() {
                     ": unknown backend; allowed: mlir, halide");
   CompileOptions settings = compileOptions();
   settings.backend = options::backend;
-  Graph graph = loadGraph(options::graph);
+  Graph graph = loadModelGraph(options::graph);
   if (options::name.getNumOccurrences()) {
     // The same graph compiled twice (two backends, two schedules) into one
     // program needs two names.

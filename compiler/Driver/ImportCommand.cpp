@@ -8,9 +8,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Driver/Commands.h"
+#include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Graph/Graph.h"
 #include "Import/ImportGraph.h"
+#include "Onnx/OnnxImport.h"
+#include "Support/Error.h"
+#include "Support/Npy.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,8 +26,62 @@
 
 namespace attnc {
 
+namespace {
+
+/// The document as the examples are written: one line per input and node.
+std::string formatDocument(const nlohmann::ordered_json &document) {
+  std::string text = "{\n";
+  size_t key = 0;
+  for (const auto &[name, value] : document.items()) {
+    text += "  " + nlohmann::json(name).dump() + ": ";
+    if ((name == "inputs" || name == "nodes") && !value.empty()) {
+      bool object = value.is_object();
+      text += object ? "{\n" : "[\n";
+      size_t entry = 0;
+      for (const auto &[field, item] : value.items())
+        text += "    " + (object ? nlohmann::json(field).dump() + ": " : "") +
+                item.dump() + (++entry < value.size() ? ",\n" : "\n");
+      text += object ? "  }" : "  ]";
+    } else {
+      text += value.dump();
+    }
+    text += ++key < document.size() ? ",\n" : "\n";
+  }
+  return text + "}\n";
+}
+
+} // namespace
+
+/// `attnc import model.onnx -o DIR`: the graph document and its weights.
+int writeImportedModel() {
+  if (!isOnnxPath(options::graph))
+    throw UserError("-o " + options::outputFiles +
+                    ": attnc import writes files for an ONNX model (a .onnx "
+                    "file); " +
+                    options::graph + " is a graph already");
+  if (options::fused)
+    throw UserError("--fused prints IR; it does not go with -o");
+  OnnxModel model = importOnnx(options::graph);
+  // Validated before anything is written.
+  std::string text = formatDocument(model.document);
+  parseGraph(text, options::graph);
+  std::string name = model.document["name"];
+  std::vector<std::pair<std::string, std::string>> files;
+  files.emplace_back(name + ".json", text);
+  for (const auto &[input, tensor] : model.weights)
+    files.emplace_back(input + ".npy", serializeNpy(tensor));
+  writeAll(options::outputFiles, files);
+  if (!model.weights.empty())
+    std::cout << "the weights are graph inputs: pass each with --input "
+                 "NAME=" +
+                     options::outputFiles + "/NAME.npy\n";
+  return 0;
+}
+
 int importCommand() {
-  Graph graph = loadGraph(options::graph);
+  if (options::outputFiles.getNumOccurrences())
+    return writeImportedModel();
+  Graph graph = loadModelGraph(options::graph);
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);
   if (options::fused)
@@ -34,7 +92,7 @@ int importCommand() {
 }
 
 int explainCommand() {
-  Graph graph = loadGraph(options::graph);
+  Graph graph = loadModelGraph(options::graph);
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);
   runAttnPipeline(*module);

@@ -197,7 +197,10 @@ RunInputs bindInputs(const Graph &graph,
   for (const std::string &text : inputFlags) {
     auto [name, path] = splitAssignment("--input", text, "NAME=FILE.npy");
     std::string flag = "--input " + text;
-    std::optional<ValueId> id = graph.lookup(name);
+    // A model's inputs go by the model's names too.
+    auto source = graph.sourceNames.find(name);
+    std::optional<ValueId> id =
+        graph.lookup(source != graph.sourceNames.end() ? source->second : name);
     if (!id || !graph.value(*id).isInput())
       throw UserError(flag + ": the graph " + graph.file + " has no input " +
                       name);
@@ -205,7 +208,12 @@ RunInputs bindInputs(const Graph &graph,
     if (run.tensors[index])
       throw UserError(flag + ": input " + name + " was already given by " +
                       givenFlag[index]);
-    Tensor tensor = parseNpy(readFile(flag, path), flag);
+    // A model's integers (int64 masks, position ids) are converted exactly
+    // to the type the imported graph takes.
+    std::optional<DType> convertTo;
+    if (!graph.sourceNames.empty())
+      convertTo = graph.type(*id).dtype;
+    Tensor tensor = parseNpy(readFile(flag, path), flag, convertTo);
     const TensorType &type = graph.type(*id);
     if (tensor.dtype != type.dtype)
       throw UserError(flag + ": dtype " + std::string(npyDescr(tensor.dtype)) +

@@ -19,7 +19,8 @@ cl::SubCommand check("check",
 cl::SubCommand explain("explain", "Print the kernels a graph becomes, naming "
                                   "the nodes each covers");
 cl::SubCommand import("import", "Print the graph as attn IR (MLIR), before any "
-                                "pass");
+                                "pass; with -o DIR, write an ONNX model as "
+                                "an attnc graph and its weights");
 cl::SubCommand reference("reference",
                          "Compute the outputs with the float64 reference "
                          "evaluator; one .npy per output");
@@ -85,8 +86,8 @@ cl::opt<std::string> corruptCandidate(
     cl::cat(category));
 
 cl::opt<std::string> graph(cl::Positional, cl::Required,
-                           cl::desc("<graph.json>"), cl::sub(check),
-                           cl::sub(explain), cl::sub(import),
+                           cl::desc("<graph.json | model.onnx>"),
+                           cl::sub(check), cl::sub(explain), cl::sub(import),
                            cl::sub(reference), cl::sub(compile), cl::sub(run),
                            cl::cat(category));
 
@@ -143,9 +144,12 @@ cl::opt<std::string> schedule("schedule",
                               cl::sub(run), cl::cat(category));
 cl::opt<std::string> outputFiles("o",
                                  cl::desc("Directory for NAME.o, NAME.h and "
-                                          "NAME.json (created when missing)"),
+                                          "NAME.json (import of an ONNX "
+                                          "model: NAME.json and one .npy "
+                                          "per weight; created when "
+                                          "missing)"),
                                  cl::value_desc("DIR"), cl::sub(compile),
-                                 cl::cat(category));
+                                 cl::sub(import), cl::cat(category));
 cl::opt<std::string> name("name",
                           cl::desc("Name of the kernel's symbols and files "
                                    "(default: the graph's \"name\")"),

@@ -11,6 +11,7 @@
 #include "Driver/Commands.h"
 #include "Driver/Compile.h"
 #include "Driver/Inputs.h"
+#include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Reference/Reference.h"
 #include "Support/Error.h"
@@ -147,8 +148,15 @@ struct PreparedRun {
 
 PreparedRun prepareRun(uint64_t seed, bool needsReference,
                        uint64_t inputSets = 1) {
-  PreparedRun run{loadGraph(options::graph), {}, {}, {}};
+  LoadedModel model = loadModel(options::graph);
+  PreparedRun run{std::move(model.graph), {}, {}, {}};
   RunInputs bound = bindInputs(run.graph, options::dims, options::inputs);
+  // A model's weights, where no --input replaced them.
+  for (auto &[name, tensor] : model.weights) {
+    int index = run.graph.value(*run.graph.lookup(name)).inputIndex;
+    if (!bound.tensors[index])
+      bound.tensors[index] = std::move(tensor);
+  }
   // The float64 evaluation needs more than the buffers; report the larger.
   if (needsReference)
     checkReferenceFits(run.graph, bound.dims);

@@ -21,6 +21,7 @@
 #include "Codegen/Target.h"
 #include "Driver/Commands.h"
 #include "Driver/Inputs.h"
+#include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Graph/Graph.h"
 #include "Support/Error.h"
@@ -719,7 +720,7 @@ int tuneCommand() {
     return importRecords();
   if (options::tuneArguments.size() != 1)
     throw UserError("attnc tune: takes exactly one graph file");
-  Graph graph = loadGraph(first);
+  Graph graph = loadModelGraph(first);
   std::map<std::string, std::string> flagOf;
   DimBindings dims = bindDimFlags(graph, options::dims, &flagOf);
   std::string missing;

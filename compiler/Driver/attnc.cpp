@@ -29,14 +29,17 @@
 namespace {
 
 void printUsage(std::FILE *stream) {
-  std::fprintf(stream, "attnc: an ahead-of-time compiler for attention\n\n"
-                       "USAGE: attnc <command> <graph.json> [options]\n\n"
-                       "Commands:\n");
+  std::fprintf(stream,
+               "attnc: an ahead-of-time compiler for attention\n\n"
+               "USAGE: attnc <command> <graph.json | model.onnx> [options]\n\n"
+               "Commands:\n");
   for (const llvm::cl::SubCommand *sub : attnc::options::subcommands())
     std::fprintf(stream, "  %-10s %s\n", sub->getName().str().c_str(),
                  sub->getDescription().str().c_str());
-  std::fprintf(stream, "\n'attnc <command> --help' lists a command's options. "
-                       "The graph format: docs/graph-format.md\n");
+  std::fprintf(
+      stream,
+      "\n'attnc <command> --help' lists a command's options. "
+      "The graph format: docs/graph-format.md; ONNX models: docs/onnx.md\n");
 }
 
 } // namespace

@@ -215,6 +215,9 @@ struct Graph {
   std::vector<ValueId> inputs;  ///< In written order: the argument order.
   std::vector<Node> nodes;      ///< In written (topological) order.
   std::vector<ValueId> outputs; ///< In written order.
+  /// For a graph imported from a model (ONNX): the model's names of its
+  /// inputs and outputs -> value names.
+  std::map<std::string, std::string> sourceNames;
 
   const Value &value(ValueId id) const { return values[id]; }
   const TensorType &type(ValueId id) const { return values[id].type; }

@@ -11,10 +11,12 @@
 #include "Support/Npy.h"
 
 #include "Support/Error.h"
+#include "Support/Float16.h"
 
 #include <atomic>
 #include <cassert>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -311,7 +313,60 @@ uint64_t loadLE(std::string_view bytes, size_t offset, size_t count) {
   return value;
 }
 
-Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
+/// Descriptors read only to be converted (an ONNX model's int64 masks).
+struct OtherDescr {
+  std::string_view descr;
+  size_t size;
+  char kind; ///< 'i' signed, 'u' unsigned, 'f' float
+};
+constexpr OtherDescr kConvertible[] = {{"<i8", 8, 'i'}, {"<f8", 8, 'f'},
+                                       {"|u1", 1, 'u'}, {"|i1", 1, 'i'},
+                                       {"<i2", 2, 'i'}, {"<u2", 2, 'u'}};
+
+/// Elements of `from` as `to`, refusing any value that would change.
+Tensor convertExactly(std::string_view payload, const OtherDescr &from,
+                      std::vector<int64_t> shape, DType to,
+                      const std::string &source) {
+  size_t count = payload.size() / from.size;
+  std::vector<double> values(count);
+  for (size_t i = 0; i < count; ++i) {
+    uint64_t bits = loadLE(payload, i * from.size, from.size);
+    double value;
+    if (from.kind == 'f')
+      value = from.size == 8 ? detail::bitCast<double>(bits)
+                             : double(detail::bitCast<float>(uint32_t(bits)));
+    else if (from.kind == 'u')
+      value = double(bits);
+    else
+      value =
+          double(int64_t(bits << (64 - 8 * from.size)) >> (64 - 8 * from.size));
+    bool exact = true;
+    switch (to) {
+    case DType::Bool:
+      exact = value == 0 || value == 1;
+      break;
+    case DType::I32:
+      exact = value == std::trunc(value) && value >= -2147483648.0 &&
+              value <= 2147483647.0;
+      break;
+    case DType::F32:
+      exact = std::isnan(value) || double(float(value)) == value;
+      break;
+    default:
+      exact = false;
+    }
+    if (!exact)
+      throw UserError(source + ": element " + std::to_string(i) + " (" +
+                      std::to_string(value) + ", " + std::string(from.descr) +
+                      ") does not convert exactly to " +
+                      std::string(dtypeName(to)));
+    values[i] = value;
+  }
+  return fromDoubles(to, std::move(shape), values);
+}
+
+Tensor parseNpyImpl(std::string_view bytes, const std::string &source,
+                    std::optional<DType> convertTo) {
   auto error = [&](const std::string &problem) {
     return UserError(source + ": " + problem);
   };
@@ -378,9 +433,14 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
                   "'");
 
   std::optional<DType> dtype;
-  if (descr->kind == PyValue::Kind::Str)
+  const OtherDescr *other = nullptr;
+  if (descr->kind == PyValue::Kind::Str) {
     dtype = descrToDType(descr->str);
-  if (!dtype)
+    for (const OtherDescr &candidate : kConvertible)
+      if (convertTo && !dtype && descr->str == candidate.descr)
+        other = &candidate;
+  }
+  if (!dtype && !other)
     throw error("unsupported dtype " + quoteForMessage(descr->text) +
                 " (attnc reads " + std::string(kAccepted) + ")");
 
@@ -397,7 +457,7 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
                 "not " +
                 quoteForMessage(shape->text));
   Tensor t;
-  t.dtype = *dtype;
+  t.dtype = dtype ? *dtype : DType::F32;
   bool anyZero = false;
   for (const PyValue &dim : shape->items) {
     if (dim.kind != PyValue::Kind::Int)
@@ -416,7 +476,7 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
 
   // Element and byte counts, guarded against overflow. A zero dimension makes
   // the array empty whatever the others are.
-  uint64_t elementSize = dtypeSize(t.dtype);
+  uint64_t elementSize = other ? other->size : dtypeSize(t.dtype);
   uint64_t byteCount = 0;
   if (!anyZero) {
     uint64_t elements = 1;
@@ -433,21 +493,33 @@ Tensor parseNpyImpl(std::string_view bytes, const std::string &source) {
 
   uint64_t available = bytes.size() - prefix - headerLength;
   if (available != byteCount)
-    throw error(std::string(available < byteCount
-                                ? "truncated data"
-                                : "unexpected trailing data") +
-                ": shape " + formatShape(t.shape) + " of " +
-                std::string(dtypeName(t.dtype)) + " needs " +
-                std::to_string(byteCount) + " bytes of data, but " +
-                std::to_string(available) + " follow the header");
+    throw error(
+        std::string(available < byteCount ? "truncated data"
+                                          : "unexpected trailing data") +
+        ": shape " + formatShape(t.shape) + " of " +
+        (other ? std::string(other->descr) : std::string(dtypeName(t.dtype))) +
+        " needs " + std::to_string(byteCount) + " bytes of data, but " +
+        std::to_string(available) + " follow the header");
 
   std::string_view payload = bytes.substr(prefix + headerLength);
+  if (other)
+    return convertExactly(payload, *other, t.shape, *convertTo, source);
   t.data.assign(payload.begin(), payload.end());
   if (t.dtype == DType::Bool)
     for (size_t i = 0; i < t.data.size(); ++i)
       if (t.data[i] > 1)
         throw error("invalid bool byte " + std::to_string(t.data[i]) +
                     " at element " + std::to_string(i) + " (must be 0 or 1)");
+  if (convertTo && t.dtype != *convertTo) {
+    OtherDescr from{npyDescr(t.dtype), dtypeSize(t.dtype),
+                    isFloat(t.dtype)         ? 'f'
+                    : t.dtype == DType::Bool ? 'u'
+                                             : 'i'};
+    if (t.dtype == DType::F16 || t.dtype == DType::BF16)
+      throw error("dtype " + std::string(dtypeName(t.dtype)) +
+                  " does not convert to " + std::string(dtypeName(*convertTo)));
+    return convertExactly(payload, from, t.shape, *convertTo, source);
+  }
   return t;
 }
 
@@ -457,9 +529,10 @@ std::string errnoMessage(int code) {
 
 } // namespace
 
-Tensor parseNpy(std::string_view bytes, const std::string &source) {
+Tensor parseNpy(std::string_view bytes, const std::string &source,
+                std::optional<DType> convertTo) {
   try {
-    return parseNpyImpl(bytes, source);
+    return parseNpyImpl(bytes, source, convertTo);
   } catch (const UserError &) {
     throw;
   } catch (const std::bad_alloc &) {

@@ -13,6 +13,7 @@
 
 #include "Support/Tensor.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,7 +21,11 @@ namespace attnc {
 
 /// Parses a .npy image (format versions 1.0, 2.0, 3.0). \p source names it in
 /// errors ("SOURCE: problem").
-Tensor parseNpy(std::string_view bytes, const std::string &source);
+/// With `convertTo`, other numeric dtypes (int64, float64, int8/16,
+/// uint8/16) are read too and converted to it when every value converts
+/// exactly (0/1 to bool, integers in range to i32, floats a float holds).
+Tensor parseNpy(std::string_view bytes, const std::string &source,
+                std::optional<DType> convertTo = std::nullopt);
 
 /// Reads a file; errors name \p path (unreadable, not .npy, corrupt, truncated,
 /// unsupported dtype).

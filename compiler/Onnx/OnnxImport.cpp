@@ -1,0 +1,2672 @@
+//===- OnnxImport.cpp - ONNX models as attnc graphs -----------------------===//
+//
+// A symbolic evaluation of the ONNX graph in topological order. Every ONNX
+// value becomes one of
+//   - a graph tensor (an attnc input or node, with dtype and symbolic shape),
+//   - a constant (initializers, Constant nodes, and everything computed from
+//     constants and shapes: integers are affine in the run-time sizes, so
+//     Shape -> Gather -> Concat -> Reshape folds to a target shape),
+//   - a fill (ConstantOfShape of a run-time shape), or
+//   - a triangle: a [.., rows, cols] tensor with one value where
+//     j <= i + offset and another elsewhere (a sliced causal buffer, a
+//     Trilu), which becomes causal_mask where it masks scores.
+// Ops on graph tensors emit graph-format nodes; initializers they read are
+// materialised as graph inputs carrying their data.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Onnx/OnnxImport.h"
+
+#include "Graph/Graph.h"
+#include "Graph/ShapeRules.h"
+#include "Support/Error.h"
+#include "Support/Float16.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <variant>
+
+namespace attnc {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+/// The largest model file read whole (protobuf's own message limit); bigger
+/// models keep their weights in external-data files.
+constexpr int64_t kMaxModelBytes = int64_t(2) << 30;
+/// Constants folded at import are small (shapes, masks, rotary tables);
+/// beyond this they would make compile time explode.
+constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+/// A fill or additive value at or below this masks a score: exp of it (plus
+/// any f32 score) is exactly 0, as for -inf, in every row with a kept key.
+constexpr double kMaskingValue = -1e4;
+
+//===----------------------------------------------------------------------===//
+// Integers affine in the run-time sizes.
+//===----------------------------------------------------------------------===//
+
+struct Affine {
+  int64_t constant = 0;
+  std::map<std::string, int64_t> terms; ///< symbol -> coefficient, non-zero
+
+  static Affine of(int64_t value) { return Affine{value, {}}; }
+  static Affine of(const Dim &dim) {
+    if (dim.isFixed())
+      return of(dim.size);
+    return Affine{0, {{dim.symbol, 1}}};
+  }
+  bool isConstant() const { return terms.empty(); }
+  bool operator==(const Affine &other) const {
+    return constant == other.constant && terms == other.terms;
+  }
+  Affine operator+(const Affine &other) const {
+    Affine sum = *this;
+    sum.constant += other.constant;
+    for (const auto &[symbol, coefficient] : other.terms)
+      if ((sum.terms[symbol] += coefficient) == 0)
+        sum.terms.erase(symbol);
+    return sum;
+  }
+  Affine scaled(int64_t factor) const {
+    if (factor == 0)
+      return of(0);
+    Affine product{constant * factor, terms};
+    for (auto &term : product.terms)
+      term.second *= factor;
+    return product;
+  }
+  Affine operator-(const Affine &other) const {
+    return *this + other.scaled(-1);
+  }
+  /// The dim this is, when it is a fixed size or exactly one size.
+  std::optional<Dim> asDim() const {
+    if (isConstant())
+      return Dim::fixed(constant);
+    if (constant == 0 && terms.size() == 1 && terms.begin()->second == 1)
+      return Dim::named(terms.begin()->first);
+    return std::nullopt;
+  }
+  /// -1, 0 or 1 when the sign is certain for every value of the run-time
+  /// sizes (each at least 1).
+  std::optional<int> sign() const {
+    bool allPositive = true, allNegative = true;
+    int64_t low = constant, high = constant; // over sizes = 1
+    for (const auto &[symbol, coefficient] : terms) {
+      allPositive &= coefficient > 0;
+      allNegative &= coefficient < 0;
+      low += coefficient;
+      high += coefficient;
+    }
+    if (terms.empty())
+      return constant > 0 ? 1 : constant < 0 ? -1 : 0;
+    if (allPositive && low > 0)
+      return 1; // Grows with every size from a positive value.
+    if (allNegative && high < 0)
+      return -1;
+    return std::nullopt;
+  }
+  std::string str() const {
+    std::string text;
+    for (const auto &[symbol, coefficient] : terms)
+      text += (text.empty() ? "" : " + ") +
+              (coefficient == 1 ? "" : std::to_string(coefficient) + "*") +
+              symbol;
+    if (constant || text.empty())
+      text += (text.empty() ? "" : " + ") + std::to_string(constant);
+    return text;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// What an ONNX value is during the import.
+//===----------------------------------------------------------------------===//
+
+using ElemType = int32_t; ///< onnx::TensorProto::DataType
+
+bool isFloatType(ElemType type) {
+  return type == onnx::TensorProto::FLOAT ||
+         type == onnx::TensorProto::FLOAT16 ||
+         type == onnx::TensorProto::BFLOAT16 ||
+         type == onnx::TensorProto::DOUBLE;
+}
+
+std::string elemTypeName(ElemType type) {
+  if (onnx::TensorProto::DataType_IsValid(type))
+    return onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(type));
+  return "type " + std::to_string(type);
+}
+
+/// A value of the attnc graph.
+struct GraphTensor {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  /// The graph input this is a view of (reshaped, transposed, unsqueezed),
+  /// if any: a Cast of such a view retypes the input instead.
+  std::string root;
+};
+
+/// A value known at import. Integers (and bools, as 0/1) are affine in the
+/// run-time sizes; floats are numbers.
+struct Constant {
+  ElemType type = onnx::TensorProto::FLOAT;
+  std::vector<int64_t> shape;
+  std::vector<double> numbers;  ///< Floats.
+  std::vector<Affine> integers; ///< Everything else.
+  std::string sourceName;       ///< The initializer's name, if one.
+
+  bool isFloat() const { return isFloatType(type); }
+  int64_t size() const {
+    return isFloat() ? int64_t(numbers.size()) : int64_t(integers.size());
+  }
+  /// Element `i` as a number, when it is one.
+  std::optional<double> number(int64_t i) const {
+    if (isFloat())
+      return numbers[i];
+    if (!integers[i].isConstant())
+      return std::nullopt;
+    return double(integers[i].constant);
+  }
+  std::optional<double> scalar() const {
+    if (size() != 1)
+      return std::nullopt;
+    return number(0);
+  }
+};
+
+/// ConstantOfShape of a shape with run-time sizes.
+struct Fill {
+  ElemType type;
+  Shape shape;
+  double value;
+};
+
+/// [.., rows, cols]: `inside` where j <= i + offset, `outside` elsewhere.
+struct Triangle {
+  ElemType type;
+  Shape shape; ///< Leading dims are 1.
+  Affine offset;
+  double inside, outside;
+
+  Affine rows() const { return Affine::of(shape[shape.size() - 2]); }
+  Affine cols() const { return Affine::of(shape.back()); }
+  /// attnc's causal rule: keep j <= i + T - S.
+  bool isBottomRightCausal() const { return offset == cols() - rows(); }
+};
+
+using Val = std::variant<GraphTensor, Constant, Fill, Triangle>;
+
+/// The failure of one node: the importer adds the file and the node.
+struct NodeError {
+  std::string message;
+};
+
+[[noreturn]] void unsupported(const std::string &message) {
+  throw NodeError{message};
+}
+
+//===----------------------------------------------------------------------===//
+// Reading tensors.
+//===----------------------------------------------------------------------===//
+
+std::string readWhole(const std::string &path, int64_t limit,
+                      const std::string &what) {
+  std::error_code error;
+  if (fs::is_directory(path, error))
+    throw UserError(path + ": is a directory, not " + what);
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw UserError(path + ": cannot open " + what + ": " +
+                    std::strerror(errno));
+  std::string bytes;
+  char buffer[1 << 16];
+  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    bytes.append(buffer, size_t(file.gcount()));
+    if (int64_t(bytes.size()) > limit)
+      throw UserError(path + ": " + what + " is larger than " +
+                      std::to_string(limit) + " bytes");
+  }
+  if (file.bad())
+    throw UserError(path + ": cannot read " + what);
+  return bytes;
+}
+
+/// Raw little-endian element bytes of a tensor, from raw_data, the typed
+/// fields or an external-data file beside the model.
+class TensorReader {
+public:
+  TensorReader(const std::string &modelPath)
+      : directory(fs::path(modelPath).parent_path()) {}
+
+  Constant read(const onnx::TensorProto &proto) {
+    Constant constant;
+    constant.type = proto.data_type();
+    constant.sourceName = proto.name();
+    int64_t count = 1;
+    for (int64_t dim : proto.dims()) {
+      if (dim < 0 || (dim > 0 && count > kMaxElements / dim))
+        unsupported("tensor " + proto.name() + " has an invalid shape");
+      constant.shape.push_back(dim);
+      count *= dim;
+    }
+    size_t width = elementBytes(constant.type, proto.name());
+    std::string raw;
+    bool hasRaw = false;
+    if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+      raw = external(proto, count * width);
+      hasRaw = true;
+    } else if (proto.has_raw_data()) {
+      raw = proto.raw_data();
+      hasRaw = true;
+    }
+    if (hasRaw && int64_t(raw.size()) != count * int64_t(width))
+      unsupported("tensor " + proto.name() + " holds " +
+                  std::to_string(raw.size()) + " bytes, but its shape needs " +
+                  std::to_string(count * int64_t(width)));
+    auto rawAt = [&](int64_t i) -> uint64_t {
+      uint64_t bits = 0;
+      std::memcpy(&bits, raw.data() + i * width, width);
+      return bits;
+    };
+    auto typedCount = [&](int64_t available) {
+      if (available != count)
+        unsupported("tensor " + proto.name() + " holds " +
+                    std::to_string(available) +
+                    " values, but its shape needs " + std::to_string(count));
+    };
+    switch (constant.type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      constant.numbers.resize(count);
+      bool isDouble = constant.type == onnx::TensorProto::DOUBLE;
+      bool isSingle = constant.type == onnx::TensorProto::FLOAT;
+      if (!hasRaw)
+        typedCount(isDouble   ? proto.double_data_size()
+                   : isSingle ? proto.float_data_size()
+                              : proto.int32_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        double value;
+        if (isDouble)
+          value =
+              hasRaw ? detail::bitCast<double>(rawAt(i)) : proto.double_data(i);
+        else if (isSingle)
+          value = hasRaw ? detail::bitCast<float>(uint32_t(rawAt(i)))
+                         : proto.float_data(i);
+        else {
+          uint16_t bits =
+              hasRaw ? uint16_t(rawAt(i)) : uint16_t(proto.int32_data(i));
+          value = constant.type == onnx::TensorProto::FLOAT16
+                      ? halfToFloat(bits)
+                      : bfloat16ToFloat(bits);
+        }
+        constant.numbers[i] = value;
+      }
+      break;
+    }
+    default: {
+      constant.integers.resize(count);
+      bool is64 = constant.type == onnx::TensorProto::INT64;
+      if (!hasRaw)
+        typedCount(is64 ? proto.int64_data_size() : proto.int32_data_size());
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t value;
+        if (hasRaw) {
+          uint64_t bits = rawAt(i);
+          value = isSigned(constant.type) && width < 8 &&
+                          (bits >> (8 * width - 1)) & 1
+                      ? int64_t(bits | (~uint64_t(0) << (8 * width)))
+                      : int64_t(bits);
+        } else {
+          value = is64 ? proto.int64_data(i) : proto.int32_data(i);
+        }
+        constant.integers[i] = Affine::of(value);
+      }
+    }
+    }
+    return constant;
+  }
+
+private:
+  fs::path directory;
+
+  static bool isSigned(ElemType type) {
+    return type == onnx::TensorProto::INT8 ||
+           type == onnx::TensorProto::INT16 ||
+           type == onnx::TensorProto::INT32 || type == onnx::TensorProto::INT64;
+  }
+
+  static size_t elementBytes(ElemType type, const std::string &name) {
+    switch (type) {
+    case onnx::TensorProto::FLOAT:
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::UINT32:
+      return 4;
+    case onnx::TensorProto::DOUBLE:
+    case onnx::TensorProto::INT64:
+    case onnx::TensorProto::UINT64:
+      return 8;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::UINT16:
+      return 2;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
+    case onnx::TensorProto::BOOL:
+      return 1;
+    default:
+      unsupported("tensor " + name + " has element type " + elemTypeName(type) +
+                  ", which attnc does not read");
+    }
+  }
+
+  /// The bytes an external-data entry names: a file relative to the model's
+  /// directory (never outside it), an offset and a length.
+  std::string external(const onnx::TensorProto &proto, int64_t bytes) {
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const onnx::StringStringEntryProto &entry : proto.external_data()) {
+      try {
+        if (entry.key() == "location")
+          location = entry.value();
+        else if (entry.key() == "offset")
+          offset = std::stoll(entry.value());
+        else if (entry.key() == "length")
+          length = std::stoll(entry.value());
+      } catch (const std::exception &) {
+        unsupported("tensor " + proto.name() + ": external data " +
+                    entry.key() + " '" + entry.value() + "' is not a number");
+      }
+    }
+    fs::path relative(location);
+    if (location.empty() || relative.is_absolute() ||
+        std::any_of(relative.begin(), relative.end(),
+                    [](const fs::path &part) { return part == ".."; }))
+      unsupported("tensor " + proto.name() + ": external data location '" +
+                  location +
+                  "' must be a file name relative to the model's directory");
+    if (length >= 0 && length != bytes)
+      unsupported("tensor " + proto.name() + ": external data length " +
+                  std::to_string(length) + " does not match its shape (" +
+                  std::to_string(bytes) + " bytes)");
+    fs::path file = directory / relative;
+    std::ifstream in(file, std::ios::binary);
+    if (!in)
+      unsupported("tensor " + proto.name() + ": cannot open external data " +
+                  file.string() + ": " + std::strerror(errno));
+    std::string data(size_t(bytes), '\0');
+    if (offset < 0 || !in.seekg(offset) || !in.read(data.data(), bytes))
+      unsupported("tensor " + proto.name() + ": external data " +
+                  file.string() + " has no " + std::to_string(bytes) +
+                  " bytes at offset " + std::to_string(offset));
+    return data;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Names.
+//===----------------------------------------------------------------------===//
+
+/// Unique identifiers for graph values and dims.
+class NameTable {
+public:
+  /// Keeps `name` from make(), for a later rename.
+  void reserve(const std::string &name) { used.insert(name); }
+  std::string make(const std::string &base) {
+    std::string name = onnxIdentifier(base);
+    std::string unique = name;
+    for (int n = 2; !used.insert(unique).second; ++n)
+      unique = name + "_" + std::to_string(n);
+    return unique;
+  }
+
+private:
+  std::set<std::string> used;
+};
+
+//===----------------------------------------------------------------------===//
+// The importer.
+//===----------------------------------------------------------------------===//
+
+std::string shapeJson(const Shape &shape, json &out) {
+  out = json::array();
+  for (const Dim &dim : shape)
+    if (dim.isFixed())
+      out.push_back(dim.size);
+    else
+      out.push_back(dim.symbol);
+  return {};
+}
+
+json shapeToJson(const Shape &shape) {
+  json out;
+  shapeJson(shape, out);
+  return out;
+}
+
+int64_t normaliseAxis(int64_t axis, int64_t rank, const std::string &what) {
+  if (axis < -rank || axis >= rank)
+    unsupported(what + " " + std::to_string(axis) +
+                " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+class Importer {
+public:
+  Importer(const std::string &path) : path(path), tensors(path) {}
+
+  OnnxModel run();
+
+private:
+  std::string path;
+  TensorReader tensors;
+  onnx::ModelProto model;
+  int64_t opset = 0;
+  OnnxModel result;
+  NameTable valueNames, dimNames;
+  std::map<std::string, std::string> dimSymbols; ///< dim_param -> symbol
+  std::set<std::string> declaredDims;
+  json inputs = json::object(), nodes = json::array();
+  std::map<std::string, Val> values;
+  std::map<std::string, int> uses; ///< ONNX value -> consumer count
+  /// Graph inputs holding initializer data, by initializer name.
+  std::map<std::string, GraphTensor> materialised;
+  /// A linear node and its data, by the node's graph name: a following Add
+  /// of a constant vector becomes its bias, a Split of its features one
+  /// linear per part.
+  struct Projection {
+    size_t node;
+    GraphTensor input;
+    Constant weight; ///< [N, K]
+    std::optional<Constant> bias;
+  };
+  std::map<std::string, Projection> linears;
+  /// Emitted transposes, by graph name: their node index and input.
+  std::map<std::string, std::pair<size_t, GraphTensor>> transposes;
+  /// Int model inputs that a Cast retyped (declared as the cast's type).
+  std::map<std::string, DType> retyped;
+
+  const onnx::NodeProto *node = nullptr; ///< The node being imported.
+
+  // Model-level steps.
+  void readModel();
+  std::vector<const onnx::NodeProto *> sortNodes();
+  void declareInputs();
+  void importNode(const onnx::NodeProto &node);
+  void declareOutputs();
+  bool isInputName(const std::string &name) const {
+    for (const onnx::ValueInfoProto &input : model.graph().input())
+      if (input.name() == name)
+        return true;
+    return false;
+  }
+  void rename(const std::string &from, const std::string &to);
+
+  // Values.
+  Dim dimOf(const onnx::TensorShapeProto_Dimension &dim,
+            const std::string &input, int axis);
+  DType graphDType(ElemType type, const std::string &what);
+  const Val &input(int index);
+  bool hasInput(int index) const {
+    return index < node->input_size() && !node->input(index).empty();
+  }
+  Constant constantInput(int index, const std::string &what);
+  GraphTensor tensorInput(int index) { return tensorOf(input(index)); }
+  GraphTensor tensorOf(const Val &value);
+  GraphTensor materialise(const Constant &constant);
+  GraphTensor retype(const GraphTensor &view, DType dtype);
+  void dropInput(const std::string &name);
+  void define(int output, Val value);
+  std::string outputName(int output) const {
+    return output < node->output_size() ? node->output(output) : "";
+  }
+
+  // Attributes.
+  const onnx::AttributeProto *attribute(const std::string &name) const;
+  int64_t intAttribute(const std::string &name, int64_t fallback) const;
+  double floatAttribute(const std::string &name, double fallback) const;
+  std::vector<int64_t> intsAttribute(const std::string &name) const;
+
+  // Emitting graph nodes.
+  GraphTensor emit(const std::string &onnxName, const std::string &op,
+                   json fields, DType dtype, Shape shape);
+  GraphTensor emitReshape(const GraphTensor &x, const Shape &shape,
+                          const std::string &onnxName);
+  GraphTensor emitTranspose(const GraphTensor &x, std::vector<int64_t> perm,
+                            const std::string &onnxName);
+  GraphTensor emitUnsqueeze(const GraphTensor &x, int64_t axis,
+                            const std::string &onnxName);
+  GraphTensor emitBinary(const std::string &op, const GraphTensor &a,
+                         const GraphTensor &b, const std::string &onnxName);
+  GraphTensor emitLinear(const GraphTensor &x, const Constant &weightKN,
+                         const Constant *bias, const std::string &onnxName,
+                         const std::string &weightName = "");
+  GraphTensor emitMatmul(const GraphTensor &a, const GraphTensor &b,
+                         const std::string &onnxName);
+
+  // Operators.
+  void importBinary(const std::string &op);
+  void importMatMul();
+  void importGemm();
+  void importUnary(const std::string &op);
+  void importPow();
+  void importSoftmax();
+  void importReshape();
+  void importTranspose();
+  void importUnsqueeze();
+  void importSqueeze();
+  void importConcat();
+  void importSplit();
+  void importSlice();
+  void importGather();
+  void importExpand();
+  void importWhere();
+  void importCast();
+  void importCompare(const std::string &op);
+  void importNot();
+  void importTrilu();
+  void importReduce(bool mean);
+  void importRange();
+  void importShape();
+  void importConstant();
+  void importConstantOfShape();
+  void importMultiHeadAttention(bool packedWeights);
+  void importAttention23();
+  void importGroupQueryAttention();
+  GraphTensor emitAttention(const GraphTensor &q, const GraphTensor &k,
+                            const GraphTensor &v, json fields,
+                            const std::string &onnxName);
+  json paddingMask(int index, const Dim &batch, const Dim &keys);
+};
+
+OnnxModel Importer::run() {
+  readModel();
+  for (const onnx::NodeProto *each : sortNodes())
+    for (const std::string &name : each->input())
+      ++uses[name];
+  for (const onnx::ValueInfoProto &output : model.graph().output()) {
+    ++uses[output.name()];
+    // Outputs keep their model's names (files OUTPUT.npy): reserved now, the
+    // value computing each is renamed at the end.
+    if (!isInputName(output.name()))
+      valueNames.reserve(onnxIdentifier(output.name()));
+  }
+  declareInputs();
+  for (const onnx::NodeProto *each : sortNodes()) {
+    node = each;
+    try {
+      importNode(*each);
+    } catch (const NodeError &error) {
+      std::string name = each->name().empty() ? "(unnamed)" : each->name();
+      throw UserError(path + ": node '" + name + "' (" +
+                      (each->domain().empty() ? "" : each->domain() + ".") +
+                      each->op_type() + "): " + error.message);
+    }
+  }
+  node = nullptr;
+  declareOutputs();
+
+  std::string name = model.graph().name();
+  if (name.empty())
+    name = fs::path(path).stem().string();
+  json dims = json::object();
+  for (const std::string &symbol : declaredDims)
+    dims[symbol] = nullptr;
+  json outputs = std::move(result.document["outputs"]);
+  result.document = {{"attnc", 1},     {"name", onnxIdentifier(name)},
+                     {"dims", dims},   {"inputs", inputs},
+                     {"nodes", nodes}, {"outputs", outputs}};
+  return std::move(result);
+}
+
+void Importer::readModel() {
+  std::string bytes = readWhole(path, kMaxModelBytes, "the ONNX model");
+  if (bytes.empty())
+    throw UserError(path + ": is empty, not an ONNX model");
+  if (!model.ParseFromString(bytes))
+    throw UserError(path + ": is not an ONNX model (the protobuf does not "
+                           "parse: truncated or another kind of file)");
+  if (!model.has_graph())
+    throw UserError(path + ": the ONNX model has no graph");
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      opset = set.version();
+  if (opset == 0)
+    throw UserError(path + ": the ONNX model imports no version of the "
+                           "default operator set");
+  for (const onnx::TensorProto &initializer : model.graph().initializer()) {
+    try {
+      values[initializer.name()] = tensors.read(initializer);
+    } catch (const NodeError &error) {
+      throw UserError(path + ": initializer '" + initializer.name() +
+                      "': " + error.message);
+    }
+  }
+}
+
+/// The nodes in an order where each comes after the producers of its inputs
+/// (exporters write them so; the format requires it, not every tool keeps
+/// it). A cycle or an input nobody defines is an error.
+std::vector<const onnx::NodeProto *> Importer::sortNodes() {
+  const auto &graph = model.graph();
+  std::map<std::string, int> producer;
+  for (int i = 0; i < graph.node_size(); ++i)
+    for (const std::string &output : graph.node(i).output())
+      if (!output.empty() && !producer.emplace(output, i).second)
+        throw UserError(path + ": value '" + output +
+                        "' is produced by two nodes");
+  std::set<std::string> given;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    given.insert(input.name());
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    given.insert(initializer.name());
+  std::vector<int> state(graph.node_size(), 0); // 1 visiting, 2 done
+  std::vector<const onnx::NodeProto *> order;
+  std::function<void(int)> visit = [&](int i) {
+    if (state[i] == 2)
+      return;
+    const onnx::NodeProto &each = graph.node(i);
+    std::string name = each.name().empty() ? each.op_type() : each.name();
+    if (state[i] == 1)
+      throw UserError(path + ": the graph has a cycle through node '" + name +
+                      "'");
+    state[i] = 1;
+    for (const std::string &input : each.input()) {
+      if (input.empty() || given.count(input))
+        continue;
+      auto found = producer.find(input);
+      if (found == producer.end())
+        throw UserError(path + ": node '" + name + "' (" + each.op_type() +
+                        ") reads '" + input +
+                        "', which no input, initializer or node defines");
+      visit(found->second);
+    }
+    state[i] = 2;
+    order.push_back(&each);
+  };
+  for (int i = 0; i < graph.node_size(); ++i)
+    visit(i);
+  return order;
+}
+
+Dim Importer::dimOf(const onnx::TensorShapeProto_Dimension &dim,
+                    const std::string &input, int axis) {
+  if (dim.has_dim_value()) {
+    if (dim.dim_value() <= 0)
+      throw UserError(path + ": input '" + input + "' has size " +
+                      std::to_string(dim.dim_value()) + " on axis " +
+                      std::to_string(axis) + "; sizes must be > 0");
+    return Dim::fixed(dim.dim_value());
+  }
+  std::string param = dim.has_dim_param() && !dim.dim_param().empty()
+                          ? dim.dim_param()
+                          : input + "_dim" + std::to_string(axis);
+  auto [found, added] = dimSymbols.emplace(param, "");
+  if (added)
+    found->second = dimNames.make(param);
+  declaredDims.insert(found->second);
+  return Dim::named(found->second);
+}
+
+DType Importer::graphDType(ElemType type, const std::string &what) {
+  switch (type) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE: // Computed in f32, as attnc computes.
+    return DType::F32;
+  case onnx::TensorProto::FLOAT16:
+    return DType::F16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::BF16;
+  case onnx::TensorProto::BOOL:
+    return DType::Bool;
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT16:
+    return DType::I32;
+  default:
+    unsupported(what + " has element type " + elemTypeName(type) +
+                ", which attnc does not compute with");
+  }
+}
+
+void Importer::declareInputs() {
+  const auto &graph = model.graph();
+  for (const onnx::ValueInfoProto &input : graph.input()) {
+    if (values.count(input.name()))
+      continue; // An initializer listed as an input (IR version < 4).
+    const std::string &name = input.name();
+    if (!input.type().has_tensor_type())
+      throw UserError(path + ": input '" + name + "' is not a tensor");
+    const onnx::TypeProto_Tensor &type = input.type().tensor_type();
+    if (!type.has_shape())
+      throw UserError(path + ": input '" + name +
+                      "' has no shape (its rank must be known)");
+    Shape shape;
+    for (int axis = 0; axis < type.shape().dim_size(); ++axis)
+      shape.push_back(dimOf(type.shape().dim(axis), name, axis));
+    ElemType elem = type.elem_type();
+    DType dtype;
+    try {
+      dtype = graphDType(elem, "input '" + name + "'");
+    } catch (const NodeError &error) {
+      throw UserError(path + ": " + error.message);
+    }
+    std::string graphName = valueNames.make(name);
+    inputs[graphName] = {{"shape", shapeToJson(shape)},
+                         {"dtype", std::string(dtypeName(dtype))}};
+    values[name] = GraphTensor{graphName, dtype, shape, graphName};
+    result.names[name] = graphName;
+  }
+}
+
+void Importer::declareOutputs() {
+  json outputs = json::array();
+  for (const onnx::ValueInfoProto &output : model.graph().output()) {
+    auto found = values.find(output.name());
+    if (found == values.end())
+      throw UserError(path + ": output '" + output.name() +
+                      "' is not computed by any node");
+    const auto *tensor = std::get_if<GraphTensor>(&found->second);
+    if (!tensor)
+      throw UserError(path + ": output '" + output.name() +
+                      "' is a constant (it depends on no input); attnc "
+                      "compiles only computed outputs");
+    std::string name = tensor->name;
+    if (!isInputName(output.name()) &&
+        std::find(outputs.begin(), outputs.end(), name) == outputs.end()) {
+      name = onnxIdentifier(output.name());
+      rename(tensor->name, name);
+    }
+    outputs.push_back(name);
+    result.names[output.name()] = name;
+  }
+  result.document["outputs"] = outputs;
+}
+
+/// Renames a node's value in its definition and every use.
+void Importer::rename(const std::string &from, const std::string &to) {
+  if (from == to)
+    return;
+  static const std::set<std::string> operandKeys = {
+      "x", "a",     "b",      "w",  "q",  "k",
+      "v", "input", "inputs", "wq", "wk", "slopes"};
+  std::function<void(json &)> visit = [&](json &value) {
+    if (value.is_array()) {
+      for (json &item : value)
+        visit(item);
+      return;
+    }
+    if (!value.is_object())
+      return;
+    for (auto &[key, field] : value.items()) {
+      if (operandKeys.count(key) && field.is_string() && field == from)
+        field = to;
+      else if (operandKeys.count(key) && field.is_array())
+        for (json &item : field)
+          if (item.is_string() && item == from)
+            item = to;
+      if (field.is_object() || field.is_array())
+        visit(field);
+    }
+  };
+  for (json &entry : nodes) {
+    if (entry["name"] == from)
+      entry["name"] = to;
+    visit(entry);
+  }
+  for (auto &[name, value] : values)
+    if (auto *tensor = std::get_if<GraphTensor>(&value);
+        tensor && tensor->name == from)
+      tensor->name = to;
+}
+
+const Val &Importer::input(int index) {
+  if (!hasInput(index))
+    unsupported("input " + std::to_string(index) + " is missing");
+  auto found = values.find(node->input(index));
+  if (found == values.end())
+    unsupported("reads '" + node->input(index) + "', which is not defined");
+  return found->second;
+}
+
+Constant Importer::constantInput(int index, const std::string &what) {
+  const Val &value = input(index);
+  if (const auto *constant = std::get_if<Constant>(&value))
+    return *constant;
+  unsupported(what + " ('" + node->input(index) +
+              "') must be a constant or computed from shapes");
+}
+
+GraphTensor Importer::tensorOf(const Val &value) {
+  if (const auto *tensor = std::get_if<GraphTensor>(&value))
+    return *tensor;
+  if (const auto *constant = std::get_if<Constant>(&value))
+    return materialise(*constant);
+  if (std::holds_alternative<Triangle>(value))
+    unsupported("a triangular (causal) mask is used other than to mask "
+                "attention scores (Where or Add before a Softmax)");
+  unsupported("a tensor filled with a constant of run-time shape is used "
+              "other than to build a mask");
+}
+
+GraphTensor Importer::materialise(const Constant &constant) {
+  if (!constant.sourceName.empty()) {
+    auto found = materialised.find(constant.sourceName);
+    if (found != materialised.end())
+      return found->second;
+  }
+  std::vector<double> numbers = constant.numbers;
+  if (!constant.isFloat()) {
+    for (const Affine &value : constant.integers) {
+      if (!value.isConstant())
+        unsupported("a value computed from run-time sizes (" + value.str() +
+                    ") is used as a tensor");
+      numbers.push_back(double(value.constant));
+    }
+  }
+  DType dtype = graphDType(constant.type, "a constant");
+  std::string base = constant.sourceName.empty() ? outputName(0) + "_constant"
+                                                 : constant.sourceName;
+  GraphTensor tensor{valueNames.make(base), dtype, {}};
+  for (int64_t size : constant.shape)
+    tensor.shape.push_back(Dim::fixed(size));
+  inputs[tensor.name] = {{"shape", shapeToJson(tensor.shape)},
+                         {"dtype", std::string(dtypeName(dtype))}};
+  result.weights.emplace_back(tensor.name,
+                              fromDoubles(dtype, constant.shape, numbers));
+  if (!constant.sourceName.empty())
+    materialised[constant.sourceName] = tensor;
+  return tensor;
+}
+
+/// An int model input (an attention mask, position ids) cast to a float or
+/// a bool is declared as that type: `attnc run` converts the model's
+/// integers exactly, and a kernel takes the type its computation needs.
+GraphTensor Importer::retype(const GraphTensor &view, DType dtype) {
+  if (view.root.empty() || view.dtype != DType::I32)
+    unsupported("a Cast of a computed " + std::string(dtypeName(view.dtype)) +
+                " tensor to " + std::string(dtypeName(dtype)) +
+                " (attnc has no cast op yet; only integer model inputs are "
+                "retyped)");
+  auto [found, added] = retyped.emplace(view.root, dtype);
+  if (!added && found->second != dtype)
+    unsupported("input " + view.root + " is cast to both " +
+                std::string(dtypeName(found->second)) + " and " +
+                std::string(dtypeName(dtype)));
+  inputs[view.root]["dtype"] = std::string(dtypeName(dtype));
+  GraphTensor out = view;
+  out.dtype = dtype;
+  return out;
+}
+
+/// Removes a materialised initializer no node reads any more.
+void Importer::dropInput(const std::string &name) {
+  inputs.erase(name);
+  auto &weights = result.weights;
+  weights.erase(std::remove_if(weights.begin(), weights.end(),
+                               [&](auto &w) { return w.first == name; }),
+                weights.end());
+  for (auto it = materialised.begin(); it != materialised.end();)
+    it = it->second.name == name ? materialised.erase(it) : std::next(it);
+}
+
+void Importer::define(int output, Val value) {
+  if (output < node->output_size() && !node->output(output).empty())
+    values[node->output(output)] = std::move(value);
+}
+
+const onnx::AttributeProto *Importer::attribute(const std::string &name) const {
+  for (const onnx::AttributeProto &a : node->attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+int64_t Importer::intAttribute(const std::string &name,
+                               int64_t fallback) const {
+  const onnx::AttributeProto *a = attribute(name);
+  return a ? a->i() : fallback;
+}
+double Importer::floatAttribute(const std::string &name,
+                                double fallback) const {
+  const onnx::AttributeProto *a = attribute(name);
+  return a ? a->f() : fallback;
+}
+std::vector<int64_t> Importer::intsAttribute(const std::string &name) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return {};
+  return {a->ints().begin(), a->ints().end()};
+}
+
+//===----------------------------------------------------------------------===//
+// Emitting.
+//===----------------------------------------------------------------------===//
+
+GraphTensor Importer::emit(const std::string &onnxName, const std::string &op,
+                           json fields, DType dtype, Shape shape) {
+  std::string name = valueNames.make(onnxName.empty() ? op : onnxName);
+  json entry = {{"name", name}, {"op", op}};
+  for (auto &[key, value] : fields.items())
+    entry[key] = value;
+  nodes.push_back(std::move(entry));
+  return GraphTensor{name, dtype, std::move(shape)};
+}
+
+GraphTensor Importer::emitReshape(const GraphTensor &x, const Shape &shape,
+                                  const std::string &onnxName) {
+  if (x.shape == shape)
+    return x;
+  std::string problem;
+  std::vector<std::optional<Dim>> target(shape.begin(), shape.end());
+  if (!inferReshape(x.shape, target, problem))
+    unsupported("cannot reshape " + formatShape(x.shape) + " to " +
+                formatShape(shape) + ": " + problem);
+  GraphTensor out =
+      emit(onnxName, "reshape", {{"x", x.name}, {"shape", shapeToJson(shape)}},
+           x.dtype, shape);
+  out.root = x.root;
+  return out;
+}
+
+GraphTensor Importer::emitTranspose(const GraphTensor &x,
+                                    std::vector<int64_t> perm,
+                                    const std::string &onnxName) {
+  Shape shape;
+  for (int64_t axis : perm)
+    shape.push_back(x.shape[axis]);
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i)
+    identity &= perm[i] == int64_t(i);
+  if (identity)
+    return x;
+  GraphTensor result = emit(onnxName, "transpose",
+                            {{"x", x.name}, {"perm", perm}}, x.dtype, shape);
+  result.root = x.root;
+  transposes[result.name] = {nodes.size() - 1, x};
+  return result;
+}
+
+GraphTensor Importer::emitUnsqueeze(const GraphTensor &x, int64_t axis,
+                                    const std::string &onnxName) {
+  Shape shape = x.shape;
+  shape.insert(shape.begin() + axis, Dim::fixed(1));
+  GraphTensor out = emit(onnxName, "unsqueeze", {{"x", x.name}, {"axis", axis}},
+                         x.dtype, shape);
+  out.root = x.root;
+  return out;
+}
+
+GraphTensor Importer::emitBinary(const std::string &op, const GraphTensor &a,
+                                 const GraphTensor &b,
+                                 const std::string &onnxName) {
+  if (a.dtype != b.dtype)
+    unsupported("operands differ in dtype: " + std::string(dtypeName(a.dtype)) +
+                " and " + std::string(dtypeName(b.dtype)));
+  std::string problem;
+  std::optional<Shape> shape = broadcastShapes(a.shape, b.shape, problem);
+  if (!shape)
+    unsupported("cannot broadcast " + formatShape(a.shape) + " with " +
+                formatShape(b.shape) + ": " + problem);
+  return emit(onnxName, op, {{"a", a.name}, {"b", b.name}}, a.dtype, *shape);
+}
+
+/// x [..., K] · W [K, N] (+ b [N]) as attnc's linear, which takes W as
+/// [N, K]: the weight is transposed at import.
+GraphTensor Importer::emitLinear(const GraphTensor &x, const Constant &weightKN,
+                                 const Constant *bias,
+                                 const std::string &onnxName,
+                                 const std::string &weightName) {
+  int64_t K = weightKN.shape[0], N = weightKN.shape[1];
+  if (x.shape.empty() || x.shape.back() != Dim::fixed(K))
+    unsupported("cannot multiply " + formatShape(x.shape) + " by a [" +
+                std::to_string(K) + ", " + std::to_string(N) + "] weight");
+  Constant weightNK = weightKN;
+  weightNK.shape = {N, K};
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      weightNK.numbers[n * K + k] = weightKN.numbers[k * N + n];
+  // The graph input holds W transposed; its name says so.
+  weightNK.sourceName = !weightName.empty() ? weightName
+                        : weightKN.sourceName.empty()
+                            ? ""
+                            : weightKN.sourceName + "_t";
+  json fields = {{"x", x.name}, {"w", materialise(weightNK).name}};
+  if (bias)
+    fields["b"] = materialise(*bias).name;
+  Shape shape = x.shape;
+  shape.back() = Dim::fixed(N);
+  GraphTensor result = emit(onnxName, "linear", fields, x.dtype, shape);
+  linears[result.name] =
+      Projection{nodes.size() - 1, x, weightNK,
+                 bias ? std::optional<Constant>(*bias) : std::nullopt};
+  return result;
+}
+
+/// matmul(q, transpose(k)): a transpose that also moves other axes is split
+/// so that the last one swaps the last two axes alone, as the attention
+/// fusion expects of k.
+GraphTensor Importer::emitMatmul(const GraphTensor &a, const GraphTensor &b,
+                                 const std::string &onnxName) {
+  GraphTensor right = b;
+  auto transposed = transposes.find(b.name);
+  int64_t rank = int64_t(b.shape.size());
+  if (transposed != transposes.end() && rank == 4 &&
+      uses[node->input(1)] == 1) {
+    json &entry = nodes[transposed->second.first];
+    std::vector<int64_t> perm = entry["perm"];
+    // Only a kᵀ: the features axis (last of the input) comes second to last.
+    if (perm != std::vector<int64_t>{0, 1, 3, 2} && perm[0] == 0 &&
+        perm[2] == 3) {
+      std::vector<int64_t> first = perm;
+      std::swap(first[2], first[3]);
+      GraphTensor source = transposed->second.second;
+      // Rewrite the transpose in place as the first step, then swap.
+      Shape shape;
+      for (int64_t axis : first)
+        shape.push_back(source.shape[axis]);
+      entry["perm"] = first;
+      GraphTensor step{b.name, b.dtype, shape};
+      right = emitTranspose(step, {0, 1, 3, 2}, b.name + "_swap");
+    }
+  }
+  std::string problem;
+  std::optional<Shape> shape =
+      inferMatmulShape(a.shape, right.shape, false, problem);
+  if (!shape)
+    unsupported("cannot multiply " + formatShape(a.shape) + " by " +
+                formatShape(right.shape) + ": " + problem);
+  if (a.dtype != right.dtype)
+    unsupported("operands differ in dtype");
+  return emit(onnxName, "matmul", {{"a", a.name}, {"b", right.name}}, a.dtype,
+              *shape);
+}
+
+//===----------------------------------------------------------------------===//
+// Folding helpers.
+//===----------------------------------------------------------------------===//
+
+/// Row-major strides of `shape`.
+std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = int64_t(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t size : shape) {
+    if (size < 0 || (size > 0 && count > kMaxFoldedElements / size))
+      unsupported("a constant of shape " + formatShape(shape) +
+                  " is too large to fold at import");
+    count *= size;
+  }
+  return count;
+}
+
+/// A constant with the elements `pick(i)` of `from` at each flat index i of
+/// `shape`.
+Constant gatherElements(const Constant &from, std::vector<int64_t> shape,
+                        const std::function<int64_t(int64_t)> &pick) {
+  Constant out;
+  out.type = from.type;
+  out.shape = std::move(shape);
+  int64_t count = elementCount(out.shape);
+  for (int64_t i = 0; i < count; ++i) {
+    if (from.isFloat())
+      out.numbers.push_back(from.numbers[pick(i)]);
+    else
+      out.integers.push_back(from.integers[pick(i)]);
+  }
+  return out;
+}
+
+std::vector<int64_t> broadcastStatic(const std::vector<int64_t> &a,
+                                     const std::vector<int64_t> &b) {
+  size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> shape(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i + a.size() >= rank ? a[i + a.size() - rank] : 1;
+    int64_t y = i + b.size() >= rank ? b[i + b.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1)
+      unsupported("cannot broadcast " + formatShape(a) + " with " +
+                  formatShape(b));
+    shape[i] = x == 1 ? y : x;
+  }
+  return shape;
+}
+
+/// The flat index in `shape` (broadcast into `outShape`) of flat index i.
+int64_t broadcastIndex(const std::vector<int64_t> &shape,
+                       const std::vector<int64_t> &outShape, int64_t i) {
+  std::vector<int64_t> outStrides = stridesOf(outShape),
+                       strides = stridesOf(shape);
+  int64_t offset = int64_t(outShape.size() - shape.size()), index = 0;
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    int64_t coordinate = (i / outStrides[d]) % outShape[d];
+    if (int64_t(d) >= offset && shape[d - offset] != 1)
+      index += coordinate * strides[d - offset];
+  }
+  return index;
+}
+
+/// Elementwise on constants: `numeric` on numbers, `integral` on affine
+/// integers (nullopt when the result is not affine).
+Constant foldElementwise(
+    const Constant &a, const Constant &b, ElemType resultType,
+    const std::function<double(double, double)> &numeric,
+    const std::function<std::optional<Affine>(const Affine &, const Affine &)>
+        &integral) {
+  Constant out;
+  out.type = resultType;
+  out.shape = broadcastStatic(a.shape, b.shape);
+  int64_t count = elementCount(out.shape);
+  bool floats = a.isFloat() || b.isFloat() || isFloatType(resultType);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t ia = broadcastIndex(a.shape, out.shape, i),
+            ib = broadcastIndex(b.shape, out.shape, i);
+    if (!floats) {
+      std::optional<Affine> value = integral(a.integers[ia], b.integers[ib]);
+      if (!value)
+        unsupported("cannot fold this arithmetic on run-time sizes (" +
+                    a.integers[ia].str() + ", " + b.integers[ib].str() + ")");
+      if (isFloatType(resultType))
+        out.numbers.push_back(double(value->constant));
+      else
+        out.integers.push_back(*value);
+      continue;
+    }
+    std::optional<double> x = a.number(ia), y = b.number(ib);
+    if (!x || !y)
+      unsupported("a run-time size is used in float arithmetic");
+    double value = numeric(*x, *y);
+    if (isFloatType(resultType))
+      out.numbers.push_back(value);
+    else
+      out.integers.push_back(Affine::of(int64_t(value)));
+  }
+  return out;
+}
+
+Constant scalarConstant(ElemType type, double value) {
+  Constant out;
+  out.type = type;
+  if (isFloatType(type))
+    out.numbers = {value};
+  else
+    out.integers = {Affine::of(int64_t(value))};
+  return out;
+}
+
+/// A 1-D integer constant as a list of affine values (Shape results, axes).
+std::vector<Affine> integerList(const Constant &constant,
+                                const std::string &what) {
+  if (constant.isFloat())
+    unsupported(what + " must be integers");
+  return constant.integers;
+}
+
+std::vector<int64_t> fixedList(const Constant &constant,
+                               const std::string &what) {
+  std::vector<int64_t> out;
+  for (const Affine &value : integerList(constant, what)) {
+    if (!value.isConstant())
+      unsupported(what + " must be fixed at import, not " + value.str());
+    out.push_back(value.constant);
+  }
+  return out;
+}
+
+/// A constant whose last two axes are triangular: `inside` on and below
+/// the diagonal (j <= i), `outside` above, the same in every leading slice.
+std::optional<Triangle> asTriangle(const Constant &c) {
+  if (c.shape.size() < 2)
+    return std::nullopt;
+  int64_t rows = c.shape[c.shape.size() - 2], cols = c.shape.back();
+  int64_t count = int64_t(c.size());
+  if (rows < 2 || cols < 2 || count != rows * cols)
+    return std::nullopt;
+  std::optional<double> inside = c.number(0), outside = c.number(1);
+  if (!inside || !outside || *inside == *outside)
+    return std::nullopt;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (c.number(i * cols + j) != (j <= i ? inside : outside))
+        return std::nullopt;
+  Triangle t{c.type, {}, Affine::of(0), *inside, *outside};
+  for (int64_t size : c.shape)
+    t.shape.push_back(Dim::fixed(size));
+  return t;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Operators.
+//===----------------------------------------------------------------------===//
+
+void Importer::importNode(const onnx::NodeProto &each) {
+  const std::string &op = each.op_type();
+  const std::string &domain = each.domain();
+  if (domain == "com.microsoft") {
+    if (op == "MultiHeadAttention")
+      return importMultiHeadAttention(false);
+    if (op == "Attention")
+      return importMultiHeadAttention(true);
+    if (op == "GroupQueryAttention")
+      return importGroupQueryAttention();
+    unsupported("attnc imports the com.microsoft operators Attention, "
+                "MultiHeadAttention and GroupQueryAttention, not " +
+                op);
+  }
+  if (!domain.empty() && domain != "ai.onnx")
+    unsupported("the domain '" + domain +
+                "' is not one attnc knows (it "
+                "imports the default ONNX domain and com.microsoft)");
+  static const std::map<std::string, std::function<void(Importer &)>> table = {
+      {"Add", [](Importer &i) { i.importBinary("add"); }},
+      {"Sub", [](Importer &i) { i.importBinary("sub"); }},
+      {"Mul", [](Importer &i) { i.importBinary("mul"); }},
+      {"Div", [](Importer &i) { i.importBinary("div"); }},
+      {"MatMul", [](Importer &i) { i.importMatMul(); }},
+      {"Gemm", [](Importer &i) { i.importGemm(); }},
+      {"Sqrt", [](Importer &i) { i.importUnary("sqrt"); }},
+      {"Neg", [](Importer &i) { i.importUnary("neg"); }},
+      {"Tanh", [](Importer &i) { i.importUnary("tanh"); }},
+      {"Exp", [](Importer &i) { i.importUnary("exp"); }},
+      {"Identity", [](Importer &i) { i.define(0, i.input(0)); }},
+      {"Pow", [](Importer &i) { i.importPow(); }},
+      {"Softmax", [](Importer &i) { i.importSoftmax(); }},
+      {"Reshape", [](Importer &i) { i.importReshape(); }},
+      {"Transpose", [](Importer &i) { i.importTranspose(); }},
+      {"Unsqueeze", [](Importer &i) { i.importUnsqueeze(); }},
+      {"Squeeze", [](Importer &i) { i.importSqueeze(); }},
+      {"Concat", [](Importer &i) { i.importConcat(); }},
+      {"Split", [](Importer &i) { i.importSplit(); }},
+      {"Slice", [](Importer &i) { i.importSlice(); }},
+      {"Gather", [](Importer &i) { i.importGather(); }},
+      {"Expand", [](Importer &i) { i.importExpand(); }},
+      {"Where", [](Importer &i) { i.importWhere(); }},
+      {"Cast", [](Importer &i) { i.importCast(); }},
+      {"Equal", [](Importer &i) { i.importCompare("Equal"); }},
+      {"Less", [](Importer &i) { i.importCompare("Less"); }},
+      {"Greater", [](Importer &i) { i.importCompare("Greater"); }},
+      {"Not", [](Importer &i) { i.importNot(); }},
+      {"Trilu", [](Importer &i) { i.importTrilu(); }},
+      {"ReduceSum", [](Importer &i) { i.importReduce(false); }},
+      {"ReduceMean", [](Importer &i) { i.importReduce(true); }},
+      {"Range", [](Importer &i) { i.importRange(); }},
+      {"Shape", [](Importer &i) { i.importShape(); }},
+      {"Constant", [](Importer &i) { i.importConstant(); }},
+      {"ConstantOfShape", [](Importer &i) { i.importConstantOfShape(); }},
+      {"Attention", [](Importer &i) { i.importAttention23(); }},
+  };
+  auto found = table.find(op);
+  if (found == table.end())
+    unsupported("attnc cannot import the operator " + op +
+                " (docs/onnx.md lists the ones it can)");
+  found->second(*this);
+}
+
+void Importer::importBinary(const std::string &op) {
+  const Val &a = input(0), &b = input(1);
+  const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
+  std::string out = outputName(0);
+  if (ca && cb) {
+    ElemType type = ca->type;
+    auto integral = [&](const Affine &x,
+                        const Affine &y) -> std::optional<Affine> {
+      if (op == "add")
+        return x + y;
+      if (op == "sub")
+        return x - y;
+      if (op == "mul") {
+        if (y.isConstant())
+          return x.scaled(y.constant);
+        if (x.isConstant())
+          return y.scaled(x.constant);
+        return std::nullopt;
+      }
+      if (x.isConstant() && y.isConstant() && y.constant != 0) {
+        int64_t q = x.constant / y.constant;
+        if ((x.constant % y.constant != 0) &&
+            ((x.constant < 0) != (y.constant < 0)))
+          --q; // ONNX integer Div truncates? numpy floors; exporters use
+               // positive sizes, where both agree.
+        return Affine::of(q);
+      }
+      if (y.isConstant() && y.constant > 0) {
+        Affine q{x.constant / y.constant, {}};
+        for (const auto &[symbol, coefficient] : x.terms) {
+          if (coefficient % y.constant)
+            return std::nullopt;
+          q.terms[symbol] = coefficient / y.constant;
+        }
+        if (x.constant % y.constant)
+          return std::nullopt;
+        return q;
+      }
+      return std::nullopt;
+    };
+    auto numeric = [&](double x, double y) {
+      return op == "add"   ? x + y
+             : op == "sub" ? x - y
+             : op == "mul" ? x * y
+                           : x / y;
+    };
+    return define(0, foldElementwise(*ca, *cb, type, numeric, integral));
+  }
+  // Masks: a triangle combined with a scalar stays a triangle; scores plus
+  // a causal bias are causal_mask(scores).
+  auto scalarOf = [](const Val &v) -> std::optional<double> {
+    if (const auto *c = std::get_if<Constant>(&v))
+      return c->scalar();
+    return std::nullopt;
+  };
+  for (int side = 0; side < 2; ++side) {
+    const auto *t = std::get_if<Triangle>(side == 0 ? &a : &b);
+    if (!t)
+      continue;
+    const Val &other = side == 0 ? b : a;
+    if (std::optional<double> s = scalarOf(other)) {
+      Triangle r = *t;
+      auto apply = [&](double v) {
+        double x = side == 0 ? v : *s, y = side == 0 ? *s : v;
+        return op == "add"   ? x + y
+               : op == "sub" ? x - y
+               : op == "mul" ? x * y
+                             : x / y;
+      };
+      r.inside = apply(t->inside);
+      r.outside = apply(t->outside);
+      return define(0, r);
+    }
+    if (op == "add" && std::holds_alternative<GraphTensor>(other)) {
+      GraphTensor scores = std::get<GraphTensor>(other);
+      if (t->inside == 0 && t->outside <= kMaskingValue &&
+          t->isBottomRightCausal())
+        return define(0, emit(out, "causal_mask", {{"x", scores.name}},
+                              scores.dtype, scores.shape));
+      unsupported("adds a triangular mask that is not attnc's causal mask "
+                  "(0 where j <= i + T - S, at most " +
+                  std::to_string(kMaskingValue) + " elsewhere)");
+    }
+  }
+  // x · c and x / c for a scalar constant c: attnc's scale.
+  if ((op == "mul" || op == "div") && std::holds_alternative<GraphTensor>(a)) {
+    if (std::optional<double> s = scalarOf(b)) {
+      const GraphTensor &x = std::get<GraphTensor>(a);
+      double value = op == "mul" ? *s : 1.0 / *s;
+      return define(0, emit(out, "scale", {{"x", x.name}, {"value", value}},
+                            x.dtype, x.shape));
+    }
+  }
+  if (op == "mul" && std::holds_alternative<GraphTensor>(b))
+    if (std::optional<double> s = scalarOf(a)) {
+      const GraphTensor &x = std::get<GraphTensor>(b);
+      return define(0, emit(out, "scale", {{"x", x.name}, {"value", *s}},
+                            x.dtype, x.shape));
+    }
+  // linear(x, W) + b: the linear's bias.
+  if (op == "add")
+    for (int side = 0; side < 2; ++side) {
+      const auto *x = std::get_if<GraphTensor>(side == 0 ? &a : &b);
+      const auto *c = std::get_if<Constant>(side == 0 ? &b : &a);
+      if (!x || !c || c->shape.size() != 1 || !c->isFloat())
+        continue;
+      auto linear = linears.find(x->name);
+      if (linear == linears.end() || linear->second.bias ||
+          uses[node->input(side)] != 1 ||
+          x->shape.back() != Dim::fixed(c->shape[0]))
+        continue;
+      nodes[linear->second.node]["b"] = materialise(*c).name;
+      linear->second.bias = *c;
+      return define(0, *x);
+    }
+  GraphTensor left = tensorOf(a), right = tensorOf(b);
+  define(0, emitBinary(op, left, right, out));
+}
+
+void Importer::importMatMul() {
+  const Val &a = input(0), &b = input(1);
+  const auto *weight = std::get_if<Constant>(&b);
+  if (std::holds_alternative<GraphTensor>(a) && weight &&
+      weight->shape.size() == 2 && weight->isFloat())
+    return define(0, emitLinear(std::get<GraphTensor>(a), *weight, nullptr,
+                                outputName(0)));
+  define(0, emitMatmul(tensorOf(a), tensorOf(b), outputName(0)));
+}
+
+/// Y = alpha · A' · B' + beta · C with B a constant: a linear.
+void Importer::importGemm() {
+  if (intAttribute("transA", 0))
+    unsupported("transA = 1 is not supported");
+  double alpha = floatAttribute("alpha", 1.0),
+         beta = floatAttribute("beta", 1.0);
+  GraphTensor x = tensorInput(0);
+  Constant w = constantInput(1, "the weight B");
+  if (w.shape.size() != 2 || !w.isFloat())
+    unsupported("the weight B must be a 2-D float constant");
+  if (intAttribute("transB", 0)) {
+    Constant t = w;
+    t.shape = {w.shape[1], w.shape[0]};
+    for (int64_t r = 0; r < w.shape[0]; ++r)
+      for (int64_t c = 0; c < w.shape[1]; ++c)
+        t.numbers[c * w.shape[0] + r] = w.numbers[r * w.shape[1] + c];
+    t.sourceName = w.sourceName.empty() ? "" : w.sourceName + "_kn";
+    w = t;
+  }
+  for (double &value : w.numbers)
+    value *= alpha;
+  std::optional<Constant> bias;
+  if (hasInput(2)) {
+    bias = constantInput(2, "the bias C");
+    if (bias->size() == 1 && w.shape[1] != 1) { // A scalar C broadcasts.
+      bias->numbers.assign(size_t(w.shape[1]), bias->numbers[0]);
+      bias->shape = {w.shape[1]};
+    }
+    if (bias->shape.size() == 2 && bias->shape[0] == 1)
+      bias->shape = {bias->shape[1]};
+    if (bias->shape.size() != 1 || bias->shape[0] != w.shape[1])
+      unsupported("the bias C must be a vector of N values");
+    for (double &value : bias->numbers)
+      value *= beta;
+  }
+  if (alpha != 1.0)
+    w.sourceName.clear();
+  if (bias && beta != 1.0)
+    bias->sourceName.clear();
+  define(0, emitLinear(x, w, bias ? &*bias : nullptr, outputName(0)));
+}
+
+void Importer::importUnary(const std::string &op) {
+  const Val &x = input(0);
+  if (const auto *c = std::get_if<Constant>(&x)) {
+    Constant out = *c;
+    if (!out.isFloat())
+      unsupported(op + " of integers");
+    for (double &value : out.numbers)
+      value = op == "sqrt"   ? std::sqrt(value)
+              : op == "neg"  ? -value
+              : op == "tanh" ? std::tanh(value)
+                             : std::exp(value);
+    out.sourceName.clear();
+    return define(0, out);
+  }
+  GraphTensor t = tensorOf(x);
+  define(0, emit(outputName(0), op, {{"x", t.name}}, t.dtype, t.shape));
+}
+
+/// x^2 (the squared norms of a cosine score, RMS norms) and x^0.5.
+void Importer::importPow() {
+  Constant exponent = constantInput(1, "the exponent");
+  std::optional<double> e = exponent.scalar();
+  const Val &base = input(0);
+  if (const auto *c = std::get_if<Constant>(&base)) {
+    Constant out = foldElementwise(
+        *c, exponent, c->type,
+        [](double x, double y) { return std::pow(x, y); },
+        [](const Affine &, const Affine &) { return std::nullopt; });
+    return define(0, out);
+  }
+  GraphTensor x = tensorOf(base);
+  if (e == 2.0)
+    return define(0, emitBinary("mul", x, x, outputName(0)));
+  if (e == 0.5)
+    return define(
+        0, emit(outputName(0), "sqrt", {{"x", x.name}}, x.dtype, x.shape));
+  if (e == 1.0)
+    return define(0, x);
+  unsupported("Pow with an exponent other than 0.5, 1 or 2");
+}
+
+void Importer::importSoftmax() {
+  GraphTensor x = tensorInput(0);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis =
+      normaliseAxis(intAttribute("axis", opset >= 13 ? -1 : 1), rank, "axis");
+  // Before opset 13 Softmax flattens from `axis` on: the same only when
+  // `axis` is the last one.
+  if (opset < 13 && axis != rank - 1)
+    unsupported("Softmax before opset 13 over axes " + std::to_string(axis) +
+                ".." + std::to_string(rank - 1) +
+                " (flattened) is not "
+                "supported; only the last axis");
+  define(0, emit(outputName(0), "softmax", {{"x", x.name}, {"axis", axis}},
+                 x.dtype, x.shape));
+}
+
+void Importer::importReshape() {
+  const Val &data = input(0);
+  Constant target = constantInput(1, "the target shape");
+  std::vector<Affine> sizes = integerList(target, "the target shape");
+  bool allowZero = intAttribute("allowzero", 0) != 0;
+  Shape inputShape;
+  std::vector<int64_t> constantShape;
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    constantShape = c->shape;
+    for (int64_t size : c->shape)
+      inputShape.push_back(Dim::fixed(size));
+  } else {
+    inputShape = tensorOf(data).shape;
+  }
+  std::vector<std::optional<Dim>> dims;
+  int products = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const Affine &size = sizes[i];
+    if (size == Affine::of(0) && !allowZero) {
+      if (i >= inputShape.size())
+        unsupported("target shape copies axis " + std::to_string(i) +
+                    ", which the input lacks");
+      dims.push_back(inputShape[i]);
+    } else if (size == Affine::of(-1)) {
+      dims.push_back(std::nullopt);
+    } else if (std::optional<Dim> dim = size.asDim()) {
+      dims.push_back(*dim);
+    } else {
+      // B·S and the like: left to inference when it is the only one.
+      dims.push_back(std::nullopt);
+      ++products;
+    }
+  }
+  if (products + std::count(sizes.begin(), sizes.end(), Affine::of(-1)) > 1)
+    unsupported("the target shape has more than one size attnc must infer "
+                "(products of run-time sizes, or -1)");
+  std::string problem;
+  std::optional<Shape> shape = inferReshape(inputShape, dims, problem);
+  if (!shape)
+    unsupported("cannot reshape " + formatShape(inputShape) + ": " + problem);
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    Constant out = *c;
+    out.shape.clear();
+    for (const Dim &dim : *shape) {
+      if (!dim.isFixed())
+        unsupported("a constant reshaped to a run-time size");
+      out.shape.push_back(dim.size);
+    }
+    return define(0, out);
+  }
+  define(0, emitReshape(tensorOf(data), *shape, outputName(0)));
+}
+
+void Importer::importTranspose() {
+  const Val &data = input(0);
+  std::vector<int64_t> perm = intsAttribute("perm");
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    int64_t rank = int64_t(c->shape.size());
+    if (perm.empty())
+      for (int64_t i = rank - 1; i >= 0; --i)
+        perm.push_back(i);
+    std::vector<int64_t> shape, strides = stridesOf(c->shape);
+    for (int64_t axis : perm)
+      shape.push_back(c->shape.at(normaliseAxis(axis, rank, "perm entry")));
+    std::vector<int64_t> outStrides = stridesOf(shape);
+    return define(0, gatherElements(*c, shape, [&](int64_t i) {
+                    int64_t index = 0;
+                    for (int64_t d = 0; d < rank; ++d)
+                      index +=
+                          (i / outStrides[d]) % shape[d] * strides[perm[d]];
+                    return index;
+                  }));
+  }
+  GraphTensor x = tensorOf(data);
+  int64_t rank = int64_t(x.shape.size());
+  if (perm.empty())
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (int64_t(perm.size()) != rank)
+    unsupported("perm has " + std::to_string(perm.size()) +
+                " entries for a tensor of rank " + std::to_string(rank));
+  for (int64_t &axis : perm)
+    axis = normaliseAxis(axis, rank, "perm entry");
+  define(0, emitTranspose(x, perm, outputName(0)));
+}
+
+void Importer::importUnsqueeze() {
+  std::vector<int64_t> axes = opset >= 13 && hasInput(1)
+                                  ? fixedList(constantInput(1, "axes"), "axes")
+                                  : intsAttribute("axes");
+  const Val &data = input(0);
+  auto rankOf = [&]() -> int64_t {
+    if (const auto *c = std::get_if<Constant>(&data))
+      return int64_t(c->shape.size());
+    if (const auto *t = std::get_if<Triangle>(&data))
+      return int64_t(t->shape.size());
+    return int64_t(tensorOf(data).shape.size());
+  };
+  int64_t rank = rankOf() + int64_t(axes.size());
+  for (int64_t &axis : axes)
+    axis = normaliseAxis(axis, rank, "axis");
+  std::sort(axes.begin(), axes.end());
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    Constant out = *c;
+    for (int64_t axis : axes)
+      out.shape.insert(out.shape.begin() + axis, 1);
+    return define(0, out);
+  }
+  if (const auto *t = std::get_if<Triangle>(&data)) {
+    Triangle out = *t;
+    for (int64_t axis : axes) {
+      if (axis >= int64_t(out.shape.size()) - 1)
+        unsupported("an axis inserted among a triangle's last two axes");
+      out.shape.insert(out.shape.begin() + axis, Dim::fixed(1));
+    }
+    return define(0, out);
+  }
+  GraphTensor x = tensorOf(data);
+  for (size_t i = 0; i < axes.size(); ++i)
+    x = emitUnsqueeze(x, axes[i],
+                      i + 1 == axes.size()
+                          ? outputName(0)
+                          : outputName(0) + "_" + std::to_string(i));
+  define(0, x);
+}
+
+void Importer::importSqueeze() {
+  std::vector<int64_t> axes = opset >= 13 && hasInput(1)
+                                  ? fixedList(constantInput(1, "axes"), "axes")
+                                  : intsAttribute("axes");
+  const Val &data = input(0);
+  auto squeeze = [&](auto shape, auto isOne) {
+    int64_t rank = int64_t(shape.size());
+    std::set<int64_t> drop;
+    for (int64_t axis : axes)
+      drop.insert(normaliseAxis(axis, rank, "axis"));
+    decltype(shape) out;
+    for (int64_t d = 0; d < rank; ++d) {
+      bool dropped = axes.empty() ? isOne(shape[d]) : drop.count(d) > 0;
+      if (dropped && !isOne(shape[d]))
+        unsupported("cannot squeeze axis " + std::to_string(d) +
+                    ", whose size is not 1");
+      if (!dropped)
+        out.push_back(shape[d]);
+    }
+    return out;
+  };
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    Constant out = *c;
+    out.shape = squeeze(c->shape, [](int64_t size) { return size == 1; });
+    return define(0, out);
+  }
+  GraphTensor x = tensorOf(data);
+  Shape shape = squeeze(x.shape, [](const Dim &dim) { return dim.isOne(); });
+  define(0, emitReshape(x, shape, outputName(0)));
+}
+
+void Importer::importConcat() {
+  int64_t axisAttribute = intAttribute("axis", 0);
+  bool allConstant = true;
+  for (int i = 0; i < node->input_size(); ++i)
+    allConstant &= std::holds_alternative<Constant>(input(i));
+  if (allConstant) {
+    std::vector<Constant> parts;
+    for (int i = 0; i < node->input_size(); ++i)
+      parts.push_back(std::get<Constant>(input(i)));
+    int64_t rank = int64_t(parts[0].shape.size());
+    int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
+    std::vector<int64_t> shape = parts[0].shape;
+    shape[axis] = 0;
+    for (const Constant &part : parts) {
+      if (int64_t(part.shape.size()) != rank ||
+          part.isFloat() != parts[0].isFloat())
+        unsupported("concatenated constants differ in rank or type");
+      shape[axis] += part.shape[axis];
+    }
+    Constant out;
+    out.type = parts[0].type;
+    out.shape = shape;
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= shape[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= shape[d];
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Constant &part : parts) {
+        int64_t block = part.shape[axis] * inner;
+        for (int64_t e = 0; e < block; ++e) {
+          if (out.isFloat())
+            out.numbers.push_back(part.numbers[o * block + e]);
+          else
+            out.integers.push_back(part.integers[o * block + e]);
+        }
+      }
+    return define(0, out);
+  }
+  std::vector<GraphTensor> parts;
+  for (int i = 0; i < node->input_size(); ++i)
+    parts.push_back(tensorInput(i));
+  int64_t rank = int64_t(parts[0].shape.size());
+  int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
+  Shape shape = parts[0].shape;
+  Affine total = Affine::of(0);
+  json names = json::array();
+  for (const GraphTensor &part : parts) {
+    total = total + Affine::of(part.shape[axis]);
+    names.push_back(part.name);
+  }
+  std::optional<Dim> size = total.asDim();
+  if (!size)
+    unsupported("the concatenated size " + total.str() +
+                " is a sum of run-time sizes, which attnc cannot name");
+  shape[axis] = *size;
+  define(0, emit(outputName(0), "concat", {{"inputs", names}, {"axis", axis}},
+                 parts[0].dtype, shape));
+}
+
+/// Split of constants folds; Split of linear(x, W) + b along the features
+/// becomes one linear per part (the weights split at import).
+void Importer::importSplit() {
+  const Val &data = input(0);
+  int64_t axisAttribute = intAttribute("axis", 0);
+  std::vector<int64_t> sizes =
+      opset >= 13 && hasInput(1) ? fixedList(constantInput(1, "split"), "split")
+                                 : intsAttribute("split");
+  int outputs = node->output_size();
+  auto evenSizes = [&](int64_t total) {
+    if (!sizes.empty())
+      return;
+    int64_t chunk = (total + outputs - 1) / outputs;
+    for (int i = 0; i < outputs; ++i)
+      sizes.push_back(std::min(chunk, total - chunk * i));
+  };
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    int64_t rank = int64_t(c->shape.size());
+    int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
+    evenSizes(c->shape[axis]);
+    std::vector<int64_t> strides = stridesOf(c->shape);
+    int64_t start = 0;
+    for (int i = 0; i < outputs; ++i) {
+      std::vector<int64_t> shape = c->shape;
+      shape[axis] = sizes.at(i);
+      std::vector<int64_t> outStrides = stridesOf(shape);
+      define(i, gatherElements(*c, shape, [&](int64_t index) {
+               int64_t from = 0;
+               for (int64_t d = 0; d < rank; ++d) {
+                 int64_t coordinate = (index / outStrides[d]) % shape[d];
+                 from += (coordinate + (d == axis ? start : 0)) * strides[d];
+               }
+               return from;
+             }));
+      start += sizes[i];
+    }
+    return;
+  }
+  GraphTensor x = tensorOf(data);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
+  auto linear = linears.find(x.name);
+  if (axis != rank - 1 || linear == linears.end() || uses[node->input(0)] != 1)
+    unsupported("Split of a computed tensor is supported only for the "
+                "features of a projection (MatMul with a constant weight, "
+                "then Add of a constant bias), which is split into one "
+                "projection per part");
+  Projection projection = linear->second;
+  int64_t N = projection.weight.shape[0], K = projection.weight.shape[1];
+  evenSizes(N);
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size;
+  if (total != N || int64_t(sizes.size()) != outputs)
+    unsupported("split sizes do not add up to the " + std::to_string(N) +
+                " features");
+  // The whole projection's node and weights give way to one per part; the
+  // first part takes the node's place.
+  size_t place = projection.node;
+  std::string weightName = nodes[place]["w"], biasName;
+  dropInput(weightName);
+  if (nodes[place].contains("b")) {
+    biasName = nodes[place]["b"];
+    dropInput(biasName);
+  }
+  int64_t start = 0;
+  for (int i = 0; i < outputs; ++i) {
+    Constant part;
+    part.shape = {K, sizes[i]};
+    part.numbers.resize(size_t(K * sizes[i]));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < sizes[i]; ++n)
+        part.numbers[k * sizes[i] + n] =
+            projection.weight.numbers[(start + n) * K + k];
+    std::optional<Constant> bias;
+    if (projection.bias) {
+      bias = Constant{};
+      bias->shape = {sizes[i]};
+      bias->sourceName = biasName + "_" + std::to_string(i);
+      bias->numbers.assign(projection.bias->numbers.begin() + start,
+                           projection.bias->numbers.begin() + start + sizes[i]);
+    }
+    GraphTensor part_ =
+        emitLinear(projection.input, part, bias ? &*bias : nullptr,
+                   outputName(i), weightName + "_" + std::to_string(i));
+    if (i == 0) { // Into the whole projection's place.
+      nodes[place] = nodes.back();
+      nodes.erase(nodes.end() - 1);
+      linears[part_.name].node = place;
+    }
+    define(i, part_);
+    start += sizes[i];
+  }
+}
+
+void Importer::importSlice() {
+  Val data = input(0);
+  std::vector<Affine> starts, ends;
+  std::vector<int64_t> axes, steps;
+  if (opset >= 10) {
+    starts = integerList(constantInput(1, "starts"), "starts");
+    ends = integerList(constantInput(2, "ends"), "ends");
+    if (hasInput(3))
+      axes = fixedList(constantInput(3, "axes"), "axes");
+    if (hasInput(4))
+      steps = fixedList(constantInput(4, "steps"), "steps");
+  } else {
+    for (int64_t v : intsAttribute("starts"))
+      starts.push_back(Affine::of(v));
+    for (int64_t v : intsAttribute("ends"))
+      ends.push_back(Affine::of(v));
+    axes = intsAttribute("axes");
+  }
+  if (starts.size() != ends.size())
+    unsupported("starts and ends differ in length");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i)
+      axes.push_back(int64_t(i));
+  for (int64_t step : steps)
+    if (step != 1)
+      unsupported("slices with a step other than 1");
+
+  // One axis's range [start, end) clamped to its size, affine.
+  auto range = [&](size_t i, const Affine &size) {
+    auto clamp = [&](Affine value) {
+      if (value.isConstant() && size.isConstant()) {
+        int64_t v = value.constant, n = size.constant;
+        if (v < 0)
+          v += n;
+        return Affine::of(std::clamp<int64_t>(v, 0, n));
+      }
+      // Past-the-end sentinels (INT64_MAX) mean the whole axis.
+      if (value.isConstant() && value.constant >= (int64_t(1) << 40))
+        return size;
+      if (value.isConstant() && value.constant < 0)
+        return size + value;
+      return value;
+    };
+    return std::pair{clamp(starts[i]), clamp(ends[i])};
+  };
+
+  // A triangular buffer sliced by run-time sizes: the causal mask.
+  bool symbolic = false;
+  for (size_t i = 0; i < starts.size(); ++i)
+    symbolic |= !starts[i].isConstant() || !ends[i].isConstant();
+  if (const auto *c = std::get_if<Constant>(&data); c && symbolic)
+    if (std::optional<Triangle> triangle = asTriangle(*c))
+      data = *triangle;
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    int64_t rank = int64_t(c->shape.size());
+    std::vector<int64_t> begin(rank, 0), shape = c->shape;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = normaliseAxis(axes[i], rank, "axis");
+      auto [s, e] = range(i, Affine::of(c->shape[axis]));
+      if (!s.isConstant() || !e.isConstant())
+        unsupported("slices a constant by run-time sizes");
+      begin[axis] = s.constant;
+      shape[axis] = std::max<int64_t>(0, e.constant - s.constant);
+    }
+    std::vector<int64_t> strides = stridesOf(c->shape),
+                         outStrides = stridesOf(shape);
+    return define(0, gatherElements(*c, shape, [&](int64_t index) {
+                    int64_t from = 0;
+                    for (int64_t d = 0; d < rank; ++d)
+                      from += ((index / outStrides[d]) % shape[d] + begin[d]) *
+                              strides[d];
+                    return from;
+                  }));
+  }
+  if (const auto *t = std::get_if<Triangle>(&data)) {
+    Triangle out = *t;
+    int64_t rank = int64_t(t->shape.size());
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = normaliseAxis(axes[i], rank, "axis");
+      auto [s, e] = range(i, Affine::of(t->shape[axis]));
+      std::optional<Dim> size = (e - s).asDim();
+      if (!size)
+        unsupported("the slice's size " + (e - s).str() +
+                    " is not a fixed size or one run-time size");
+      if (axis == rank - 2)
+        out.offset = out.offset + s; // Row i of the slice is row i + s.
+      else if (axis == rank - 1)
+        out.offset = out.offset - s;
+      else if (!(s == Affine::of(0)) || !(*size == t->shape[axis]))
+        unsupported("slices a leading axis of a triangular mask");
+      out.shape[axis] = *size;
+    }
+    return define(0, out);
+  }
+  unsupported("Slice of a computed tensor is not supported yet");
+}
+
+void Importer::importGather() {
+  const Val &data = input(0);
+  Constant indices = constantInput(1, "the indices");
+  const auto *c = std::get_if<Constant>(&data);
+  if (!c)
+    unsupported("Gather from a computed tensor is not supported (only from "
+                "constants and shapes)");
+  int64_t rank = int64_t(c->shape.size());
+  int64_t axis = normaliseAxis(intAttribute("axis", 0), rank, "axis");
+  std::vector<int64_t> picks = fixedList(indices, "indices");
+  for (int64_t &pick : picks) {
+    if (pick < -c->shape[axis] || pick >= c->shape[axis])
+      unsupported("index " + std::to_string(pick) + " is out of range");
+    if (pick < 0)
+      pick += c->shape[axis];
+  }
+  std::vector<int64_t> shape(c->shape.begin(), c->shape.begin() + axis);
+  shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+  shape.insert(shape.end(), c->shape.begin() + axis + 1, c->shape.end());
+  int64_t inner = 1;
+  for (int64_t d = axis + 1; d < rank; ++d)
+    inner *= c->shape[d];
+  int64_t count = int64_t(picks.size());
+  define(0, gatherElements(*c, shape, [&](int64_t i) {
+           int64_t innerIndex = i % inner, rest = i / inner;
+           int64_t pick = picks[rest % count], outer = rest / count;
+           return (outer * c->shape[axis] + pick) * inner + innerIndex;
+         }));
+}
+
+void Importer::importExpand() {
+  const Val &data = input(0);
+  std::vector<Affine> target =
+      integerList(constantInput(1, "the shape"), "shape");
+  if (const auto *t = std::get_if<Triangle>(&data)) {
+    // A mask broadcasts anyway where it is used.
+    (void)target;
+    return define(0, *t);
+  }
+  // An axis of size 1 expanded to a run-time size is left to the consumer's
+  // broadcasting (a batched MatMul, an elementwise op): attnc cannot
+  // materialise a tensor whose size it does not know.
+  bool runtimeTarget = false;
+  for (const Affine &size : target)
+    runtimeTarget |= !size.isConstant();
+  if (const auto *c = std::get_if<Constant>(&data)) {
+    if (runtimeTarget) {
+      for (size_t i = 0; i < target.size(); ++i) {
+        int64_t offset = int64_t(target.size()) - int64_t(c->shape.size());
+        int64_t from = int64_t(i) >= offset ? c->shape[i - offset] : 1;
+        if (!target[i].isConstant() && from != 1)
+          unsupported("expands a constant axis of size " +
+                      std::to_string(from) + " to " + target[i].str());
+      }
+      if (target.size() > c->shape.size()) {
+        Constant out = *c;
+        out.shape.insert(out.shape.begin(), target.size() - c->shape.size(), 1);
+        return define(0, out);
+      }
+      return define(0, *c);
+    }
+    std::vector<int64_t> shape;
+    for (const Affine &size : target)
+      shape.push_back(size.constant);
+    shape = broadcastStatic(c->shape, shape);
+    return define(0, gatherElements(*c, shape, [&](int64_t i) {
+                    return broadcastIndex(c->shape, shape, i);
+                  }));
+  }
+  // repeat_kv's Expand of [B, Hkv, 1, S, D] to [B, Hkv, G, S, D] and the
+  // Reshape after it: attnc's repeat.
+  GraphTensor x = tensorOf(data);
+  Shape shape;
+  size_t rank = std::max(x.shape.size(), target.size());
+  int64_t expandedAxis = -1, times = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    Dim from = i + x.shape.size() >= rank ? x.shape[i + x.shape.size() - rank]
+                                          : Dim::fixed(1);
+    std::optional<Dim> to = i + target.size() >= rank
+                                ? target[i + target.size() - rank].asDim()
+                                : Dim::fixed(1);
+    if (!to)
+      unsupported("the target size " + target[i].str() + " is not a size");
+    if (to->isOne() || *to == from || (from.isOne() && !to->isFixed())) {
+      shape.push_back(from); // Run-time sizes: see above.
+    } else if (from.isOne() && to->isFixed() && expandedAxis < 0) {
+      expandedAxis = int64_t(i);
+      times = to->size;
+      shape.push_back(*to);
+    } else {
+      unsupported("Expand of a computed tensor along more than one axis, or "
+                  "to a run-time size");
+    }
+  }
+  if (rank != x.shape.size())
+    unsupported("Expand that adds axes to a computed tensor");
+  if (expandedAxis < 0)
+    return define(0, x);
+  define(0, emit(outputName(0), "repeat",
+                 {{"x", x.name}, {"axis", expandedAxis}, {"times", times}},
+                 x.dtype, shape));
+}
+
+void Importer::importWhere() {
+  const Val &condition = input(0), &a = input(1), &b = input(2);
+  auto scalarOf = [](const Val &v) -> std::optional<double> {
+    if (const auto *c = std::get_if<Constant>(&v))
+      return c->scalar();
+    return std::nullopt;
+  };
+  if (const auto *t = std::get_if<Triangle>(&condition)) {
+    bool keepInside = t->inside != 0 && t->outside == 0;
+    if (!keepInside && !(t->inside == 0 && t->outside != 0))
+      unsupported("the condition is not a boolean triangle");
+    std::optional<double> sa = scalarOf(a), sb = scalarOf(b);
+    if (sa && sb) {
+      Triangle out = *t;
+      out.type = std::get<Constant>(a).type;
+      out.inside = keepInside ? *sa : *sb;
+      out.outside = keepInside ? *sb : *sa;
+      return define(0, out);
+    }
+    // Where(keep, scores, very negative): causal_mask(scores).
+    const Val &kept = keepInside ? a : b;
+    std::optional<double> fill = keepInside ? sb : sa;
+    if (std::holds_alternative<GraphTensor>(kept) && fill &&
+        *fill <= kMaskingValue && t->isBottomRightCausal()) {
+      GraphTensor scores = std::get<GraphTensor>(kept);
+      return define(0, emit(outputName(0), "causal_mask", {{"x", scores.name}},
+                            scores.dtype, scores.shape));
+    }
+    unsupported("a triangular condition that is not attnc's causal mask "
+                "(keep j <= i + T - S, fill at most " +
+                std::to_string(kMaskingValue) + ")");
+  }
+  const auto *cc = std::get_if<Constant>(&condition);
+  const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
+  if (cc && ca && cb) {
+    Constant out;
+    out.type = ca->type;
+    out.shape =
+        broadcastStatic(broadcastStatic(cc->shape, ca->shape), cb->shape);
+    int64_t count = elementCount(out.shape);
+    for (int64_t i = 0; i < count; ++i) {
+      std::optional<double> keep =
+          cc->number(broadcastIndex(cc->shape, out.shape, i));
+      if (!keep)
+        unsupported("a condition computed from run-time sizes");
+      const Constant &from = *keep != 0 ? *ca : *cb;
+      int64_t index = broadcastIndex(from.shape, out.shape, i);
+      if (out.isFloat())
+        out.numbers.push_back(*from.number(index));
+      else
+        out.integers.push_back(from.integers[index]);
+    }
+    return define(0, out);
+  }
+  unsupported("Where on computed tensors is supported for causal masks "
+              "only (a triangular condition)");
+}
+
+void Importer::importCast() {
+  ElemType to = ElemType(intAttribute("to", onnx::TensorProto::FLOAT));
+  const Val &x = input(0);
+  if (const auto *c = std::get_if<Constant>(&x)) {
+    Constant out = *c;
+    out.type = to;
+    out.sourceName.clear();
+    if (c->isFloat() && !isFloatType(to)) {
+      out.numbers.clear();
+      for (double value : c->numbers)
+        out.integers.push_back(Affine::of(
+            to == onnx::TensorProto::BOOL ? value != 0 : int64_t(value)));
+    } else if (!c->isFloat() && isFloatType(to)) {
+      out.integers.clear();
+      for (const Affine &value : c->integers) {
+        if (!value.isConstant())
+          unsupported("a run-time size cast to a float");
+        out.numbers.push_back(double(value.constant));
+      }
+    } else if (to == onnx::TensorProto::BOOL) {
+      for (Affine &value : out.integers)
+        if (value.isConstant())
+          value = Affine::of(value.constant != 0);
+    }
+    return define(0, out);
+  }
+  if (const auto *t = std::get_if<Triangle>(&x)) {
+    Triangle out = *t;
+    out.type = to;
+    if (to == onnx::TensorProto::BOOL) {
+      out.inside = out.inside != 0;
+      out.outside = out.outside != 0;
+    }
+    return define(0, out);
+  }
+  GraphTensor t = tensorOf(x);
+  DType dtype = graphDType(to, "the cast's result");
+  if (dtype != t.dtype)
+    t = retype(t, dtype);
+  define(0, t);
+}
+
+void Importer::importCompare(const std::string &op) {
+  const Val &a = input(0), &b = input(1);
+  auto compare = [&](double x, double y) -> double {
+    return op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
+  };
+  if (const auto *t = std::get_if<Triangle>(&a))
+    if (const auto *c = std::get_if<Constant>(&b); c && c->scalar()) {
+      Triangle out = *t;
+      out.type = onnx::TensorProto::BOOL;
+      out.inside = compare(t->inside, *c->scalar());
+      out.outside = compare(t->outside, *c->scalar());
+      return define(0, out);
+    }
+  const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
+  if (!ca || !cb)
+    unsupported(op + " on computed tensors is not supported yet (only on "
+                     "constants, shapes and masks)");
+  define(0, foldElementwise(
+                *ca, *cb, onnx::TensorProto::BOOL, compare,
+                [&](const Affine &x, const Affine &y) -> std::optional<Affine> {
+                  // The sign of x - y decides all three comparisons.
+                  std::optional<int> sign = (x - y).sign();
+                  if (!sign)
+                    return std::nullopt;
+                  return Affine::of(int64_t(compare(double(*sign), 0.0)));
+                }));
+}
+
+void Importer::importNot() {
+  const Val &x = input(0);
+  if (const auto *t = std::get_if<Triangle>(&x)) {
+    Triangle out = *t;
+    out.inside = t->inside == 0;
+    out.outside = t->outside == 0;
+    return define(0, out);
+  }
+  const auto *c = std::get_if<Constant>(&x);
+  if (!c)
+    unsupported("Not of a computed tensor is not supported yet");
+  Constant out = *c;
+  for (Affine &value : out.integers)
+    value = Affine::of(value.isConstant() && value.constant == 0);
+  define(0, out);
+}
+
+/// Trilu keeps j <= i + k (lower) or j >= i + k (upper) and zeroes the rest.
+void Importer::importTrilu() {
+  bool upper = intAttribute("upper", 1) != 0;
+  Affine k = Affine::of(0);
+  if (hasInput(1)) {
+    std::vector<Affine> list = integerList(constantInput(1, "k"), "k");
+    if (list.size() != 1)
+      unsupported("k must be one integer");
+    k = list[0];
+  }
+  const Val &x = input(0);
+  ElemType type;
+  Shape shape;
+  double value;
+  if (const auto *f = std::get_if<Fill>(&x)) {
+    type = f->type;
+    shape = f->shape;
+    value = f->value;
+  } else if (const auto *c = std::get_if<Constant>(&x);
+             c && c->size() > 0 && c->shape.size() >= 2) {
+    // A constant of one value everywhere.
+    std::optional<double> first = c->number(0);
+    for (int64_t i = 0; first && i < c->size(); ++i)
+      if (c->number(i) != first)
+        first.reset();
+    if (!first || !k.isConstant())
+      unsupported("Trilu of a constant that is not one value everywhere");
+    type = c->type;
+    for (int64_t size : c->shape)
+      shape.push_back(Dim::fixed(size));
+    value = *first;
+  } else {
+    unsupported("Trilu of a computed tensor is not supported (only of "
+                "constants, to build masks)");
+  }
+  if (shape.size() < 2)
+    unsupported("Trilu needs rank >= 2");
+  // upper: value where j >= i + k, i.e. outside of j <= i + k - 1.
+  Triangle t{type, shape, upper ? k - Affine::of(1) : k, upper ? 0.0 : value,
+             upper ? value : 0.0};
+  define(0, t);
+}
+
+void Importer::importReduce(bool mean) {
+  std::vector<int64_t> axes =
+      opset >= 18 || (!mean && opset >= 13)
+          ? (hasInput(1) ? fixedList(constantInput(1, "axes"), "axes")
+                         : std::vector<int64_t>{})
+          : intsAttribute("axes");
+  bool keepdims = intAttribute("keepdims", 1) != 0;
+  GraphTensor x = tensorInput(0);
+  int64_t rank = int64_t(x.shape.size());
+  if (axes.size() != 1)
+    unsupported("reductions over more or less than one axis are not "
+                "supported");
+  int64_t axis = normaliseAxis(axes[0], rank, "axis");
+  Shape shape = x.shape;
+  if (keepdims)
+    shape[axis] = Dim::fixed(1);
+  else
+    shape.erase(shape.begin() + axis);
+  std::string out = outputName(0);
+  GraphTensor sum = emit(
+      mean ? out + "_sum" : out, "reduce_sum",
+      {{"x", x.name}, {"axis", axis}, {"keepdims", keepdims}}, x.dtype, shape);
+  if (!mean)
+    return define(0, sum);
+  if (!x.shape[axis].isFixed())
+    unsupported("ReduceMean over a run-time size is not supported");
+  define(0, emit(out, "scale",
+                 {{"x", sum.name}, {"value", 1.0 / double(x.shape[axis].size)}},
+                 x.dtype, shape));
+}
+
+void Importer::importRange() {
+  Constant start = constantInput(0, "start"), limit = constantInput(1, "limit"),
+           delta = constantInput(2, "delta");
+  std::optional<double> s = start.scalar(), l = limit.scalar(),
+                        d = delta.scalar();
+  if (!s || !l || !d)
+    unsupported("Range over a run-time size is not supported yet (its "
+                "length would be a run-time size)");
+  if (*d == 0)
+    unsupported("Range with delta 0");
+  int64_t count = std::max<int64_t>(0, int64_t(std::ceil((*l - *s) / *d)));
+  Constant out;
+  out.type = start.type;
+  out.shape = {count};
+  elementCount(out.shape);
+  for (int64_t i = 0; i < count; ++i) {
+    double value = *s + double(i) * *d;
+    if (out.isFloat())
+      out.numbers.push_back(value);
+    else
+      out.integers.push_back(Affine::of(int64_t(value)));
+  }
+  define(0, out);
+}
+
+void Importer::importShape() {
+  const Val &x = input(0);
+  Shape shape;
+  if (const auto *c = std::get_if<Constant>(&x))
+    for (int64_t size : c->shape)
+      shape.push_back(Dim::fixed(size));
+  else if (const auto *t = std::get_if<Triangle>(&x))
+    shape = t->shape;
+  else if (const auto *f = std::get_if<Fill>(&x))
+    shape = f->shape;
+  else
+    shape = std::get<GraphTensor>(x).shape;
+  int64_t rank = int64_t(shape.size());
+  int64_t start = intAttribute("start", 0), end = intAttribute("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  Constant out;
+  out.type = onnx::TensorProto::INT64;
+  for (int64_t d = start; d < end; ++d)
+    out.integers.push_back(Affine::of(shape[d]));
+  out.shape = {int64_t(out.integers.size())};
+  define(0, out);
+}
+
+void Importer::importConstant() {
+  const onnx::AttributeProto *a = nullptr;
+  for (const onnx::AttributeProto &each : node->attribute())
+    a = &each;
+  if (!a)
+    unsupported("a Constant without a value");
+  Constant out;
+  if (a->name() == "value") {
+    out = tensors.read(a->t());
+  } else if (a->name() == "value_float") {
+    out = scalarConstant(onnx::TensorProto::FLOAT, a->f());
+  } else if (a->name() == "value_int") {
+    out = scalarConstant(onnx::TensorProto::INT64, double(a->i()));
+    out.integers = {Affine::of(a->i())};
+  } else if (a->name() == "value_floats" || a->name() == "value_ints") {
+    bool floats = a->name() == "value_floats";
+    out.type = floats ? onnx::TensorProto::FLOAT : onnx::TensorProto::INT64;
+    if (floats)
+      out.numbers.assign(a->floats().begin(), a->floats().end());
+    else
+      for (int64_t v : a->ints())
+        out.integers.push_back(Affine::of(v));
+    out.shape = {int64_t(floats ? out.numbers.size() : out.integers.size())};
+  } else {
+    unsupported("a Constant given as " + a->name() + " is not supported");
+  }
+  out.sourceName.clear();
+  define(0, out);
+}
+
+void Importer::importConstantOfShape() {
+  std::vector<Affine> sizes =
+      integerList(constantInput(0, "the shape"), "the shape");
+  Constant value = scalarConstant(onnx::TensorProto::FLOAT, 0.0);
+  if (const onnx::AttributeProto *a = attribute("value"))
+    value = tensors.read(a->t());
+  std::optional<double> fill = value.scalar();
+  if (!fill)
+    unsupported("value must hold one element");
+  Shape shape;
+  std::vector<int64_t> fixed;
+  bool symbolic = false;
+  for (const Affine &size : sizes) {
+    std::optional<Dim> dim = size.asDim();
+    if (!dim)
+      unsupported("the size " + size.str() +
+                  " is not a fixed size or one "
+                  "run-time size");
+    shape.push_back(*dim);
+    symbolic |= !dim->isFixed();
+    fixed.push_back(dim->size);
+  }
+  if (symbolic)
+    return define(0, Fill{value.type, shape, *fill});
+  Constant out;
+  out.type = value.type;
+  out.shape = fixed;
+  int64_t count = elementCount(fixed);
+  if (out.isFloat())
+    out.numbers.assign(size_t(count), *fill);
+  else
+    out.integers.assign(size_t(count), Affine::of(int64_t(*fill)));
+  define(0, out);
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention operators.
+//===----------------------------------------------------------------------===//
+
+GraphTensor Importer::emitAttention(const GraphTensor &q, const GraphTensor &k,
+                                    const GraphTensor &v, json fields,
+                                    const std::string &onnxName) {
+  fields["q"] = q.name;
+  fields["k"] = k.name;
+  fields["v"] = v.name;
+  Shape shape = q.shape;
+  shape.back() = v.shape.back();
+  return emit(onnxName, "attention", fields, q.dtype, shape);
+}
+
+/// A key padding mask input [B, T] (1 = attend) as a bool [B, 1, 1, T]
+/// tensor mask, or a [B] input of key lengths.
+json Importer::paddingMask(int index, const Dim &batch, const Dim &keys) {
+  const std::string &name = node->input(index);
+  GraphTensor declared = tensorInput(index);
+  if (declared.shape.size() == 1 && declared.dtype == DType::I32)
+    return {{"kind", "key_length"}, {"input", declared.name}};
+  if (declared.shape.size() != 2 || declared.shape[0] != batch ||
+      declared.shape[1] != keys)
+    unsupported("the key padding mask must be [batch, keys] or [batch]");
+  // The model's 0/1 integers are read as bools (`attnc run` converts them).
+  GraphTensor mask =
+      declared.dtype == DType::Bool ? declared : retype(declared, DType::Bool);
+  mask = emitUnsqueeze(mask, 1, name + "_heads");
+  mask = emitUnsqueeze(mask, 1, name + "_rows");
+  return {{"kind", "tensor"}, {"input", mask.name}};
+}
+
+/// com.microsoft MultiHeadAttention (q, k, v [B, S, H·D] projected) and
+/// Attention (x [B, S, E] with packed Q/K/V weights [E, 3E] and bias).
+void Importer::importMultiHeadAttention(bool packedWeights) {
+  int64_t heads = intAttribute("num_heads", 0);
+  if (heads <= 0)
+    unsupported("num_heads must be > 0");
+  if (intAttribute("past_present_share_buffer", 0))
+    unsupported("past/present key-value caches are not supported");
+  std::string out = outputName(0);
+  GraphTensor q, k, v;
+  int maskIndex;
+  if (packedWeights) {
+    GraphTensor x = tensorInput(0);
+    Constant w = constantInput(1, "the packed weights");
+    if (w.shape.size() != 2 || w.shape[1] % 3 != 0 || !w.isFloat())
+      unsupported("the weights must be a [E, 3E] float constant");
+    if (!intsAttribute("qkv_hidden_sizes").empty())
+      unsupported("qkv_hidden_sizes is not supported");
+    std::optional<Constant> bias;
+    if (hasInput(2))
+      bias = constantInput(2, "the packed bias");
+    int64_t E = w.shape[0], N = w.shape[1] / 3;
+    GraphTensor parts[3];
+    for (int p = 0; p < 3; ++p) {
+      Constant part;
+      part.shape = {E, N};
+      for (int64_t r = 0; r < E; ++r)
+        for (int64_t c = 0; c < N; ++c)
+          part.numbers.push_back(w.numbers[r * 3 * N + p * N + c]);
+      std::optional<Constant> partBias;
+      if (bias) {
+        partBias = Constant{};
+        partBias->shape = {N};
+        partBias->numbers.assign(bias->numbers.begin() + p * N,
+                                 bias->numbers.begin() + (p + 1) * N);
+      }
+      parts[p] = emitLinear(x, part, partBias ? &*partBias : nullptr,
+                            out + "_" + "qkv"[p]);
+    }
+    q = parts[0];
+    k = parts[1];
+    v = parts[2];
+    maskIndex = 3;
+    if (hasInput(4) || hasInput(5))
+      unsupported("past state and attention bias inputs are not supported");
+  } else {
+    q = tensorInput(0);
+    if (!hasInput(1) || !hasInput(2))
+      unsupported("key and value must be given (packed QKV is not supported)");
+    k = tensorInput(1);
+    v = tensorInput(2);
+    if (hasInput(3))
+      unsupported("the bias input is not supported");
+    maskIndex = 4;
+    for (int i = 5; i < node->input_size(); ++i)
+      if (hasInput(i))
+        unsupported("inputs past key_padding_mask (attention bias, past "
+                    "state) are not supported");
+  }
+  for (const GraphTensor *t : {&q, &k, &v})
+    if (t->shape.size() != 3 || !t->shape[2].isFixed() ||
+        t->shape[2].size % heads != 0)
+      unsupported("q, k and v must be [batch, length, heads·dim] with a "
+                  "fixed hidden size divisible by num_heads");
+  auto split = [&](const GraphTensor &t, const std::string &suffix) {
+    Shape shape = {t.shape[0], t.shape[1], Dim::fixed(heads),
+                   Dim::fixed(t.shape[2].size / heads)};
+    return emitReshape(t, shape, out + suffix);
+  };
+  json fields = {{"layout", "bshd"}};
+  if (const onnx::AttributeProto *scale = attribute("scale");
+      scale && scale->f() != 0)
+    fields["scale"] = scale->f();
+  json masks = json::array();
+  if (intAttribute("unidirectional", 0))
+    masks.push_back({{"kind", "causal"}});
+  if (hasInput(maskIndex))
+    masks.push_back(paddingMask(maskIndex, q.shape[0], k.shape[1]));
+  if (!masks.empty())
+    fields["mask"] = masks;
+  GraphTensor o = emitAttention(split(q, "_q4"), split(k, "_k4"),
+                                split(v, "_v4"), fields, out + "_heads");
+  Shape merged = {o.shape[0], o.shape[1], Dim::fixed(v.shape[2].size)};
+  define(0, emitReshape(o, merged, out));
+}
+
+/// com.microsoft GroupQueryAttention without a past: q [B, S, Hq·D], k/v
+/// [B, S, Hkv·D], causal, keys past seqlens_k[b] + 1 dropped.
+void Importer::importGroupQueryAttention() {
+  int64_t heads = intAttribute("num_heads", 0),
+          kvHeads = intAttribute("kv_num_heads", 0);
+  if (heads <= 0 || kvHeads <= 0 || heads % kvHeads)
+    unsupported("num_heads and kv_num_heads must be > 0, num_heads a "
+                "multiple of kv_num_heads");
+  if (hasInput(3) || hasInput(4))
+    unsupported("past key/value inputs are not supported (prefill only)");
+  if (intAttribute("do_rotary", 0))
+    unsupported("do_rotary is not supported");
+  if (intAttribute("smooth_softmax", 0))
+    unsupported("smooth_softmax is not supported");
+  if (intAttribute("local_window_size", -1) > 0)
+    unsupported("local_window_size is not supported");
+  for (int i = 7; i < node->input_size(); ++i)
+    if (hasInput(i))
+      unsupported("inputs past total_sequence_length (rotary caches, "
+                  "position ids, attention bias) are not supported");
+  for (int i = 1; i < node->output_size(); ++i)
+    if (uses[outputName(i)] > 0)
+      unsupported("the present_key/present_value outputs are read; attnc "
+                  "computes only the attention output");
+  if (!hasInput(1) || !hasInput(2) || !hasInput(5))
+    unsupported("key, value and seqlens_k must be given (packed QKV is not "
+                "supported)");
+  std::string out = outputName(0);
+  GraphTensor q = tensorInput(0), k = tensorInput(1), v = tensorInput(2);
+  auto split = [&](const GraphTensor &t, int64_t count, const char *suffix) {
+    if (t.shape.size() != 3 || !t.shape[2].isFixed() || t.shape[2].size % count)
+      unsupported("q, k and v must be [batch, length, heads·dim] with a "
+                  "fixed hidden size divisible by the head count");
+    return emitReshape(t,
+                       {t.shape[0], t.shape[1], Dim::fixed(count),
+                        Dim::fixed(t.shape[2].size / count)},
+                       out + suffix);
+  };
+  if (q.shape.size() == 3 && k.shape.size() == 3 && q.shape[1] != k.shape[1])
+    unsupported("query and key lengths differ (a past is not supported)");
+  // Key lengths seqlens_k + 1.
+  GraphTensor lengths = tensorInput(5);
+  if (lengths.dtype != DType::I32 || lengths.shape.size() != 1)
+    unsupported("seqlens_k must be an int32 [batch] input");
+  Constant one = scalarConstant(onnx::TensorProto::INT32, 1);
+  GraphTensor keyLengths =
+      emitBinary("add", lengths, materialise(one), out + "_key_lengths");
+  json fields = {{"layout", "bshd"}};
+  if (const onnx::AttributeProto *scale = attribute("scale");
+      scale && scale->f() != 0)
+    fields["scale"] = scale->f();
+  if (double softcap = floatAttribute("softcap", 0.0); softcap > 0)
+    fields["softcap"] = softcap;
+  fields["mask"] =
+      json::array({{{"kind", "causal"}},
+                   {{"kind", "key_length"}, {"input", keyLengths.name}}});
+  GraphTensor o =
+      emitAttention(split(q, heads, "_q4"), split(k, kvHeads, "_k4"),
+                    split(v, kvHeads, "_v4"), fields, out + "_heads");
+  define(0, emitReshape(o,
+                        {o.shape[0], o.shape[1],
+                         Dim::fixed(o.shape[2].size * o.shape[3].size)},
+                        out));
+}
+
+/// ONNX Attention (opset 23): Q [B, Hq, S, D], K/V [B, Hkv, T, D] (or 3-D
+/// with q_num_heads / kv_num_heads).
+void Importer::importAttention23() {
+  std::string out = outputName(0);
+  GraphTensor q = tensorInput(0), k = tensorInput(1), v = tensorInput(2);
+  if (hasInput(4) || hasInput(5) || node->output_size() > 1)
+    unsupported("past key/value inputs and the present/qk outputs are not "
+                "supported");
+  if (intAttribute("qk_matmul_output_mode", 0) != 0)
+    unsupported("qk_matmul_output_mode is not supported");
+  json fields = json::object();
+  bool threeD = q.shape.size() == 3;
+  if (threeD) {
+    int64_t qHeads = intAttribute("q_num_heads", 0),
+            kvHeads = intAttribute("kv_num_heads", 0);
+    if (qHeads <= 0 || kvHeads <= 0)
+      unsupported("3-D inputs need q_num_heads and kv_num_heads");
+    auto split = [&](const GraphTensor &t, int64_t heads, const char *suffix) {
+      if (!t.shape[2].isFixed() || t.shape[2].size % heads)
+        unsupported("the hidden size must be fixed and divisible by the "
+                    "head count");
+      return emitReshape(t,
+                         {t.shape[0], t.shape[1], Dim::fixed(heads),
+                          Dim::fixed(t.shape[2].size / heads)},
+                         out + suffix);
+    };
+    q = split(q, qHeads, "_q4");
+    k = split(k, kvHeads, "_k4");
+    v = split(v, kvHeads, "_v4");
+    fields["layout"] = "bshd";
+  } else if (q.shape.size() != 4) {
+    unsupported("Q must be 3-D or 4-D");
+  }
+  if (const onnx::AttributeProto *scale = attribute("scale"))
+    fields["scale"] = scale->f();
+  if (double softcap = floatAttribute("softcap", 0.0); softcap > 0)
+    fields["softcap"] = softcap;
+  json masks = json::array();
+  if (intAttribute("is_causal", 0)) {
+    // ONNX aligns the causal mask top-left, attnc bottom-right: the same
+    // when S and T are the same size.
+    int64_t seqAxis = threeD ? 1 : 2;
+    if (q.shape[seqAxis] != k.shape[seqAxis])
+      unsupported("is_causal with query and key lengths that may differ "
+                  "(ONNX aligns the mask top-left, attnc bottom-right)");
+    masks.push_back({{"kind", "causal"}});
+  }
+  if (hasInput(3)) {
+    GraphTensor mask = tensorInput(3);
+    if (mask.dtype == DType::Bool)
+      masks.push_back({{"kind", "tensor"}, {"input", mask.name}});
+    else
+      fields["bias"] =
+          json::array({{{"kind", "tensor"}, {"input", mask.name}}});
+  }
+  if (!masks.empty())
+    fields["mask"] = masks;
+  GraphTensor o = emitAttention(q, k, v, fields, threeD ? out + "_heads" : out);
+  if (threeD)
+    o = emitReshape(
+        o,
+        {o.shape[0], o.shape[1], Dim::fixed(o.shape[2].size * o.shape[3].size)},
+        out);
+  define(0, o);
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points.
+//===----------------------------------------------------------------------===//
+
+OnnxModel importOnnx(const std::string &path) {
+  Importer importer(path);
+  return importer.run();
+}
+
+bool isOnnxPath(const std::string &path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".onnx") == 0;
+}
+
+std::string onnxIdentifier(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0])))
+    out = "v_" + out;
+  return out;
+}
+
+} // namespace attnc

@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""Check the attnc ONNX importer on the models of make_models.py.
+
+    check_models.py --attnc PATH --out DIR [--backend mlir,halide] [--only NAME] [--malformed]
+
+Runs make_models.py into DIR, then for every model:
+  * `attnc explain DIR/NAME.onnx --json` must exit 0 and list exactly `attention_kernels`
+    kernels whose "op" is "attention";
+  * for every backend B, `attnc run DIR/NAME.onnx --backend B --input NAME=FILE.npy ...
+    --output-dir DIR/NAME/out-B` must exit 0 and write, for every graph output, the file named
+    by the importer's rule (models.json "file") with the expected dtype and shape, no NaN, and a
+    normwise relative error ||out - ref|| / ||ref|| (float64) within the model's tolerance.
+With --malformed, `attnc check FILE` on every DIR/malformed case must exit with status 1 (no
+crash) and print exactly one non-empty line on stderr, naming the file.
+
+Prints one line per check (`ok ...` / `FAIL ...`) and a summary; exits 1 if anything failed.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TIMEOUT_S = 300
+
+
+class Report:
+    def __init__(self):
+        self.passed = []
+        self.failed = []
+
+    def ok(self, what, detail=""):
+        self.passed.append(what)
+        print("ok %s%s" % (what, " " + detail if detail else ""), flush=True)
+
+    def fail(self, what, why):
+        self.failed.append(what)
+        print("FAIL %s: %s" % (what, why), flush=True)
+
+    def summary(self):
+        print("%d checks: %d passed, %d failed" % (
+            len(self.passed) + len(self.failed), len(self.passed), len(self.failed)))
+        for what in self.failed:
+            print("  failed: %s" % what)
+
+
+def execute(cmd):
+    """Run cmd; returns (returncode or None on timeout, stdout, stderr)."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, "", "timed out after %d s" % TIMEOUT_S
+    return (p.returncode, p.stdout.decode("utf-8", "replace"),
+            p.stderr.decode("utf-8", "replace"))
+
+
+def describe_exit(rc, stderr):
+    """Why a command failed, in one line: its status and the tail of its stderr."""
+    if rc is None:
+        return stderr
+    status = "killed by signal %d" % -rc if rc < 0 else "exit %d" % rc
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    tail = " | ".join(lines[-3:])
+    return "%s%s" % (status, ": " + tail if tail else "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-model checks
+
+
+def check_explain(attnc, out, entry, report):
+    what = "%s explain" % entry["name"]
+    rc, stdout, stderr = execute([attnc, "explain", os.path.join(out, entry["file"]), "--json"])
+    if rc != 0:
+        return report.fail(what, describe_exit(rc, stderr))
+    try:
+        kernels = json.loads(stdout)
+        ops = [k["op"] for k in kernels]
+    except (ValueError, TypeError, KeyError) as e:
+        return report.fail(what, "output is not a JSON array of kernels (%s)" % e)
+    n = ops.count("attention")
+    want = entry["attention_kernels"]
+    if n != want:
+        return report.fail(what, "%d attention kernels, expected %d (kernels: %s)"
+                           % (n, want, ", ".join(ops)))
+    report.ok(what, "%d kernels, %d attention" % (len(kernels), n))
+
+
+def compare(path, expected_path, tol):
+    """(ok, message) for one output file against the expected one."""
+    if not os.path.exists(path):
+        present = sorted(os.listdir(os.path.dirname(path)))
+        return False, "no output file %s (the output directory has: %s)" % (
+            os.path.basename(path), ", ".join(present) or "nothing")
+    try:
+        out = np.load(path)
+    except Exception as e:       # a broken .npy is a failure, not a crash of the driver
+        return False, "cannot read %s: %s" % (os.path.basename(path), e)
+    ref = np.load(expected_path)
+    if out.dtype != ref.dtype:
+        return False, "dtype %s, expected %s" % (out.dtype, ref.dtype)
+    if out.shape != ref.shape:
+        return False, "shape %s, expected %s" % (out.shape, ref.shape)
+    out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
+    if np.isnan(out64).any():
+        return False, "NaN in output (%d entries)" % int(np.isnan(out64).sum())
+    err = float(np.linalg.norm(out64 - ref64) / np.linalg.norm(ref64))
+    if not err <= tol:       # also catches inf
+        return False, "err=%.3g > tol %.3g" % (err, tol)
+    return True, "err=%.2g" % err
+
+
+def check_run(attnc, out, entry, backend, report):
+    what = "%s %s" % (entry["name"], backend)
+    out_dir = os.path.join(out, entry["name"], "out-" + backend)
+    shutil.rmtree(out_dir, ignore_errors=True)      # stale outputs must not pass
+    cmd = [attnc, "run", os.path.join(out, entry["file"]), "--backend", backend]
+    for name, path in entry["inputs"].items():
+        cmd += ["--input", "%s=%s" % (name, os.path.join(out, path))]
+    cmd += ["--output-dir", out_dir]
+    rc, _, stderr = execute(cmd)
+    if rc != 0:
+        return report.fail(what, describe_exit(rc, stderr))
+    results = []
+    for name, o in entry["outputs"].items():
+        ok, msg = compare(os.path.join(out_dir, o["file"]), os.path.join(out, o["expected"]),
+                          entry["tolerance"])
+        if not ok:
+            return report.fail(what, "output %s: %s" % (name, msg))
+        results.append(msg if len(entry["outputs"]) == 1 else "%s %s" % (name, msg))
+    report.ok(what, ", ".join(results))
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed files
+
+
+def check_malformed(attnc, out, case, report):
+    what = "malformed %s" % case["file"]
+    path = os.path.join(out, "malformed", case["file"])
+    rc, _, stderr = execute([attnc, "check", path])
+    if rc != 1:
+        return report.fail(what, "expected exit 1, got %s (%s)"
+                           % ("no exit" if rc is None else rc, describe_exit(rc, stderr)))
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if len(lines) != 1:
+        return report.fail(what, "expected one line on stderr, got %d: %r" % (len(lines), stderr))
+    if case["file"] not in lines[0]:
+        return report.fail(what, "stderr does not name the file: %r" % lines[0])
+    report.ok(what, "(%s)" % lines[0].strip())
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def make_models(out, malformed):
+    cmd = [sys.executable, os.path.join(HERE, "make_models.py"), out]
+    if malformed:
+        cmd.append("--malformed")
+    rc, stdout, stderr = execute(cmd)
+    if rc != 0:
+        sys.stdout.write(stdout)
+        sys.stderr.write(stderr)
+        print("FAIL make_models.py: %s" % describe_exit(rc, stderr))
+        return None
+    with open(os.path.join(out, "models.json")) as f:
+        return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--attnc", required=True, help="path of the attnc binary")
+    ap.add_argument("--out", required=True, help="directory for the models and outputs")
+    ap.add_argument("--backend", default="mlir,halide",
+                    help="comma-separated backends of `attnc run` (default mlir,halide)")
+    ap.add_argument("--only", help="check only the model of this name")
+    ap.add_argument("--malformed", action="store_true", help="also check the malformed files")
+    args = ap.parse_args()
+
+    attnc = os.path.abspath(args.attnc)
+    if not os.access(attnc, os.X_OK):
+        print("FAIL attnc: %s is not an executable" % attnc)
+        return 1
+    doc = make_models(args.out, args.malformed)
+    if doc is None:
+        return 1
+    entries = doc["models"]
+    if args.only:
+        entries = [e for e in entries if e["name"] == args.only]
+        if not entries:
+            print("FAIL --only %s: no such model (have: %s)"
+                  % (args.only, ", ".join(e["name"] for e in doc["models"])))
+            return 1
+    backends = [b for b in args.backend.split(",") if b]
+
+    report = Report()
+    for entry in entries:
+        check_explain(attnc, args.out, entry, report)
+        for backend in backends:
+            check_run(attnc, args.out, entry, backend, report)
+    if args.malformed:
+        with open(os.path.join(args.out, "malformed", "cases.json")) as f:
+            for case in json.load(f)["cases"]:
+                check_malformed(attnc, args.out, case, report)
+    report.summary()
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1004 @@
+#!/usr/bin/python3
+"""Build the ONNX test models of the attnc ONNX importer, with inputs and expected outputs.
+
+    make_models.py OUTDIR [--malformed]
+    make_models.py --self-test
+
+For every model (see MODELS) this writes OUTDIR/NAME.onnx, OUTDIR/NAME/inputs/<input>.npy
+(random, fixed seed) and OUTDIR/NAME/expected/<output file>.npy computed by onnx_numpy.py, and
+lists them all in OUTDIR/models.json. The graphs are shaped like real exports: node and value
+names of PyTorch's TorchScript exporter ("/attn/MatMul", "/attn/MatMul_output_0"), symbolic
+batch and sequence dims, and the Shape -> Gather -> Unsqueeze -> Concat -> Reshape subgraphs
+the exporter writes for `view(bsz, seq, heads, dim)`.
+
+Every model's expected output is also computed a second way, by plain numpy written per model
+from the same weights (`direct_*`), and the two must agree to 1e-10: that guards the evaluator.
+--self-test does that plus small per-op checks of onnx_numpy.py, without writing anything.
+
+--malformed also writes OUTDIR/malformed/*.onnx and OUTDIR/malformed/cases.json: files that
+`attnc check` must reject with one line on stderr.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import warnings
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import onnx_numpy   # noqa: E402
+
+F32 = TensorProto.FLOAT
+I64 = TensorProto.INT64
+I32 = TensorProto.INT32
+FMIN = float(np.finfo(np.float32).min)    # what transformers uses as "minus infinity"
+INT64_MAX = 2 ** 63 - 1                   # the end the exporter writes for `x[a:]`
+TOLERANCE = {"f32": 1e-4, "f16": 2e-2}
+SELF_CHECK_TOL = 1e-10
+
+
+def f32(x):
+    """A float constant as the model stores it (float32), back as a python float."""
+    return float(np.float32(x))
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph building, with exporter-style names
+
+
+class GraphBuilder:
+    """Nodes and initializers named the way PyTorch's TorchScript exporter names them: node
+    "/attn/MatMul_1" writes "/attn/MatMul_1_output_0"."""
+
+    def __init__(self, scope):
+        self.scope = scope
+        self.nodes = []
+        self.initializers = []
+        self.weights = {}           # initializer name -> float32/int/bool array
+        self.counts = {}
+
+    def op(self, op_type, inputs, scope=None, outputs=None, n_out=1, domain=None, **attrs):
+        base = "%s/%s" % (self.scope if scope is None else scope, op_type)
+        k = self.counts.get(base, 0)
+        self.counts[base] = k + 1
+        name = base if k == 0 else "%s_%d" % (base, k)
+        if outputs is None:
+            outputs = ["%s_output_%d" % (name, i) for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, inputs, outputs, name=name, domain=domain,
+                                           **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def const(self, value, dtype=np.int64, scope=None):
+        """A Constant node (the exporter writes most small constants that way)."""
+        arr = np.asarray(value, dtype=dtype)
+        return self.op("Constant", [], scope=scope, value=numpy_helper.from_array(arr))
+
+    def init(self, name, arr):
+        self.initializers.append(numpy_helper.from_array(arr, name))
+        self.weights[name] = arr
+        return name
+
+    # -- the subgraphs the exporter writes for sizes and views --
+
+    def size(self, x, i, scope=None):
+        """`x.size(i)`: Shape -> Gather(Constant i), a 0-d int64."""
+        shape = self.op("Shape", [x], scope=scope)
+        return self.op("Gather", [shape, self.const(i, scope=scope)], scope=scope, axis=0)
+
+    def unsqueeze0(self, scalar, scope=None):
+        return self.op("Unsqueeze", [scalar, self.const([0], scope=scope)], scope=scope)
+
+    def shape_of(self, parts, scope=None):
+        """A 1-D shape from parts: an int is a Constant [n], a str a 0-d size to unsqueeze."""
+        pieces = [self.const([p], scope=scope) if isinstance(p, int)
+                  else self.unsqueeze0(p, scope=scope) for p in parts]
+        return self.op("Concat", pieces, scope=scope, axis=0)
+
+    def view(self, x, parts, scope=None):
+        return self.op("Reshape", [x, self.shape_of(parts, scope=scope)], scope=scope)
+
+    def torch_expand(self, x, size, scope=None):
+        """`x.expand(*size)` as the TorchScript exporter writes it: a -1 in the sizes means
+        "keep", which ONNX Expand spells 1, so sizes equal to -1 become 1 through
+        ConstantOfShape / Mul / Equal / Where before the Expand."""
+        ones = self.op("ConstantOfShape", [self.op("Shape", [size], scope=scope)], scope=scope,
+                       value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+        neg_ones = self.op("Mul", [ones, self.const(-1, scope=scope)], scope=scope)
+        is_neg = self.op("Equal", [size, neg_ones], scope=scope)
+        size = self.op("Where", [is_neg, ones, size], scope=scope)
+        return self.op("Expand", [x, size], scope=scope)
+
+
+def make_model(b, name, inputs, outputs, opsets=(("", 17),), ir_version=8):
+    """inputs/outputs: [(name, elem type, dims)]; a str dim is a dim_param."""
+    graph = helper.make_graph(
+        b.nodes, name,
+        [helper.make_tensor_value_info(n, t, d) for n, t, d in inputs],
+        [helper.make_tensor_value_info(n, t, d) for n, t, d in outputs],
+        initializer=b.initializers)
+    model = helper.make_model(graph, producer_name="pytorch", producer_version="2.1.0",
+                              opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    model.ir_version = ir_version
+    return model
+
+
+class Case:
+    """One test model: the proto, its inputs, its weights and what the self-check needs."""
+
+    def __init__(self, name, description, model, inputs, weights, direct, checkable=True):
+        self.name = name
+        self.description = description
+        self.model = model
+        self.inputs = inputs            # onnx input name -> array (in the input's dtype)
+        self.weights = weights          # initializer name -> array
+        self.direct = direct            # (inputs, weights) -> {output name: float64 array}
+        self.checkable = checkable      # onnx 1.12's checker knows every op it uses
+        self.attention_kernels = 1
+        self.dtype = "f32"
+
+
+def rng_for(name):
+    return np.random.default_rng(zlib.crc32(name.encode()))
+
+
+def randn(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def weight(rng, n_in, n_out):
+    """A [n_in, n_out] weight that keeps activations near unit size."""
+    return randn(rng, n_in, n_out, scale=1.0 / math.sqrt(n_in))
+
+
+# ---------------------------------------------------------------------------------------------
+# Plain numpy attention for the self-check (deliberately not shared with onnx_numpy.py)
+
+
+def f64(a):
+    return np.asarray(a, dtype=np.float64)
+
+
+def sdpa(q, k, v, scale, bias=None, keep=None, softcap=0.0):
+    """softmax over keys of (softcap(scale q kᵀ) + bias, dropped where keep is false) · v."""
+    s = scale * np.einsum("bhsd,bhtd->bhst", q, k)
+    if softcap:
+        s = softcap * np.tanh(s / softcap)
+    if bias is not None:
+        s = s + bias
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p = p / p.sum(axis=-1, keepdims=True)
+    return np.einsum("bhst,bhtd->bhsd", p, v)
+
+
+def split_heads(x, h):
+    b, s, e = x.shape
+    return x.reshape(b, s, h, e // h).transpose(0, 2, 1, 3)
+
+
+def join_heads(x):
+    b, h, s, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b, s, h * d)
+
+
+def causal_keep(s):
+    return np.tril(np.ones((s, s), dtype=bool))
+
+
+# ---------------------------------------------------------------------------------------------
+# The models
+
+
+def gpt2_causal():
+    """GPT2Attention (transformers 4.3x) through the legacy exporter, opset 17."""
+    name, E, H, D, S, B, MAX = "gpt2_causal", 48, 2, 24, 13, 2, 32
+    rng = rng_for(name)
+    b = GraphBuilder("/attn")
+    w_attn = b.init("transformer.h.0.attn.c_attn.weight", weight(rng, E, 3 * E))  # Conv1D
+    b_attn = b.init("transformer.h.0.attn.c_attn.bias", randn(rng, 3 * E, scale=0.1))
+    w_proj = b.init("transformer.h.0.attn.c_proj.weight", weight(rng, E, E))
+    b_proj = b.init("transformer.h.0.attn.c_proj.bias", randn(rng, E, scale=0.1))
+    causal = b.init("transformer.h.0.attn.bias",
+                    np.tril(np.ones((MAX, MAX), dtype=bool)).reshape(1, 1, MAX, MAX))
+
+    # c_attn (Conv1D: x @ W + b), then split(split_size, dim=2)
+    x = b.op("MatMul", ["hidden_states", w_attn], scope="/attn/c_attn")
+    qkv = b.op("Add", [b_attn, x], scope="/attn/c_attn")
+    q, k, v = b.op("Split", [qkv, b.const([E, E, E])], n_out=3, axis=2)
+
+    def split_heads_graph(t):       # _split_heads: view(size()[:-1] + (H, D)).permute(0,2,1,3)
+        t4 = b.view(t, [b.size(t, 0), b.size(t, 1), H, D])
+        return b.op("Transpose", [t4], perm=[0, 2, 1, 3])
+
+    qh, kh, vh = split_heads_graph(q), split_heads_graph(k), split_heads_graph(v)
+    kt = b.op("Transpose", [kh], perm=[0, 1, 3, 2])
+    scores = b.op("MatMul", [qh, kt])
+    scores = b.op("Div", [scores, b.const(math.sqrt(D), np.float32)])   # / full([], D ** 0.5)
+
+    # causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
+    q_len, k_len = b.size(qh, 2), b.size(kh, 2)
+    start = b.unsqueeze0(b.op("Sub", [k_len, q_len]))
+    rows = b.op("Slice", [causal, start, b.unsqueeze0(k_len), b.const([2]), b.const([1])])
+    mask = b.op("Slice", [rows, b.const([0]), b.unsqueeze0(k_len), b.const([3]), b.const([1])])
+    scores = b.op("Where", [mask, scores, b.const(FMIN, np.float32)])
+    probs = b.op("Softmax", [scores], axis=-1)
+    ctx = b.op("MatMul", [probs, vh])
+
+    # _merge_heads: permute(0,2,1,3).view(size()[:-2] + (H * D,))
+    ctx = b.op("Transpose", [ctx], perm=[0, 2, 1, 3])
+    merged = b.view(ctx, [b.size(ctx, 0), b.size(ctx, 1), E])
+    y = b.op("MatMul", [merged, w_proj], scope="/attn/c_proj")
+    b.op("Add", [b_proj, y], scope="/attn/c_proj", outputs=["attn_output"])
+
+    model = make_model(b, "main_graph",
+                       [("hidden_states", F32, ["batch_size", "sequence_length", E])],
+                       [("attn_output", F32, ["batch_size", "sequence_length", E])])
+    inputs = {"hidden_states": randn(rng, B, S, E)}
+
+    def direct(inp, w):
+        qkv = f64(inp["hidden_states"]) @ f64(w[w_attn]) + f64(w[b_attn])
+        q, k, v = (split_heads(t, H) for t in np.split(qkv, 3, axis=-1))
+        o = sdpa(q, k, v, 1.0 / f32(math.sqrt(D)), keep=causal_keep(S))
+        return {"attn_output": join_heads(o) @ f64(w[w_proj]) + f64(w[b_proj])}
+
+    return Case(name, "GPT-2 causal self-attention as the legacy TorchScript exporter writes it "
+                "(Conv1D MatMul+Add, Split, causal buffer Slice + Where(finfo.min), opset 17)",
+                model, inputs, b.weights, direct)
+
+
+def bert_padding():
+    """BertSelfAttention with the extended padding mask computed in the graph, opset 17."""
+    name, E, H, D, S, B = "bert_padding", 48, 3, 16, 11, 3
+    rng = rng_for(name)
+    b = GraphBuilder("/attention/self")
+    prefix = "encoder.layer.0.attention.self."
+    # nn.Linear exports as MatMul with the transposed weight, folded into an initializer
+    lin = {}
+    for i, part in enumerate(["query", "key", "value"]):
+        lin[part] = (b.init("onnx::MatMul_%d" % (301 + i), weight(rng, E, E)),
+                     b.init(prefix + part + ".bias", randn(rng, E, scale=0.1)))
+
+    def linear(part):
+        scope = "/attention/self/" + part
+        y = b.op("MatMul", ["hidden_states", lin[part][0]], scope=scope)
+        return b.op("Add", [lin[part][1], y], scope=scope)
+
+    def transpose_for_scores(t, perm):
+        t4 = b.view(t, [b.size(t, 0), b.size(t, 1), H, D])
+        return b.op("Transpose", [t4], perm=perm)
+
+    q = transpose_for_scores(linear("query"), [0, 2, 1, 3])
+    # key.permute(0,2,1,3).transpose(-1,-2): the exporter fuses the two into one Transpose
+    kt = transpose_for_scores(linear("key"), [0, 2, 3, 1])
+    v = transpose_for_scores(linear("value"), [0, 2, 1, 3])
+    scores = b.op("MatMul", [q, kt])
+    scores = b.op("Div", [scores, b.const(math.sqrt(D), np.float32)])
+
+    # get_extended_attention_mask: (1.0 - mask[:, None, None, :].to(float)) * finfo.min
+    m = b.op("Unsqueeze", ["attention_mask", b.const([1])], scope="")
+    m = b.op("Unsqueeze", [m, b.const([2], scope="")], scope="")
+    m = b.op("Cast", [m], scope="", to=F32)
+    m = b.op("Sub", [b.const(1.0, np.float32, scope=""), m], scope="")
+    m = b.op("Mul", [m, b.const(FMIN, np.float32, scope="")], scope="")
+    scores = b.op("Add", [scores, m])
+    probs = b.op("Softmax", [scores], axis=-1)
+    ctx = b.op("MatMul", [probs, v])
+    ctx = b.op("Transpose", [ctx], perm=[0, 2, 1, 3])
+    b.op("Reshape", [ctx, b.shape_of([b.size(ctx, 0), b.size(ctx, 1), E])],
+         outputs=["context_layer"])
+
+    model = make_model(b, "main_graph",
+                       [("hidden_states", F32, ["batch_size", "sequence_length", E]),
+                        ("attention_mask", I64, ["batch_size", "sequence_length"])],
+                       [("context_layer", F32, ["batch_size", "sequence_length", E])])
+    mask = np.ones((B, S), dtype=np.int64)
+    mask[1, -4:] = 0            # right padding
+    mask[2, :3] = 0             # left padding and a hole; every row keeps keys
+    mask[2, 6] = 0
+    inputs = {"hidden_states": randn(rng, B, S, E), "attention_mask": mask}
+
+    def direct(inp, w):
+        x = f64(inp["hidden_states"])
+        q, k, v = (split_heads(x @ f64(w[lin[p][0]]) + f64(w[lin[p][1]]), H)
+                   for p in ("query", "key", "value"))
+        keep = (inp["attention_mask"] != 0)[:, None, None, :]
+        return {"context_layer": join_heads(sdpa(q, k, v, 1.0 / math.sqrt(D), keep=keep))}
+
+    return Case(name, "BERT self-attention with an int64 attention_mask turned into an additive "
+                "(1 - mask) * finfo.min bias in the graph; transposed-weight MatMul+Add, opset 17",
+                model, inputs, b.weights, direct)
+
+
+def llama3_gqa_rotary():
+    """LlamaAttention (eager) with LlamaRotaryEmbedding, GQA repeat_kv and the causal mask of
+    _update_causal_mask, exported without constant folding of the weight transposes."""
+    name, E, HQ, HKV, D, S, B = "llama3_gqa_rotary", 64, 4, 2, 16, 13, 2
+    rng = rng_for(name)
+    b = GraphBuilder("/self_attn")
+    prefix = "model.layers.0.self_attn."
+    w = {}
+    for part, n_out in (("q_proj", HQ * D), ("k_proj", HKV * D), ("v_proj", HKV * D),
+                        ("o_proj", E)):
+        n_in = E if part != "o_proj" else HQ * D
+        w[part] = b.init(prefix + part + ".weight", weight(rng, n_in, n_out).T.copy())  # [out, in]
+    theta = 500000.0
+    inv_freq = b.init("model.rotary_emb.inv_freq",
+                      (1.0 / theta ** (np.arange(0, D, 2) / D)).astype(np.float32))
+
+    def linear(x, part):                    # nn.Linear without bias, weight [out, in]
+        scope = "/self_attn/" + part
+        wt = b.op("Transpose", [w[part]], scope=scope, perm=[1, 0])
+        return b.op("MatMul", [x, wt], scope=scope)
+
+    def heads(t, n):                        # view(bsz, q_len, n, D).transpose(1, 2)
+        hs = "hidden_states"
+        t4 = b.view(t, [b.size(hs, 0), b.size(hs, 1), n, D])
+        return b.op("Transpose", [t4], perm=[0, 2, 1, 3])
+
+    q = heads(linear("hidden_states", "q_proj"), HQ)
+    k = heads(linear("hidden_states", "k_proj"), HKV)
+    v = heads(linear("hidden_states", "v_proj"), HKV)
+
+    # rotary_emb: inv_freq[None, :, None].expand(bsz, -1, 1) @ position_ids[:, None, :].float()
+    rs = "/rotary_emb"
+    f = b.op("Unsqueeze", [inv_freq, b.const([0], scope=rs)], scope=rs)
+    f = b.op("Unsqueeze", [f, b.const([2], scope=rs)], scope=rs)
+    f = b.torch_expand(f, b.shape_of([b.size("position_ids", 0, scope=rs), -1, 1], scope=rs),
+                       scope=rs)
+    pos = b.op("Unsqueeze", ["position_ids", b.const([1], scope=rs)], scope=rs)
+    pos = b.op("Cast", [pos], scope=rs, to=F32)
+    freqs = b.op("MatMul", [f, pos], scope=rs)
+    freqs = b.op("Transpose", [freqs], scope=rs, perm=[0, 2, 1])
+    emb = b.op("Concat", [freqs, freqs], scope=rs, axis=-1)
+    cos = b.op("Unsqueeze", [b.op("Cos", [emb], scope=rs), b.const([1])])    # unsqueeze_dim=1
+    sin = b.op("Unsqueeze", [b.op("Sin", [emb], scope=rs), b.const([1])])
+
+    def rotate(t):                          # t * cos + rotate_half(t) * sin
+        x1 = b.op("Slice", [t, b.const([0]), b.const([D // 2]), b.const([3]), b.const([1])])
+        x2 = b.op("Slice", [t, b.const([D // 2]), b.const([INT64_MAX]), b.const([3]),
+                            b.const([1])])
+        half = b.op("Concat", [b.op("Neg", [x2]), x1], axis=-1)
+        return b.op("Add", [b.op("Mul", [t, cos]), b.op("Mul", [half, sin])])
+
+    q, k = rotate(q), rotate(k)
+
+    def repeat_kv(t):                       # [:, :, None].expand(B, Hkv, n_rep, S, D).reshape
+        bsz, nkv, slen, hd = (b.size(t, i) for i in range(4))
+        t5 = b.op("Unsqueeze", [t, b.const([2])])
+        t5 = b.torch_expand(t5, b.shape_of([bsz, nkv, HQ // HKV, slen, hd]))
+        n_heads = b.op("Mul", [nkv, b.const(HQ // HKV)])
+        return b.op("Reshape", [t5, b.shape_of([bsz, n_heads, slen, hd])])
+
+    k, v = repeat_kv(k), repeat_kv(v)
+
+    # _update_causal_mask: full((S, S), min).triu(1) * (arange(S) > cache_position[:, None]),
+    # then [None, None].expand(bsz, 1, -1, -1)
+    ms = ""
+    seq = b.size("hidden_states", 1, scope=ms)
+    full = b.op("ConstantOfShape", [b.shape_of([seq, seq], scope=ms)], scope=ms,
+                value=numpy_helper.from_array(np.array([FMIN], dtype=np.float32)))
+    tri = b.op("Trilu", [full, b.const(1, scope=ms)], scope=ms, upper=1)
+    arange = b.op("Range", [b.const(0, scope=ms), seq, b.const(1, scope=ms)], scope=ms)
+    cache_pos = b.op("Range", [b.const(0, scope=ms), seq, b.const(1, scope=ms)], scope=ms)
+    cache_pos = b.op("Reshape", [cache_pos, b.const([-1, 1], scope=ms)], scope=ms)
+    later = b.op("Cast", [b.op("Greater", [arange, cache_pos], scope=ms)], scope=ms, to=F32)
+    mask = b.op("Mul", [tri, later], scope=ms)
+    mask = b.op("Unsqueeze", [mask, b.const([0, 1], scope=ms)], scope=ms)
+    mask = b.torch_expand(mask, b.shape_of([b.size("hidden_states", 0, scope=ms), 1, -1, -1],
+                                           scope=ms), scope=ms)
+
+    kt = b.op("Transpose", [k], perm=[0, 1, 3, 2])
+    scores = b.op("Mul", [b.op("MatMul", [q, kt]), b.const(D ** -0.5, np.float32)])
+    scores = b.op("Add", [scores, mask])
+    probs = b.op("Softmax", [scores], axis=-1)
+    probs = b.op("Cast", [probs], to=F32)     # softmax(..., dtype=float32).to(q.dtype)
+    ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    ctx = b.view(ctx, [b.size("hidden_states", 0), b.size("hidden_states", 1), -1])
+    wt = b.op("Transpose", [w["o_proj"]], scope="/self_attn/o_proj", perm=[1, 0])
+    b.op("MatMul", [ctx, wt], scope="/self_attn/o_proj", outputs=["attn_output"])
+
+    model = make_model(b, "main_graph",
+                       [("hidden_states", F32, ["batch_size", "sequence_length", E]),
+                        ("position_ids", I64, ["batch_size", "sequence_length"])],
+                       [("attn_output", F32, ["batch_size", "sequence_length", E])])
+    # batch 1 as transformers writes left padding (cumsum(mask) - 1, pads at 1): positions that
+    # are not a uniform shift, so they change the scores (RoPE is blind to a uniform shift)
+    left_padded = np.concatenate([[1, 1, 1], np.arange(S - 3)])
+    positions = np.stack([np.arange(S), left_padded]).astype(np.int64)
+    inputs = {"hidden_states": randn(rng, B, S, E), "position_ids": positions}
+
+    def direct(inp, wt_):
+        x = f64(inp["hidden_states"])
+        q = split_heads(x @ f64(wt_[w["q_proj"]]).T, HQ)
+        k = split_heads(x @ f64(wt_[w["k_proj"]]).T, HKV)
+        v = split_heads(x @ f64(wt_[w["v_proj"]]).T, HKV)
+        freqs = f64(inp["position_ids"])[:, :, None] * f64(wt_[inv_freq])[None, None, :]
+        emb = np.concatenate([freqs, freqs], axis=-1)[:, None]          # [B, 1, S, D]
+
+        def rope(t):
+            half = np.concatenate([-t[..., D // 2:], t[..., :D // 2]], axis=-1)
+            return t * np.cos(emb) + half * np.sin(emb)
+
+        q, k = rope(q), rope(k)
+        k, v = np.repeat(k, HQ // HKV, axis=1), np.repeat(v, HQ // HKV, axis=1)
+        o = sdpa(q, k, v, D ** -0.5, keep=causal_keep(S))
+        return {"attn_output": join_heads(o) @ f64(wt_[w["o_proj"]]).T}
+
+    return Case(name, "Llama-3 attention: GQA (4 query / 2 kv heads) via repeat_kv, rotary "
+                "embeddings and the causal mask (ConstantOfShape/Trilu/Range/Greater) in the graph",
+                model, inputs, b.weights, direct)
+
+
+def t5_relbias():
+    """T5Attention (encoder self-attention): unscaled scores plus a position_bias input."""
+    name, DM, H, D, S, B = "t5_relbias", 40, 2, 24, 7, 2
+    rng = rng_for(name)
+    b = GraphBuilder("/SelfAttention")
+    w = {p: b.init("onnx::MatMul_%d" % (511 + i), weight(rng, DM, H * D))
+         for i, p in enumerate(["q", "k", "v"])}
+    w["o"] = b.init("onnx::MatMul_514", weight(rng, H * D, DM))
+    x = "input.1"               # what the exporter calls an unnamed input
+
+    def shape(part):            # view(batch_size, -1, n_heads, d_kv).transpose(1, 2)
+        t = b.op("MatMul", [x, w[part]], scope="/SelfAttention/" + part)
+        t4 = b.view(t, [b.size(x, 0), -1, H, D])
+        return b.op("Transpose", [t4], perm=[0, 2, 1, 3])
+
+    q, k, v = shape("q"), shape("k"), shape("v")
+    kt = b.op("Transpose", [k], perm=[0, 1, 3, 2])           # key_states.transpose(3, 2)
+    scores = b.op("MatMul", [q, kt])
+    scores = b.op("Add", [scores, "position_bias"])          # scores += position_bias
+    probs = b.op("Softmax", [scores], axis=-1)
+    ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    ctx = b.view(ctx, [b.size(x, 0), -1, H * D])             # unshape
+    b.op("MatMul", [ctx, w["o"]], scope="/SelfAttention/o", outputs=["421"])
+
+    model = make_model(b, "main_graph",
+                       [(x, F32, ["batch_size", "sequence_length", DM]),
+                        ("position_bias", F32, [1, H, "sequence_length", "sequence_length"])],
+                       [("421", F32, ["batch_size", "sequence_length", DM])])
+    inputs = {x: randn(rng, B, S, DM), "position_bias": randn(rng, 1, H, S, S)}
+
+    def direct(inp, wt):
+        xs = f64(inp[x])
+        q, k, v = (split_heads(xs @ f64(wt[w[p]]), H) for p in ("q", "k", "v"))
+        o = sdpa(q, k, v, 1.0, bias=f64(inp["position_bias"]))
+        return {"421": join_heads(o) @ f64(wt[w["o"]])}
+
+    return Case(name, "T5 self-attention: no 1/sqrt(d) scaling, a float position_bias input "
+                "[1, H, S, S] added to the scores, bias-free projections; output named '421'",
+                model, inputs, b.weights, direct)
+
+
+def whisper_cross():
+    """WhisperAttention as decoder cross-attention: q scaled before the product, k/v from the
+    encoder states (k_proj has no bias). The 4-D form (matmul over [B, H, S, D]); the older
+    bmm form over [B*H, S, D] is not used."""
+    name, E, H, D, TGT, SRC, B = "whisper_cross", 48, 2, 24, 7, 11, 2
+    rng = rng_for(name)
+    b = GraphBuilder("/encoder_attn")
+    prefix = "model.decoder.layers.0.encoder_attn."
+    w = {}
+    for i, part in enumerate(["q_proj", "k_proj", "v_proj", "out_proj"]):
+        w[part] = b.init("onnx::MatMul_%d" % (731 + i), weight(rng, E, E))
+        if part != "k_proj":
+            w[part + ".bias"] = b.init(prefix + part + ".bias", randn(rng, E, scale=0.1))
+    hs, enc = "hidden_states", "encoder_hidden_states"
+
+    def linear(x, part):
+        scope = "/encoder_attn/" + part
+        y = b.op("MatMul", [x, w[part]], scope=scope)
+        if part + ".bias" in w:
+            y = b.op("Add", [w[part + ".bias"], y], scope=scope)
+        return y
+
+    def shape(t, seq_len):      # view(bsz, seq_len, H, D).transpose(1, 2)
+        t4 = b.view(t, [b.size(hs, 0), seq_len, H, D])
+        return b.op("Transpose", [t4], perm=[0, 2, 1, 3])
+
+    q = b.op("Mul", [linear(hs, "q_proj"), b.const(D ** -0.5, np.float32)])   # * self.scaling
+    q = shape(q, b.size(hs, 1))
+    k = shape(linear(enc, "k_proj"), -1)
+    v = shape(linear(enc, "v_proj"), -1)
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    probs = b.op("Softmax", [scores], axis=-1)
+    ctx = b.op("Transpose", [b.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
+    ctx = b.view(ctx, [b.size(hs, 0), b.size(hs, 1), E])
+    y = b.op("MatMul", [ctx, w["out_proj"]], scope="/encoder_attn/out_proj")
+    b.op("Add", [w["out_proj.bias"], y], scope="/encoder_attn/out_proj", outputs=["attn_output"])
+
+    model = make_model(b, "main_graph",
+                       [(hs, F32, ["batch_size", "decoder_sequence_length", E]),
+                        (enc, F32, ["batch_size", "encoder_sequence_length", E])],
+                       [("attn_output", F32, ["batch_size", "decoder_sequence_length", E])])
+    inputs = {hs: randn(rng, B, TGT, E), enc: randn(rng, B, SRC, E)}
+
+    def direct(inp, wt):
+        x, e = f64(inp[hs]), f64(inp[enc])
+        q = (x @ f64(wt[w["q_proj"]]) + f64(wt[w["q_proj.bias"]])) * f32(D ** -0.5)
+        k = e @ f64(wt[w["k_proj"]])
+        v = e @ f64(wt[w["v_proj"]]) + f64(wt[w["v_proj.bias"]])
+        o = sdpa(split_heads(q, H), split_heads(k, H), split_heads(v, H), 1.0)
+        return {"attn_output": join_heads(o) @ f64(wt[w["out_proj"]]) + f64(wt[w["out_proj.bias"]])}
+
+    return Case(name, "Whisper decoder cross-attention: 7 queries over 11 encoder states, q "
+                "scaled by D**-0.5 before the product, k_proj without bias, no mask",
+                model, inputs, b.weights, direct)
+
+
+MS_OPSETS = (("", 17), ("com.microsoft", 1))
+
+
+def ms_attention():
+    """com.microsoft Attention (BERT fused by onnxruntime's transformer optimizer)."""
+    name, E, H, D, S, B = "ms_attention", 48, 3, 16, 11, 2
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    wq = b.init("Attention_0_qkv_weight", weight(rng, E, 3 * E))
+    bq = b.init("Attention_0_qkv_bias", randn(rng, 3 * E, scale=0.1))
+    b.nodes.append(helper.make_node("Attention", ["input", wq, bq, "mask_index"], ["output"],
+                                    name="Attention_0", domain="com.microsoft", num_heads=H))
+    model = make_model(b, "main_graph",
+                       [("input", F32, ["batch_size", "sequence_length", E]),
+                        ("mask_index", I32, ["batch_size", "sequence_length"])],
+                       [("output", F32, ["batch_size", "sequence_length", E])], opsets=MS_OPSETS)
+    mask = np.ones((B, S), dtype=np.int32)
+    mask[1, -3:] = 0
+    inputs = {"input": randn(rng, B, S, E), "mask_index": mask}
+
+    def direct(inp, w):
+        qkv = f64(inp["input"]) @ f64(w[wq]) + f64(w[bq])
+        q, k, v = (split_heads(t, H) for t in np.split(qkv, 3, axis=-1))
+        keep = (inp["mask_index"] != 0)[:, None, None, :]
+        return {"output": join_heads(sdpa(q, k, v, 1.0 / math.sqrt(D), keep=keep))}
+
+    return Case(name, "com.microsoft Attention: packed QKV weight [48, 144] + bias, 3 heads, "
+                "2-D int32 mask_index (1 = keep) with padding", model, inputs, b.weights, direct,
+                checkable=False)
+
+
+def ms_mha():
+    """com.microsoft MultiHeadAttention over already projected q/k/v, cross-attention shaped."""
+    name, E, H, S, T, B, SCALE = "ms_mha", 64, 4, 7, 11, 2, 0.2
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    b.nodes.append(helper.make_node(
+        "MultiHeadAttention", ["query", "key", "value", "", "key_padding_mask"], ["output"],
+        name="MultiHeadAttention_0", domain="com.microsoft", num_heads=H, scale=SCALE))
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch_size", "sequence_length", E]),
+                        ("key", F32, ["batch_size", "kv_sequence_length", E]),
+                        ("value", F32, ["batch_size", "kv_sequence_length", E]),
+                        ("key_padding_mask", I32, ["batch_size", "kv_sequence_length"])],
+                       [("output", F32, ["batch_size", "sequence_length", E])], opsets=MS_OPSETS)
+    mask = np.ones((B, T), dtype=np.int32)
+    mask[0, -2:] = 0
+    mask[1, [0, 5]] = 0
+    inputs = {"query": randn(rng, B, S, E), "key": randn(rng, B, T, E),
+              "value": randn(rng, B, T, E), "key_padding_mask": mask}
+
+    def direct(inp, w):
+        q, k, v = (split_heads(f64(inp[n]), H) for n in ("query", "key", "value"))
+        keep = (inp["key_padding_mask"] != 0)[:, None, None, :]
+        return {"output": join_heads(sdpa(q, k, v, f32(SCALE), keep=keep))}
+
+    return Case(name, "com.microsoft MultiHeadAttention: separate projected q [B,7,64] and k/v "
+                "[B,11,64], 4 heads, scale=0.2, int32 key_padding_mask [B, 11]",
+                model, inputs, {}, direct, checkable=False)
+
+
+def ms_gqa():
+    """com.microsoft GroupQueryAttention, prompt (prefill) without past state."""
+    name, HQ, HKV, D, S, B = "ms_gqa", 4, 2, 24, 13, 2
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    b.nodes.append(helper.make_node(
+        "GroupQueryAttention",
+        ["query", "key", "value", "", "", "seqlens_k", "total_sequence_length"],
+        ["output", "present_key", "present_value"],
+        name="GroupQueryAttention_0", domain="com.microsoft", num_heads=HQ, kv_num_heads=HKV))
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch_size", "sequence_length", HQ * D]),
+                        ("key", F32, ["batch_size", "sequence_length", HKV * D]),
+                        ("value", F32, ["batch_size", "sequence_length", HKV * D]),
+                        ("seqlens_k", I32, ["batch_size"]),
+                        ("total_sequence_length", I32, [])],
+                       [("output", F32, ["batch_size", "sequence_length", HQ * D])],
+                       opsets=MS_OPSETS)
+    inputs = {"query": randn(rng, B, S, HQ * D), "key": randn(rng, B, S, HKV * D),
+              "value": randn(rng, B, S, HKV * D),
+              "seqlens_k": np.full(B, S - 1, dtype=np.int32),
+              "total_sequence_length": np.array(S, dtype=np.int32)}
+
+    def direct(inp, w):
+        q = split_heads(f64(inp["query"]), HQ)
+        k = np.repeat(split_heads(f64(inp["key"]), HKV), HQ // HKV, axis=1)
+        v = np.repeat(split_heads(f64(inp["value"]), HKV), HQ // HKV, axis=1)
+        return {"output": join_heads(sdpa(q, k, v, 1.0 / math.sqrt(D), keep=causal_keep(S)))}
+
+    return Case(name, "com.microsoft GroupQueryAttention prefill: 4 query / 2 kv heads of 24, "
+                "causal, no past (past_key/past_value omitted), seqlens_k = S-1, "
+                "total_sequence_length = S; present_key/present_value computed but not outputs",
+                model, inputs, {}, direct, checkable=False)
+
+
+def onnx_attention23():
+    """ONNX opset-23 Attention with 4-D inputs, GQA by head count, causal and softcapped."""
+    name, HQ, HKV, D, S, B, CAP = "onnx_attention23", 6, 2, 16, 13, 2, 4.0
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    b.nodes.append(helper.make_node("Attention", ["Q", "K", "V"], ["Y"], name="/attn/Attention",
+                                    is_causal=1, softcap=CAP))
+    model = make_model(b, "main_graph",
+                       [("Q", F32, ["batch_size", HQ, "sequence_length", D]),
+                        ("K", F32, ["batch_size", HKV, "sequence_length", D]),
+                        ("V", F32, ["batch_size", HKV, "sequence_length", D])],
+                       [("Y", F32, ["batch_size", HQ, "sequence_length", D])],
+                       opsets=(("", 23),), ir_version=11)
+    # scores of a few units, so that the softcap of 4 bends them noticeably
+    inputs = {"Q": randn(rng, B, HQ, S, D, scale=1.5), "K": randn(rng, B, HKV, S, D, scale=1.5),
+              "V": randn(rng, B, HKV, S, D)}
+
+    def direct(inp, w):
+        q = f64(inp["Q"])
+        k = np.repeat(f64(inp["K"]), HQ // HKV, axis=1)
+        v = np.repeat(f64(inp["V"]), HQ // HKV, axis=1)
+        return {"Y": sdpa(q, k, v, 1.0 / math.sqrt(D), keep=causal_keep(S), softcap=CAP)}
+
+    return Case(name, "ONNX opset-23 Attention: 4-D Q [B,6,S,16], K/V [B,2,S,16] (GQA), "
+                "is_causal=1, softcap=4, default scale", model, inputs, {}, direct,
+                checkable=False)
+
+
+MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
+          ms_attention, ms_mha, ms_gqa, onnx_attention23]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking and writing
+
+
+def output_file_name(onnx_name):
+    """The importer's rule: characters outside [A-Za-z0-9_] become '_', and 'v_' is prefixed
+    when the result is empty or starts with a digit."""
+    ident = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in onnx_name)
+    if not ident or ident[0].isdigit():
+        ident = "v_" + ident
+    return ident + ".npy"
+
+
+def rel_err(out, ref):
+    ref = f64(ref)
+    n = np.linalg.norm(ref)
+    return float(np.linalg.norm(f64(out) - ref) / (n if n else 1.0))
+
+
+def verify(case):
+    """Checker (where onnx 1.12 can), evaluator vs the direct computation, sane numbers."""
+    if case.checkable:
+        onnx.checker.check_model(case.model, full_check=True)
+    got = onnx_numpy.run(case.model, case.inputs, keep_float64=True)
+    want = case.direct(case.inputs, case.weights)
+    if sorted(got) != sorted(want):
+        raise AssertionError("%s: outputs %s vs direct %s" % (case.name, sorted(got), sorted(want)))
+    errors = {}
+    for name, ref in want.items():
+        if got[name].shape != ref.shape:
+            raise AssertionError("%s/%s: shape %s vs direct %s"
+                                 % (case.name, name, got[name].shape, ref.shape))
+        if not np.all(np.isfinite(got[name])):
+            raise AssertionError("%s/%s: non-finite values" % (case.name, name))
+        errors[name] = rel_err(got[name], ref)
+        if errors[name] > SELF_CHECK_TOL:
+            raise AssertionError("%s/%s: evaluator and direct numpy differ, rel err %.3g"
+                                 % (case.name, name, errors[name]))
+    names = [output_file_name(o.name) for o in case.model.graph.output]
+    if len(set(names)) != len(names):
+        raise AssertionError("%s: output file names collide: %s" % (case.name, names))
+    return errors
+
+
+def op_list(model):
+    ops = set()
+    for n in model.graph.node:
+        ops.add(n.op_type if n.domain in ("", "ai.onnx") else "%s.%s" % (n.domain, n.op_type))
+    return sorted(ops)
+
+
+def write_case(case, outdir):
+    rel = lambda *p: "/".join(p)    # noqa: E731  (paths in models.json, relative to OUTDIR)
+    onnx.save(case.model, os.path.join(outdir, case.name + ".onnx"))
+    os.makedirs(os.path.join(outdir, case.name, "inputs"), exist_ok=True)
+    os.makedirs(os.path.join(outdir, case.name, "expected"), exist_ok=True)
+    inputs = {}
+    for name, arr in case.inputs.items():
+        path = rel(case.name, "inputs", name + ".npy")
+        np.save(os.path.join(outdir, path), arr)
+        inputs[name] = path
+    outputs = {}
+    for name, arr in onnx_numpy.run(case.model, case.inputs).items():
+        file = output_file_name(name)
+        path = rel(case.name, "expected", file)
+        np.save(os.path.join(outdir, path), arr)
+        outputs[name] = {"expected": path, "file": file, "dtype": str(arr.dtype),
+                         "shape": list(arr.shape)}
+    return {
+        "name": case.name,
+        "file": case.name + ".onnx",
+        "description": case.description,
+        "attention_kernels": case.attention_kernels,
+        "dtype": case.dtype,
+        "tolerance": TOLERANCE[case.dtype],
+        "opsets": {(i.domain or ""): i.version for i in case.model.opset_import},
+        "ops": op_list(case.model),
+        "inputs": inputs,
+        "outputs": outputs,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Malformed files
+
+
+def _parses(data):
+    """Whether protobuf reads `data` as a whole ModelProto. Some protobuf builds only warn
+    ("Not all data was converted") where the C++ parser fails: a warning counts as failure."""
+    m = onnx.ModelProto()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            m.ParseFromString(data)
+        except Exception:   # DecodeError, or the warning raised as an error
+            return False
+    return True
+
+
+def _tiny(nodes, inputs, outputs, initializers=(), opsets=(("", 17),)):
+    graph = helper.make_graph(nodes, "main_graph", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, producer_name="pytorch",
+                              opset_imports=[helper.make_opsetid(d, v) for d, v in opsets])
+    model.ir_version = 8
+    return model
+
+
+def malformed_cases():
+    """[(file name, bytes, reason)]."""
+    x = helper.make_tensor_value_info("x", F32, ["batch_size", 8])
+    y = helper.make_tensor_value_info("y", F32, ["batch_size", 8])
+    cases = []
+
+    full = gpt2_causal().model.SerializeToString()
+    cut = len(full) // 2
+    while _parses(full[:cut]):      # make sure the cut lands inside a field
+        cut -= 1
+    cases.append(("truncated.onnx", full[:cut],
+                  "the first %d of %d bytes of gpt2_causal.onnx: protobuf parse fails"
+                  % (cut, len(full))))
+
+    m = _tiny([helper.make_node("MatMul", ["x", "encoder.layer.0.weight"], ["y"],
+                                name="/MatMul")], [x], [y])
+    cases.append(("missing_initializer.onnx", m.SerializeToString(),
+                  "node /MatMul reads 'encoder.layer.0.weight', which no input, initializer "
+                  "or node defines"))
+
+    m = _tiny([helper.make_node("Add", ["x", "/Add_1_output_0"], ["/Add_output_0"], name="/Add"),
+               helper.make_node("Add", ["/Add_output_0", "x"], ["/Add_1_output_0"],
+                                name="/Add_1"),
+               helper.make_node("Identity", ["/Add_output_0"], ["y"], name="/Identity")],
+              [x], [y])
+    cases.append(("cycle.onnx", m.SerializeToString(),
+                  "nodes /Add and /Add_1 read each other's outputs (a cycle)"))
+
+    m = _tiny([helper.make_node("FancyAttention", ["x"], ["y"], name="/FancyAttention",
+                                domain="com.example.custom", num_heads=2)],
+              [x], [y], opsets=(("", 17), ("com.example.custom", 1)))
+    cases.append(("unknown_domain.onnx", m.SerializeToString(),
+                  "node /FancyAttention is in domain 'com.example.custom', which attnc does not "
+                  "know"))
+
+    cases.append(("empty.onnx", b"", "zero bytes: no model at all"))
+    text = b"This is not an ONNX model, just a line of text.\n"
+    assert not _parses(text)
+    cases.append(("not_onnx.onnx", text, "plain text: protobuf parse fails"))
+
+    # the two built ones must really be invalid
+    for name, data, _ in cases:
+        if name in ("missing_initializer.onnx", "cycle.onnx"):
+            try:
+                onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
+            except Exception:
+                continue
+            raise AssertionError("%s passes onnx.checker" % name)
+    return cases
+
+
+def write_malformed(outdir):
+    mdir = os.path.join(outdir, "malformed")
+    os.makedirs(mdir, exist_ok=True)
+    listing = []
+    for name, data, reason in malformed_cases():
+        with open(os.path.join(mdir, name), "wb") as f:
+            f.write(data)
+        listing.append({"file": name, "reason": reason})
+    with open(os.path.join(mdir, "cases.json"), "w") as f:
+        json.dump({"cases": listing}, f, indent=2)
+        f.write("\n")
+    return listing
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-op self-test of the evaluator: small graphs with hand-computed answers
+
+
+def _single(op, inputs, attrs=None, n_out=1, opset=17, domain=""):
+    """Run one node on constant inputs (given as arrays) and return its outputs."""
+    names = ["in%d" % i if a is not None else "" for i, a in enumerate(inputs)]
+    inits = [numpy_helper.from_array(np.asarray(a), n)
+             for n, a in zip(names, inputs) if a is not None]
+    outs = ["out%d" % i for i in range(n_out)]
+    node = helper.make_node(op, names, outs, domain=domain or None, **(attrs or {}))
+    graph = helper.make_graph([node], "g", [],
+                              [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None)
+                               for o in outs], initializer=inits)
+    opsets = [helper.make_opsetid("", opset if not domain else 17)]
+    if domain:
+        opsets.append(helper.make_opsetid(domain, opset))
+    model = helper.make_model(graph, opset_imports=opsets)
+    res = onnx_numpy.run(model, {}, keep_float64=True)
+    return [res[o] for o in outs]
+
+
+def _eq(got, want):
+    want = np.asarray(want)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-12), (got, want)
+
+
+def op_self_test():
+    a = np.arange(10, dtype=np.float32)
+    i64 = lambda v: np.array(v, dtype=np.int64)     # noqa: E731
+    # Slice: negative start, end past the end, negative step, clamping
+    _eq(_single("Slice", [a, i64([-3]), i64([INT64_MAX]), i64([0]), i64([1])])[0], [7, 8, 9])
+    _eq(_single("Slice", [a, i64([8]), i64([-INT64_MAX]), i64([0]), i64([-3])])[0], [8, 5, 2])
+    _eq(_single("Slice", [a, i64([20]), i64([2]), i64([-1]), i64([-4])])[0], [9, 5])
+    m = np.arange(12, dtype=np.float32).reshape(3, 4)
+    _eq(_single("Slice", [m, i64([1]), i64([3])])[0], m[1:3])        # axes/steps omitted
+    # Reshape 0 / -1 and allowzero
+    x = np.zeros((2, 3, 4), dtype=np.float32)
+    assert _single("Reshape", [x, i64([0, -1])])[0].shape == (2, 12)
+    assert _single("Reshape", [x, i64([-1, 0, 2])])[0].shape == (4, 3, 2)
+    # Unsqueeze negative axes are in the output's rank; Squeeze with and without axes
+    assert _single("Unsqueeze", [x, i64([-1, 0])])[0].shape == (1, 2, 3, 4, 1)
+    assert _single("Unsqueeze", [x], {"axes": [1]}, opset=11)[0].shape == (2, 1, 3, 4)
+    y = np.zeros((1, 3, 1), dtype=np.float32)
+    assert _single("Squeeze", [y])[0].shape == (3,)
+    assert _single("Squeeze", [y, i64([-1])])[0].shape == (1, 3)
+    # Split: input sizes, equal parts, opset 18 num_outputs with a short last part
+    parts = _single("Split", [a, i64([2, 8])], n_out=2)
+    _eq(parts[1], a[2:])
+    assert [p.shape[0] for p in _single("Split", [a[:9]], n_out=3)] == [3, 3, 3]
+    assert [p.shape[0] for p in _single("Split", [a], {"num_outputs": 3}, n_out=3,
+                                        opset=18)] == [4, 4, 2]
+    # Gather with a negative index and a 0-d index
+    _eq(_single("Gather", [m, i64([-1, 0])], {"axis": 1})[0], m[:, [3, 0]])
+    _eq(_single("Gather", [i64([5, 6, 7]), i64(1)])[0], 6)
+    # Expand broadcasts both ways
+    assert _single("Expand", [np.zeros((3, 1), np.float32), i64([2, 1, 4])])[0].shape == (2, 3, 4)
+    # Trilu with k, upper and lower
+    ones = np.ones((3, 3), np.float32)
+    _eq(_single("Trilu", [ones, i64(1)])[0], np.triu(ones, 1))
+    _eq(_single("Trilu", [ones], {"upper": 0})[0], np.tril(ones))
+    # Range (ceil of the count), float and int
+    _eq(_single("Range", [i64(1), i64(8), i64(3)])[0], [1, 4, 7])
+    _eq(_single("Range", [np.float32(0), np.float32(1), np.float32(0.25)])[0], [0, .25, .5, .75])
+    # integer Div truncates toward zero
+    _eq(_single("Div", [i64([7, -7]), i64([2, 2])])[0], [3, -3])
+    # Softmax: opset 13 along one axis, opset 11 over the flattened trailing dims
+    s = np.array([[[1, 2], [3, 4]]], dtype=np.float32)
+    e = np.exp(f64(s))
+    _eq(_single("Softmax", [s], {"axis": 1})[0], e / e.sum(1, keepdims=True))
+    flat = e.reshape(1, 4)
+    _eq(_single("Softmax", [s], {"axis": 1}, opset=11)[0],
+        (flat / flat.sum()).reshape(s.shape))
+    # Gemm with transposes, alpha and beta
+    ga, gb, gc = np.ones((3, 2), np.float32), np.ones((4, 3), np.float32), np.ones(4, np.float32)
+    _eq(_single("Gemm", [ga, gb, gc], {"transA": 1, "transB": 1, "alpha": 2.0, "beta": 0.5})[0],
+        np.full((2, 4), 6.5))
+    # ReduceSum axes as input (13+), ReduceMean axes as attribute (< 18)
+    _eq(_single("ReduceSum", [m, i64([1])], {"keepdims": 0})[0], m.sum(1))
+    _eq(_single("ReduceMean", [m], {"axes": [0]})[0], m.mean(0, keepdims=True))
+    # Shape with start/end, Cast to int truncates
+    _eq(_single("Shape", [x], {"start": -2})[0], [3, 4])
+    _eq(_single("Cast", [np.array([-1.7, 2.9], np.float32)], {"to": I64})[0], [-1, 2])
+    _fused_self_test()
+
+
+def _fused_self_test():
+    """Spec corners of the fused ops that the models leave out: unidirectional com.microsoft
+    Attention, 1-D key lengths, opset-23 Attention with a bool mask and 3-D inputs."""
+    rng = np.random.default_rng(7)
+    B, S, E, H = 2, 5, 8, 2
+    x = randn(rng, B, S, E)
+    w = randn(rng, E, 3 * E)
+    qkv = f64(x) @ f64(w)
+    q, k, v = (split_heads(t, H) for t in np.split(qkv, 3, axis=-1))
+    # unidirectional: -10000 added above the diagonal; exp(-10000) vanishes in float64
+    got = _single("Attention", [x, w], {"num_heads": H, "unidirectional": 1},
+                  domain="com.microsoft", opset=1)[0]
+    _close(got, join_heads(sdpa(q, k, v, 1 / math.sqrt(E // H), keep=causal_keep(S))))
+    lengths = np.array([5, 3], dtype=np.int32)
+    got = _single("Attention", [x, w, None, lengths], {"num_heads": H},
+                  domain="com.microsoft", opset=1)[0]
+    keep = (np.arange(S)[None, :] < lengths[:, None])[:, None, None, :]
+    _close(got, join_heads(sdpa(q, k, v, 1 / math.sqrt(E // H), keep=keep)))
+    # opset 23: bool mask (true = attend) and causal together; 3-D inputs with head counts
+    mask = rng.random((B, 1, S, S)) > 0.3
+    mask[..., 0] = True
+    q, k, v = (t.astype(np.float32) for t in (q, k, v))     # what the initializers hold
+    got = _single("Attention", [q, k, v, mask], {"is_causal": 1, "scale": 0.5}, opset=23)[0]
+    q, k, v = f64(q), f64(k), f64(v)
+    _close(got, sdpa(q, k, v, 0.5, keep=mask & causal_keep(S)))
+    q3, k3, v3 = (join_heads(t).astype(np.float32) for t in (q, k, v))
+    got = _single("Attention", [q3, k3[:, :, :E // H], v3[:, :, :E // H]],
+                  {"q_num_heads": H, "kv_num_heads": 1}, opset=23)[0]
+    kk, vv = np.repeat(k[:, :1], H, axis=1), np.repeat(v[:, :1], H, axis=1)
+    _close(got, join_heads(sdpa(q, kk, vv, 1 / math.sqrt(E // H))))
+
+
+def _close(got, want):
+    err = rel_err(got, want)
+    assert err <= SELF_CHECK_TOL, "rel err %.3g" % err
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("outdir", nargs="?", help="directory to write the models into")
+    ap.add_argument("--malformed", action="store_true", help="also write OUTDIR/malformed/")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check the evaluator against direct numpy; write nothing")
+    args = ap.parse_args()
+    if args.self_test:
+        op_self_test()
+        print("ok per-op evaluator checks")
+        for make in MODELS:
+            case = make()
+            errs = verify(case)
+            print("ok %s: evaluator vs direct numpy rel err %s" % (
+                case.name, ", ".join("%s=%.1e" % kv for kv in errs.items())))
+        malformed_cases()
+        print("ok malformed cases build")
+        return 0
+    if not args.outdir:
+        ap.error("OUTDIR is required (or --self-test)")
+    os.makedirs(args.outdir, exist_ok=True)
+    entries = []
+    for make in MODELS:
+        case = make()
+        verify(case)            # cheap; never write a model whose oracle disagrees
+        entries.append(write_case(case, args.outdir))
+        print("wrote %s.onnx (%s)" % (case.name, ", ".join(entries[-1]["ops"])))
+    doc = {"version": 1, "models": entries}
+    if args.malformed:
+        doc["malformed"] = "malformed/cases.json"
+        for c in write_malformed(args.outdir):
+            print("wrote malformed/%s" % c["file"])
+    with open(os.path.join(args.outdir, "models.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    print("wrote %s" % os.path.join(args.outdir, "models.json"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
