@@ -266,8 +266,14 @@ SmallVector<Value> primitiveResultSizes(Emitter &e, Operation *op,
     return broadcastSizes(e, {op->getOperand(0), op->getOperand(1)},
                           operands.take_front(2), rank);
   if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,
-          attn::SoftmaxOp, attn::MaskedFillOp, attn::CausalMaskOp>(op))
+          attn::CosOp, attn::SinOp, attn::SoftmaxOp, attn::MaskedFillOp,
+          attn::CausalMaskOp>(op))
     return operands[0];
+  if (auto slice = dyn_cast<attn::SliceOp>(op)) {
+    SmallVector<Value> sizes = operands[0];
+    sizes[slice.getAxis()] = e.index(slice.getEnd() - slice.getStart());
+    return sizes;
+  }
   if (auto reshape = dyn_cast<attn::ReshapeOp>(op)) {
     // Static dims become constants later; each dynamic one has its operand.
     SmallVector<Value> sizes;
@@ -374,6 +380,10 @@ void emitUnary(Emitter &e, Operation *op, Value input, Value result) {
       return b.create<math::ExpOp>(loc, v[0]);
     if (isa<attn::SqrtOp>(op))
       return b.create<math::SqrtOp>(loc, v[0]);
+    if (isa<attn::CosOp>(op))
+      return b.create<math::CosOp>(loc, v[0]);
+    if (isa<attn::SinOp>(op))
+      return b.create<math::SinOp>(loc, v[0]);
     return isFloat ? b.create<arith::NegFOp>(loc, v[0]).getResult()
                    : b.create<arith::SubIOp>(loc, zero, v[0]).getResult();
   });
@@ -520,6 +530,16 @@ void emitRepeat(Emitter &e, attn::RepeatOp op, Value input, Value result) {
   e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
     SmallVector<Value> source(ivs.begin(), ivs.end());
     source[axis] = e.b.create<arith::DivUIOp>(e.loc, ivs[axis], times);
+    e.store(e.loadRaw(input, source), result, ivs);
+  });
+}
+
+void emitSlice(Emitter &e, attn::SliceOp op, Value input, Value result) {
+  int64_t axis = op.getAxis();
+  Value start = e.index(op.getStart());
+  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
+    SmallVector<Value> source(ivs.begin(), ivs.end());
+    source[axis] = e.b.create<arith::AddIOp>(e.loc, ivs[axis], start);
     e.store(e.loadRaw(input, source), result, ivs);
   });
 }
@@ -918,8 +938,8 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                       taskIndex);
   if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
     return emitBinary(e, op, operands[0], operands[1], result);
-  if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp>(
-          op))
+  if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,
+          attn::CosOp, attn::SinOp>(op))
     return emitUnary(e, op, operands[0], result);
   if (auto softmax = dyn_cast<attn::SoftmaxOp>(op))
     return emitSoftmax(e, softmax.getAxis(), operands[0], result);
@@ -937,6 +957,8 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
     return emitReduceSum(e, sum, operands[0], result);
   if (auto concat = dyn_cast<attn::ConcatOp>(op))
     return emitConcat(e, concat, operands, result);
+  if (auto slice = dyn_cast<attn::SliceOp>(op))
+    return emitSlice(e, slice, operands[0], result);
   fail(op, "no kernel for this op");
 }
 

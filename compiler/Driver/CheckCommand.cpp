@@ -91,6 +91,9 @@ std::string describeAttributes(const Graph &graph, const Node &node) {
     return axis(op->axis);
   if (const auto *op = node.getIf<RepeatOp>())
     return axis(op->axis) + " times " + std::to_string(op->times);
+  if (const auto *op = node.getIf<SliceOp>())
+    return axis(op->axis) + " [" + std::to_string(op->start) + ", " +
+           std::to_string(op->end) + ")";
   if (const auto *op = node.getIf<ReduceSumOp>())
     return axis(op->axis) + (op->keepdims ? " keepdims" : "");
   if (const auto *op = node.getIf<ConcatOp>())

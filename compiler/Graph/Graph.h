@@ -79,7 +79,7 @@ struct ScaleOp {
   ValueId x;
   double value;
 };
-enum class UnaryKind { Tanh, Exp, Neg, Sqrt };
+enum class UnaryKind { Tanh, Exp, Neg, Sqrt, Cos, Sin };
 struct UnaryOp {
   UnaryKind kind;
   ValueId x;
@@ -111,6 +111,12 @@ struct RepeatOp {
   ValueId x;
   int64_t axis; ///< Normalised.
   int64_t times;
+};
+/// x[..., start:end, ...] along `axis`, whose size is fixed.
+struct SliceOp {
+  ValueId x;
+  int64_t axis; ///< Normalised.
+  int64_t start, end;
 };
 struct ReduceSumOp {
   ValueId x;
@@ -170,7 +176,8 @@ struct AttentionSizes {
 using OpAttributes =
     std::variant<MatmulOp, LinearOp, BinaryOp, ScaleOp, UnaryOp, SoftmaxOp,
                  MaskedFillOp, CausalMaskOp, ReshapeOp, TransposeOp,
-                 UnsqueezeOp, RepeatOp, ReduceSumOp, ConcatOp, AttentionOp>;
+                 UnsqueezeOp, RepeatOp, SliceOp, ReduceSumOp, ConcatOp,
+                 AttentionOp>;
 
 struct Node {
   std::string name;

@@ -305,6 +305,7 @@ private:
   NodeResult parseTranspose(const ObjectReader &fields);
   NodeResult parseUnsqueeze(const ObjectReader &fields);
   NodeResult parseRepeat(const ObjectReader &fields);
+  NodeResult parseSlice(const ObjectReader &fields);
   NodeResult parseReduceSum(const ObjectReader &fields);
   NodeResult parseConcat(const ObjectReader &fields);
   NodeResult parseAttention(const ObjectReader &fields);
@@ -658,6 +659,8 @@ void GraphParser::parseNode(const json &node, size_t index) {
       {"exp", {{"x"}, unary(UnaryKind::Exp)}},
       {"neg", {{"x"}, unary(UnaryKind::Neg)}},
       {"sqrt", {{"x"}, unary(UnaryKind::Sqrt)}},
+      {"cos", {{"x"}, unary(UnaryKind::Cos)}},
+      {"sin", {{"x"}, unary(UnaryKind::Sin)}},
       {"softmax", {{"x", "axis"}, member(&GraphParser::parseSoftmax)}},
       {"masked_fill",
        {{"x", "mask", "value"}, member(&GraphParser::parseMaskedFill)}},
@@ -666,6 +669,8 @@ void GraphParser::parseNode(const json &node, size_t index) {
       {"transpose", {{"x", "perm"}, member(&GraphParser::parseTranspose)}},
       {"unsqueeze", {{"x", "axis"}, member(&GraphParser::parseUnsqueeze)}},
       {"repeat", {{"x", "axis", "times"}, member(&GraphParser::parseRepeat)}},
+      {"slice",
+       {{"x", "axis", "start", "end"}, member(&GraphParser::parseSlice)}},
       {"reduce_sum",
        {{"x", "axis", "keepdims"}, member(&GraphParser::parseReduceSum)}},
       {"concat", {{"inputs", "axis"}, member(&GraphParser::parseConcat)}},
@@ -968,6 +973,29 @@ GraphParser::NodeResult GraphParser::parseRepeat(const ObjectReader &fields) {
                                        "would not be a named dim)");
   if (dim.isFixed() && __builtin_mul_overflow(dim.size, op.times, &dim.size))
     fail(fields.pointerOf("times"), "the repeated size overflows");
+  return {op, TensorType{type(x).dtype, shape}};
+}
+
+GraphParser::NodeResult GraphParser::parseSlice(const ObjectReader &fields) {
+  ValueId x = operand(fields, "x");
+  if (type(x).rank() == 0)
+    fail(fields.pointerOf("x"), "slice needs a tensor of rank >= 1");
+  if (!fields.has("axis"))
+    fail(fields.pointer(), "a slice node needs \"axis\"");
+  SliceOp op{x, axis(fields, "axis", type(x).rank()), fields.integer("start"),
+             fields.integer("end")};
+  Shape shape = type(x).shape;
+  Dim &dim = shape[op.axis];
+  if (!dim.isFixed())
+    fail(fields.pointerOf("axis"), "cannot slice along the run-time size " +
+                                       dim.symbol + " (the result size " +
+                                       "would not be a named dim)");
+  if (op.start < 0 || op.start >= op.end || op.end > dim.size)
+    fail(fields.pointerOf("start"),
+         "needs 0 <= start < end <= " + std::to_string(dim.size) +
+             " (the axis's size), got start " + std::to_string(op.start) +
+             ", end " + std::to_string(op.end));
+  dim = Dim::fixed(op.end - op.start);
   return {op, TensorType{type(x).dtype, shape}};
 }
 

@@ -237,7 +237,7 @@ void PrimitiveBuilder::elementwise(Type type) {
   if (op == "neg" && type == Int(32))
     return define(-broadcast(operand(0)));
   if (op == "scale" || op == "tanh" || op == "exp" || op == "neg" ||
-      op == "sqrt") {
+      op == "sqrt" || op == "cos" || op == "sin") {
     if (!isFloat)
       unsupported("on " +
                   std::string(dtypeName(plan.values[f.resultValue].dtype)));
@@ -246,6 +246,8 @@ void PrimitiveBuilder::elementwise(Type type) {
              : op == "tanh" ? tanh(x)
              : op == "exp"  ? exp(x)
              : op == "neg"  ? -x
+             : op == "cos"  ? cos(x)
+             : op == "sin"  ? sin(x)
                             : sqrt(x);
     return define(cast(type, e));
   }
@@ -280,6 +282,15 @@ void PrimitiveBuilder::elementwise(Type type) {
     std::vector<Expr> indices;
     for (int d = 0; d < rank; ++d)
       indices.push_back(d == p.axis ? at(d) / int(p.times) : at(d));
+    return define(read(x, indices));
+  }
+  if (op == "slice") {
+    int x = operand(0);
+    if (p.axis < 0 || p.axis >= rank || p.start < 0 || p.start >= p.end)
+      throw std::logic_error("halide backend: " + kernel.name + ": bad slice");
+    std::vector<Expr> indices;
+    for (int d = 0; d < rank; ++d)
+      indices.push_back(d == p.axis ? at(d) + int(p.start) : at(d));
     return define(read(x, indices));
   }
   unsupported("(not a primitive the halide backend knows)");

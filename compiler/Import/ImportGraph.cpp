@@ -202,6 +202,12 @@ void Importer::importNode(const Node &node) {
     case UnaryKind::Sqrt:
       op = builder.create<attn::SqrtOp>(loc, type, x);
       break;
+    case UnaryKind::Cos:
+      op = builder.create<attn::CosOp>(loc, type, x);
+      break;
+    case UnaryKind::Sin:
+      op = builder.create<attn::SinOp>(loc, type, x);
+      break;
     }
   } else if (const auto *softmax = node.getIf<SoftmaxOp>()) {
     op = builder.create<attn::SoftmaxOp>(loc, type, get(softmax->x),
@@ -228,6 +234,10 @@ void Importer::importNode(const Node &node) {
   } else if (const auto *repeat = node.getIf<RepeatOp>()) {
     op = builder.create<attn::RepeatOp>(loc, type, get(repeat->x),
                                         i64(repeat->axis), i64(repeat->times));
+  } else if (const auto *slice = node.getIf<SliceOp>()) {
+    op = builder.create<attn::SliceOp>(loc, type, get(slice->x),
+                                       i64(slice->axis), i64(slice->start),
+                                       i64(slice->end));
   } else if (const auto *sum = node.getIf<ReduceSumOp>()) {
     op = builder.create<attn::ReduceSumOp>(
         loc, type, get(sum->x), i64(sum->axis),

@@ -67,6 +67,9 @@ PrimitivePlan PlanBuilder::primitive(mlir::Operation &op) {
     result.axis = unsqueeze.getAxis();
   else if (auto repeat = mlir::dyn_cast<attn::RepeatOp>(op))
     result.axis = repeat.getAxis(), result.times = repeat.getTimes();
+  else if (auto slice = mlir::dyn_cast<attn::SliceOp>(op))
+    result.axis = slice.getAxis(), result.start = slice.getStart(),
+    result.end = slice.getEnd();
   else if (auto sum = mlir::dyn_cast<attn::ReduceSumOp>(op))
     result.axis = sum.getAxis(), result.keepdims = sum.getKeepdims();
   else if (auto concat = mlir::dyn_cast<attn::ConcatOp>(op))
@@ -287,6 +290,8 @@ std::string planToJson(const KernelPlan &plan) {
                                            : json(p->value)},
                              {"axis", p->axis},
                              {"times", p->times},
+                             {"start", p->start},
+                             {"end", p->end},
                              {"keepdims", p->keepdims},
                              {"permutation", p->permutation}};
     kernels.push_back(entry);

@@ -65,6 +65,7 @@ struct PrimitivePlan {
   double value = 0; ///< scale: the factor; masked_fill: the fill (may be -inf).
   int64_t axis = 0; ///< softmax, unsqueeze, repeat, reduce_sum, concat.
   int64_t times = 1;     ///< repeat.
+  int64_t start = 0, end = 0; ///< slice.
   bool keepdims = false; ///< reduce_sum.
   /// transpose: result dim d is input dim permutation[d].
   std::vector<int64_t> permutation;

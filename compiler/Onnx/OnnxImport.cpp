@@ -206,7 +206,34 @@ struct Triangle {
   bool isBottomRightCausal() const { return offset == cols() - rows(); }
 };
 
-using Val = std::variant<GraphTensor, Constant, Fill, Triangle>;
+/// Positions: the value at a coordinate is `start` plus the coordinate
+/// along `axis` (Range over a run-time size, unsqueezed and expanded).
+struct Index {
+  ElemType type;
+  Shape shape;
+  int64_t axis;
+  Affine start;
+};
+
+/// `inner` [d0, .., dn-1, F] seen as [d0·..·dn-1, F]: exporters flatten
+/// the leading axes around a Gemm; attnc cannot name the product, so the
+/// projection applies to `inner` and the reshape back restores the axes.
+struct Flat {
+  GraphTensor inner;
+};
+
+using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat>;
+
+/// The one value every element of `c` holds, if it holds one.
+std::optional<double> uniformValue(const Constant &c) {
+  if (c.size() == 0)
+    return std::nullopt;
+  std::optional<double> first = c.number(0);
+  for (int64_t i = 1; first && i < c.size(); ++i)
+    if (c.number(i) != first)
+      return std::nullopt;
+  return first;
+}
 
 /// The failure of one node: the importer adds the file and the node.
 struct NodeError {
@@ -861,6 +888,13 @@ GraphTensor Importer::tensorOf(const Val &value) {
   if (std::holds_alternative<Triangle>(value))
     unsupported("a triangular (causal) mask is used other than to mask "
                 "attention scores (Where or Add before a Softmax)");
+  if (std::holds_alternative<Index>(value))
+    unsupported("positions (a Range over a run-time size) are used other "
+                "than to build a causal mask");
+  if (std::holds_alternative<Flat>(value))
+    unsupported("a tensor whose leading run-time axes are flattened into "
+                "one is used other than by a projection (Gemm, MatMul by a "
+                "weight, Add of a bias) and a reshape back");
   unsupported("a tensor filled with a constant of run-time shape is used "
               "other than to build a mask");
 }
@@ -1255,6 +1289,41 @@ std::optional<Triangle> asTriangle(const Constant &c) {
   return t;
 }
 
+/// rows (positions along the second-to-last axis) compared with cols (along
+/// the last) as a triangle over [.., rows, cols].
+Triangle compareIndices(const Index &a, const Index &b, const std::string &op) {
+  size_t rank = std::max(a.shape.size(), b.shape.size());
+  auto alignedAxis = [&](const Index &x) {
+    return int64_t(rank - x.shape.size()) + x.axis;
+  };
+  int64_t axisA = alignedAxis(a), axisB = alignedAxis(b);
+  int64_t rowsAxis = int64_t(rank) - 2, colsAxis = int64_t(rank) - 1;
+  bool aIsRows = axisA == rowsAxis && axisB == colsAxis;
+  if (rank < 2 || !(aIsRows || (axisA == colsAxis && axisB == rowsAxis)))
+    unsupported("compares positions that are not along the last two axes");
+  const Index &rows = aIsRows ? a : b, &cols = aIsRows ? b : a;
+  // As "cols REL rows": mirror the comparison when a holds the rows.
+  static const std::map<std::string, std::string> mirrored = {
+      {"Less", "Greater"},
+      {"LessOrEqual", "GreaterOrEqual"},
+      {"Greater", "Less"},
+      {"GreaterOrEqual", "LessOrEqual"}};
+  auto found = mirrored.find(op);
+  if (found == mirrored.end())
+    unsupported(op + " of positions (only orderings make a triangle)");
+  const std::string &rel = aIsRows ? found->second : op;
+  // j + cols.start <= i + rows.start  <=>  j <= i + offset.
+  Affine offset = rows.start - cols.start;
+  Triangle t{onnx::TensorProto::BOOL, Shape(rank, Dim::fixed(1)), offset, 1, 0};
+  t.shape[rowsAxis] = rows.shape[rows.axis];
+  t.shape[colsAxis] = cols.shape[cols.axis];
+  if (rel == "Less" || rel == "GreaterOrEqual")
+    t.offset = offset - Affine::of(1); // j < x  <=>  j <= x - 1
+  if (rel == "Greater" || rel == "GreaterOrEqual")
+    std::swap(t.inside, t.outside); // The complement.
+  return t;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1290,6 +1359,8 @@ void Importer::importNode(const onnx::NodeProto &each) {
       {"Neg", [](Importer &i) { i.importUnary("neg"); }},
       {"Tanh", [](Importer &i) { i.importUnary("tanh"); }},
       {"Exp", [](Importer &i) { i.importUnary("exp"); }},
+      {"Cos", [](Importer &i) { i.importUnary("cos"); }},
+      {"Sin", [](Importer &i) { i.importUnary("sin"); }},
       {"Identity", [](Importer &i) { i.define(0, i.input(0)); }},
       {"Pow", [](Importer &i) { i.importPow(); }},
       {"Softmax", [](Importer &i) { i.importSoftmax(); }},
@@ -1307,6 +1378,11 @@ void Importer::importNode(const onnx::NodeProto &each) {
       {"Equal", [](Importer &i) { i.importCompare("Equal"); }},
       {"Less", [](Importer &i) { i.importCompare("Less"); }},
       {"Greater", [](Importer &i) { i.importCompare("Greater"); }},
+      {"LessOrEqual", [](Importer &i) { i.importCompare("LessOrEqual"); }},
+      {"GreaterOrEqual",
+       [](Importer &i) { i.importCompare("GreaterOrEqual"); }},
+      {"And", [](Importer &i) { i.importCompare("And"); }},
+      {"Or", [](Importer &i) { i.importCompare("Or"); }},
       {"Not", [](Importer &i) { i.importNot(); }},
       {"Trilu", [](Importer &i) { i.importTrilu(); }},
       {"ReduceSum", [](Importer &i) { i.importReduce(false); }},
@@ -1379,6 +1455,46 @@ void Importer::importBinary(const std::string &op) {
       return c->scalar();
     return std::nullopt;
   };
+  // A bias added to a flattened projection.
+  if (const auto *flat = std::get_if<Flat>(&a))
+    if (const auto *c = std::get_if<Constant>(&b); c && c->shape.size() <= 1) {
+      Val inner = flat->inner;
+      values[node->input(0)] = inner; // Only this node reads it.
+      importBinary(op);
+      if (auto *result = std::get_if<GraphTensor>(&values[outputName(0)]))
+        values[outputName(0)] = Flat{*result};
+      values[node->input(0)] = *flat;
+      return;
+    }
+  // Positions plus or minus a fixed amount or a size.
+  if ((op == "add" || op == "sub") &&
+      (std::holds_alternative<Index>(a) || std::holds_alternative<Index>(b))) {
+    const auto *index = std::get_if<Index>(&a);
+    const auto *amount = std::get_if<Constant>(index ? &b : &a);
+    if (!index || !amount || amount->size() != 1 || amount->isFloat())
+      unsupported("arithmetic on positions other than adding or "
+                  "subtracting an integer");
+    Index out = *index;
+    out.start = op == "add" ? out.start + amount->integers[0]
+                            : out.start - amount->integers[0];
+    return define(0, out);
+  }
+  // Two triangles on one diagonal: elementwise on their two values.
+  if (const auto *ta = std::get_if<Triangle>(&a))
+    if (const auto *tb = std::get_if<Triangle>(&b)) {
+      if (!(ta->offset == tb->offset))
+        unsupported("combines triangular masks with different diagonals");
+      auto apply = [&](double x, double y) {
+        return op == "add"   ? x + y
+               : op == "sub" ? x - y
+               : op == "mul" ? x * y
+                             : x / y;
+      };
+      Triangle out = *ta;
+      out.inside = apply(ta->inside, tb->inside);
+      out.outside = apply(ta->outside, tb->outside);
+      return define(0, out);
+    }
   for (int side = 0; side < 2; ++side) {
     const auto *t = std::get_if<Triangle>(side == 0 ? &a : &b);
     if (!t)
@@ -1446,6 +1562,10 @@ void Importer::importBinary(const std::string &op) {
 void Importer::importMatMul() {
   const Val &a = input(0), &b = input(1);
   const auto *weight = std::get_if<Constant>(&b);
+  if (const auto *flat = std::get_if<Flat>(&a);
+      flat && weight && weight->shape.size() == 2 && weight->isFloat())
+    return define(
+        0, Flat{emitLinear(flat->inner, *weight, nullptr, outputName(0))});
   if (std::holds_alternative<GraphTensor>(a) && weight &&
       weight->shape.size() == 2 && weight->isFloat())
     return define(0, emitLinear(std::get<GraphTensor>(a), *weight, nullptr,
@@ -1459,7 +1579,8 @@ void Importer::importGemm() {
     unsupported("transA = 1 is not supported");
   double alpha = floatAttribute("alpha", 1.0),
          beta = floatAttribute("beta", 1.0);
-  GraphTensor x = tensorInput(0);
+  const auto *flat = std::get_if<Flat>(&input(0));
+  GraphTensor x = flat ? flat->inner : tensorInput(0);
   Constant w = constantInput(1, "the weight B");
   if (w.shape.size() != 2 || !w.isFloat())
     unsupported("the weight B must be a 2-D float constant");
@@ -1492,7 +1613,10 @@ void Importer::importGemm() {
     w.sourceName.clear();
   if (bias && beta != 1.0)
     bias->sourceName.clear();
-  define(0, emitLinear(x, w, bias ? &*bias : nullptr, outputName(0)));
+  GraphTensor y = emitLinear(x, w, bias ? &*bias : nullptr, outputName(0));
+  if (flat)
+    return define(0, Flat{y});
+  define(0, y);
 }
 
 void Importer::importUnary(const std::string &op) {
@@ -1505,6 +1629,8 @@ void Importer::importUnary(const std::string &op) {
       value = op == "sqrt"   ? std::sqrt(value)
               : op == "neg"  ? -value
               : op == "tanh" ? std::tanh(value)
+              : op == "cos"  ? std::cos(value)
+              : op == "sin"  ? std::sin(value)
                              : std::exp(value);
     out.sourceName.clear();
     return define(0, out);
@@ -1563,6 +1689,11 @@ void Importer::importReshape() {
     constantShape = c->shape;
     for (int64_t size : c->shape)
       inputShape.push_back(Dim::fixed(size));
+  } else if (const auto *i = std::get_if<Index>(&data)) {
+    inputShape = i->shape;
+  } else if (const auto *flat = std::get_if<Flat>(&data)) {
+    inputShape = flat->inner.shape; // Back from [B·S, F]: the target names
+                                    // the axes.
   } else {
     inputShape = tensorOf(data).shape;
   }
@@ -1590,8 +1721,37 @@ void Importer::importReshape() {
                 "(products of run-time sizes, or -1)");
   std::string problem;
   std::optional<Shape> shape = inferReshape(inputShape, dims, problem);
+  if (const auto *x = std::get_if<GraphTensor>(&data);
+      !shape && x && sizes.size() == 2 && dims[1] && dims[1]->isFixed() &&
+      (!dims[0] || !dims[0]->isFixed())) {
+    // [lead.., f..] flattened to [product, F] with F the product of the
+    // trailing fixed sizes (the product of `lead` attnc cannot name): the
+    // trailing axes merge now, the leading ones stay.
+    int64_t features = 1;
+    size_t k = inputShape.size();
+    while (k > 1 && features < dims[1]->size && inputShape[k - 1].isFixed())
+      features *= inputShape[--k].size;
+    if (features == dims[1]->size && k >= 2) {
+      Shape kept(inputShape.begin(), inputShape.begin() + k);
+      kept.push_back(Dim::fixed(features));
+      return define(0, Flat{emitReshape(*x, kept, outputName(0) + "_rows")});
+    }
+  }
   if (!shape)
     unsupported("cannot reshape " + formatShape(inputShape) + ": " + problem);
+  if (const auto *i = std::get_if<Index>(&data)) {
+    // Positions [S] as [S, 1] or [1, S]: the one axis not of size 1.
+    Index out = *i;
+    out.shape = *shape;
+    Dim length = i->shape[i->axis];
+    int found = 0;
+    for (size_t d = 0; d < shape->size(); ++d)
+      if (!(*shape)[d].isOne())
+        out.axis = int64_t(d), ++found;
+    if (found != 1 || out.shape[out.axis] != length)
+      unsupported("reshapes positions other than by adding axes of size 1");
+    return define(0, out);
+  }
   if (const auto *c = std::get_if<Constant>(&data)) {
     Constant out = *c;
     out.shape.clear();
@@ -1602,7 +1762,9 @@ void Importer::importReshape() {
     }
     return define(0, out);
   }
-  define(0, emitReshape(tensorOf(data), *shape, outputName(0)));
+  const auto *flat = std::get_if<Flat>(&data);
+  define(0, emitReshape(flat ? flat->inner : tensorOf(data), *shape,
+                        outputName(0)));
 }
 
 void Importer::importTranspose() {
@@ -1646,6 +1808,8 @@ void Importer::importUnsqueeze() {
   auto rankOf = [&]() -> int64_t {
     if (const auto *c = std::get_if<Constant>(&data))
       return int64_t(c->shape.size());
+    if (const auto *i = std::get_if<Index>(&data))
+      return int64_t(i->shape.size());
     if (const auto *t = std::get_if<Triangle>(&data))
       return int64_t(t->shape.size());
     return int64_t(tensorOf(data).shape.size());
@@ -1658,6 +1822,15 @@ void Importer::importUnsqueeze() {
     Constant out = *c;
     for (int64_t axis : axes)
       out.shape.insert(out.shape.begin() + axis, 1);
+    return define(0, out);
+  }
+  if (const auto *i = std::get_if<Index>(&data)) {
+    Index out = *i;
+    for (int64_t axis : axes) {
+      out.shape.insert(out.shape.begin() + axis, Dim::fixed(1));
+      if (axis <= out.axis)
+        ++out.axis;
+    }
     return define(0, out);
   }
   if (const auto *t = std::get_if<Triangle>(&data)) {
@@ -1958,7 +2131,31 @@ void Importer::importSlice() {
     }
     return define(0, out);
   }
-  unsupported("Slice of a computed tensor is not supported yet");
+  // A computed tensor: one attnc slice per axis that changes.
+  GraphTensor x = tensorOf(data);
+  int64_t rank = int64_t(x.shape.size());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = normaliseAxis(axes[i], rank, "axis");
+    auto [s, e] = range(i, Affine::of(x.shape[axis]));
+    if (s == Affine::of(0) && e == Affine::of(x.shape[axis]))
+      continue; // The whole axis.
+    if (!x.shape[axis].isFixed() || !s.isConstant() || !e.isConstant())
+      unsupported("slices a run-time size of a computed tensor (attnc's "
+                  "slice needs a fixed axis and fixed bounds)");
+    if (s.constant >= e.constant)
+      unsupported("an empty slice");
+    Shape shape = x.shape;
+    shape[axis] = Dim::fixed(e.constant - s.constant);
+    x = emit(i + 1 == axes.size() ? outputName(0)
+                                  : outputName(0) + "_" + std::to_string(i),
+             "slice",
+             {{"x", x.name},
+              {"axis", axis},
+              {"start", s.constant},
+              {"end", e.constant}},
+             x.dtype, shape);
+  }
+  define(0, x);
 }
 
 void Importer::importGather() {
@@ -1995,10 +2192,17 @@ void Importer::importExpand() {
   const Val &data = input(0);
   std::vector<Affine> target =
       integerList(constantInput(1, "the shape"), "shape");
-  if (const auto *t = std::get_if<Triangle>(&data)) {
-    // A mask broadcasts anyway where it is used.
-    (void)target;
+  // A mask or positions broadcast anyway where they are used.
+  if (const auto *t = std::get_if<Triangle>(&data))
     return define(0, *t);
+  if (const auto *i = std::get_if<Index>(&data)) {
+    Index out = *i;
+    if (target.size() > out.shape.size()) {
+      int64_t added = int64_t(target.size() - out.shape.size());
+      out.shape.insert(out.shape.begin(), size_t(added), Dim::fixed(1));
+      out.axis += added;
+    }
+    return define(0, out);
   }
   // An axis of size 1 expanded to a run-time size is left to the consumer's
   // broadcasting (a batched MatMul, an elementwise op): attnc cannot
@@ -2148,6 +2352,11 @@ void Importer::importCast() {
     }
     return define(0, out);
   }
+  if (const auto *i = std::get_if<Index>(&x)) {
+    Index out = *i;
+    out.type = to;
+    return define(0, out);
+  }
   if (const auto *t = std::get_if<Triangle>(&x)) {
     Triangle out = *t;
     out.type = to;
@@ -2164,31 +2373,71 @@ void Importer::importCast() {
   define(0, t);
 }
 
+/// Equal, Less, LessOrEqual, Greater, GreaterOrEqual; And, Or (`op` is the
+/// ONNX name).
 void Importer::importCompare(const std::string &op) {
   const Val &a = input(0), &b = input(1);
-  auto compare = [&](double x, double y) -> double {
-    return op == "Equal" ? x == y : op == "Less" ? x < y : x > y;
+  auto apply = [&](double x, double y) -> double {
+    if (op == "Equal")
+      return x == y;
+    if (op == "Less")
+      return x < y;
+    if (op == "LessOrEqual")
+      return x <= y;
+    if (op == "Greater")
+      return x > y;
+    if (op == "GreaterOrEqual")
+      return x >= y;
+    if (op == "And")
+      return x != 0 && y != 0;
+    return x != 0 || y != 0; // Or
   };
-  if (const auto *t = std::get_if<Triangle>(&a))
-    if (const auto *c = std::get_if<Constant>(&b); c && c->scalar()) {
-      Triangle out = *t;
-      out.type = onnx::TensorProto::BOOL;
-      out.inside = compare(t->inside, *c->scalar());
-      out.outside = compare(t->outside, *c->scalar());
+  bool logical = op == "And" || op == "Or";
+  // Position grids compared along the last two axes: a triangle.
+  const auto *ia = std::get_if<Index>(&a), *ib = std::get_if<Index>(&b);
+  if (ia && ib && !logical)
+    return define(0, compareIndices(*ia, *ib, op));
+  // Masks with a scalar or with each other stay masks.
+  const auto *ta = std::get_if<Triangle>(&a), *tb = std::get_if<Triangle>(&b);
+  if (ta || tb) {
+    auto scalarOf = [](const Val &v) -> std::optional<double> {
+      if (const auto *c = std::get_if<Constant>(&v))
+        return uniformValue(*c);
+      return std::nullopt;
+    };
+    Triangle out = ta ? *ta : *tb;
+    out.type = onnx::TensorProto::BOOL;
+    if (ta && tb) {
+      if (!(ta->offset == tb->offset))
+        unsupported("combines triangular masks with different diagonals");
+      out.inside = apply(ta->inside, tb->inside);
+      out.outside = apply(ta->outside, tb->outside);
       return define(0, out);
     }
+    if (std::optional<double> s = scalarOf(ta ? b : a)) {
+      out.inside = ta ? apply(ta->inside, *s) : apply(*s, tb->inside);
+      out.outside = ta ? apply(ta->outside, *s) : apply(*s, tb->outside);
+      return define(0, out);
+    }
+  }
   const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
   if (!ca || !cb)
     unsupported(op + " on computed tensors is not supported yet (only on "
-                     "constants, shapes and masks)");
+                     "constants, shapes, positions and masks)");
   define(0, foldElementwise(
-                *ca, *cb, onnx::TensorProto::BOOL, compare,
+                *ca, *cb, onnx::TensorProto::BOOL, apply,
                 [&](const Affine &x, const Affine &y) -> std::optional<Affine> {
-                  // The sign of x - y decides all three comparisons.
+                  if (logical) {
+                    std::optional<int> sx = x.sign(), sy = y.sign();
+                    if (!sx || !sy)
+                      return std::nullopt;
+                    return Affine::of(int64_t(apply(*sx, *sy)));
+                  }
+                  // The sign of x - y decides every comparison.
                   std::optional<int> sign = (x - y).sign();
                   if (!sign)
                     return std::nullopt;
-                  return Affine::of(int64_t(compare(double(*sign), 0.0)));
+                  return Affine::of(int64_t(apply(double(*sign), 0.0)));
                 }));
 }
 
@@ -2288,9 +2537,18 @@ void Importer::importRange() {
            delta = constantInput(2, "delta");
   std::optional<double> s = start.scalar(), l = limit.scalar(),
                         d = delta.scalar();
+  if (s && d == 1.0 && !l && limit.size() == 1 && !limit.isFloat()) {
+    // Positions 0 .. S-1: kept symbolic, for masks built by comparing them.
+    Affine first = Affine::of(int64_t(*s));
+    std::optional<Dim> length = (limit.integers[0] - first).asDim();
+    if (!length)
+      unsupported("the length " + (limit.integers[0] - first).str() +
+                  " is not one run-time size");
+    return define(0, Index{start.type, {*length}, 0, first});
+  }
   if (!s || !l || !d)
-    unsupported("Range over a run-time size is not supported yet (its "
-                "length would be a run-time size)");
+    unsupported("Range over run-time sizes with a start or step that is "
+                "not fixed (or a step other than 1)");
   if (*d == 0)
     unsupported("Range with delta 0");
   int64_t count = std::max<int64_t>(0, int64_t(std::ceil((*l - *s) / *d)));
@@ -2318,6 +2576,8 @@ void Importer::importShape() {
     shape = t->shape;
   else if (const auto *f = std::get_if<Fill>(&x))
     shape = f->shape;
+  else if (const auto *i = std::get_if<Index>(&x))
+    shape = i->shape;
   else
     shape = std::get<GraphTensor>(x).shape;
   int64_t rank = int64_t(shape.size());

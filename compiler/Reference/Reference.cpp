@@ -255,6 +255,10 @@ private:
       return map(operand(op.x), [](double x) { return -x; });
     case UnaryKind::Sqrt:
       return map(operand(op.x), [](double x) { return std::sqrt(x); });
+    case UnaryKind::Cos:
+      return map(operand(op.x), [](double x) { return std::cos(x); });
+    case UnaryKind::Sin:
+      return map(operand(op.x), [](double x) { return std::sin(x); });
     }
     return {};
   }
@@ -311,6 +315,18 @@ private:
                       split.inner,
                       &result.data[((o * split.extent + a) * op.times + t) *
                                    split.inner]);
+    return result;
+  }
+
+  F64Tensor evaluatePrimitive(const SliceOp &op,
+                              const std::vector<int64_t> &shape) {
+    const F64Tensor &x = operand(op.x);
+    AxisSplit split(x.shape, op.axis);
+    int64_t length = op.end - op.start;
+    F64Tensor result{shape, std::vector<double>(elementCount(shape))};
+    for (int64_t o = 0; o < split.outer; ++o)
+      std::copy_n(&x.data[(o * split.extent + op.start) * split.inner],
+                  length * split.inner, &result.data[o * length * split.inner]);
     return result;
   }
 

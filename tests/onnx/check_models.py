@@ -2,8 +2,10 @@
 """Check the attnc ONNX importer on the models of make_models.py.
 
     check_models.py --attnc PATH --out DIR [--backend mlir,halide] [--only NAME] [--malformed]
+                    [--models SRC]
 
-Runs make_models.py into DIR, then for every model:
+Runs make_models.py into DIR (with --models SRC: copies the ready-made models of SRC, listed in
+SRC/models.json with paths relative to SRC, into DIR instead), then for every model:
   * `attnc explain DIR/NAME.onnx --json` must exit 0 and list exactly `attention_kernels`
     kernels whose "op" is "attention";
   * for every backend B, `attnc run DIR/NAME.onnx --backend B --input NAME=FILE.npy ...
@@ -172,6 +174,18 @@ def make_models(out, malformed):
         return json.load(f)
 
 
+def copy_models(src, out, malformed):
+    """The ready-made models of src (its models.json, paths relative to src), copied to out."""
+    with open(os.path.join(src, "models.json")) as f:
+        doc = json.load(f)
+    if malformed and "malformed" not in doc:
+        print("FAIL --malformed: %s/models.json lists no malformed cases" % src)
+        return None
+    if os.path.realpath(src) != os.path.realpath(out):
+        shutil.copytree(src, out, dirs_exist_ok=True)
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--attnc", required=True, help="path of the attnc binary")
@@ -180,13 +194,18 @@ def main():
                     help="comma-separated backends of `attnc run` (default mlir,halide)")
     ap.add_argument("--only", help="check only the model of this name")
     ap.add_argument("--malformed", action="store_true", help="also check the malformed files")
+    ap.add_argument("--models", help="check the models listed in MODELS/models.json (copied to "
+                    "--out) instead of running make_models.py")
     args = ap.parse_args()
 
     attnc = os.path.abspath(args.attnc)
     if not os.access(attnc, os.X_OK):
         print("FAIL attnc: %s is not an executable" % attnc)
         return 1
-    doc = make_models(args.out, args.malformed)
+    if args.models:
+        doc = copy_models(args.models, args.out, args.malformed)
+    else:
+        doc = make_models(args.out, args.malformed)
     if doc is None:
         return 1
     entries = doc["models"]

@@ -245,6 +245,12 @@ LogicalResult ExpOp::verify() {
 LogicalResult SqrtOp::verify() {
   return verifyFloat(*this, getInput(), "input");
 }
+LogicalResult CosOp::verify() {
+  return verifyFloat(*this, getInput(), "input");
+}
+LogicalResult SinOp::verify() {
+  return verifyFloat(*this, getInput(), "input");
+}
 LogicalResult NegOp::verify() {
   return verifyNumber(*this, getInput(), "input");
 }
@@ -376,6 +382,22 @@ LogicalResult RepeatOp::verify() {
   int64_t &dim = expected[getAxis()];
   if (!ShapedType::isDynamic(dim))
     dim *= getTimes();
+  if (failed(verifyResultElement(*this, input.getElementType())))
+    return failure();
+  return verifyResultShape(*this, expected);
+}
+
+LogicalResult SliceOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  if (failed(verifyAxis(*this, getAxis(), input.getRank())))
+    return failure();
+  int64_t size = input.getDimSize(getAxis());
+  if (ShapedType::isDynamic(size))
+    return emitOpError("slices an axis of dynamic size");
+  if (getStart() < 0 || getStart() >= getEnd() || getEnd() > size)
+    return emitOpError("needs 0 <= start < end <= ") << size;
+  SmallVector<int64_t> expected(input.getShape());
+  expected[getAxis()] = getEnd() - getStart();
   if (failed(verifyResultElement(*this, input.getElementType())))
     return failure();
   return verifyResultShape(*this, expected);

@@ -115,6 +115,8 @@ def Attn_TanhOp : Attn_UnaryOp<"tanh", "hyperbolic tangent">;
 def Attn_ExpOp : Attn_UnaryOp<"exp", "natural exponential">;
 def Attn_NegOp : Attn_UnaryOp<"neg", "negation">;
 def Attn_SqrtOp : Attn_UnaryOp<"sqrt", "square root">;
+def Attn_CosOp : Attn_UnaryOp<"cos", "cosine">;
+def Attn_SinOp : Attn_UnaryOp<"sin", "sine">;
 
 def Attn_SoftmaxOp : Attn_Op<"softmax", [Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one axis";
@@ -228,6 +230,22 @@ def Attn_RepeatOp : Attn_Op<"repeat", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$times);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Attn_SliceOp : Attn_Op<"slice", [Pure]> {
+  let summary = "the entries [start, end) along one axis of static size";
+  let description = [{
+    The halves of rotary embeddings' rotate_half.
+
+    ```mlir
+    %r = attn.slice %x {axis = 3, start = 0, end = 32} : tensor<?x8x?x64xf32> -> tensor<?x8x?x32xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start,
+                       I64Attr:$end);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;

@@ -296,6 +296,7 @@ private:
   FailureOr<Value> repeat(RepeatOp repeat);
   FailureOr<Value> reduceSum(ReduceSumOp sum);
   FailureOr<Value> concat(ConcatOp concat);
+  FailureOr<Value> slice(SliceOp slice);
 };
 
 FailureOr<Value> PrimitiveLowering::matmul(MatmulOp matmul) {
@@ -466,6 +467,10 @@ FailureOr<Value> PrimitiveLowering::unary() {
           return nested.create<math::ExpOp>(loc, v[0]);
         if (isa<SqrtOp>(unaryOp))
           return nested.create<math::SqrtOp>(loc, v[0]);
+        if (isa<CosOp>(unaryOp))
+          return nested.create<math::CosOp>(loc, v[0]);
+        if (isa<SinOp>(unaryOp))
+          return nested.create<math::SinOp>(loc, v[0]);
         if (isFloat)
           return nested.create<arith::NegFOp>(loc, v[0]);
         Value zero =
@@ -733,6 +738,21 @@ FailureOr<Value> PrimitiveLowering::reduceSum(ReduceSumOp sum) {
   return castTo(result, type);
 }
 
+FailureOr<Value> PrimitiveLowering::slice(SliceOp slice) {
+  Value input = slice.getInput();
+  int64_t rank = tensorType(input).getRank(), axis = slice.getAxis();
+  if (axis < 0 || axis >= rank || slice.getStart() < 0 ||
+      slice.getStart() >= slice.getEnd())
+    return fail("needs an axis of the input and 0 <= start < end");
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+      strides(rank, b.getIndexAttr(1)), sizes = dims(input);
+  offsets[axis] = b.getIndexAttr(slice.getStart());
+  sizes[axis] = b.getIndexAttr(slice.getEnd() - slice.getStart());
+  Value part =
+      b.create<tensor::ExtractSliceOp>(loc, input, offsets, sizes, strides);
+  return castTo(part, slice.getType());
+}
+
 FailureOr<Value> PrimitiveLowering::concat(ConcatOp concat) {
   RankedTensorType type = concat.getType();
   int64_t axis = concat.getAxis(), rank = type.getRank();
@@ -767,7 +787,7 @@ FailureOr<Value> PrimitiveLowering::lower() {
     return this->linear(linear);
   if (isa<AddOp, SubOp, MulOp, DivOp>(op))
     return binary();
-  if (isa<ScaleOp, TanhOp, ExpOp, NegOp, SqrtOp>(op))
+  if (isa<ScaleOp, TanhOp, ExpOp, NegOp, SqrtOp, CosOp, SinOp>(op))
     return unary();
   if (auto softmax = dyn_cast<SoftmaxOp>(op))
     return this->softmax(softmax);
@@ -787,14 +807,16 @@ FailureOr<Value> PrimitiveLowering::lower() {
     return reduceSum(sum);
   if (auto concat = dyn_cast<ConcatOp>(op))
     return this->concat(concat);
+  if (auto slice = dyn_cast<SliceOp>(op))
+    return this->slice(slice);
   return fail("is not a primitive attn-lower-primitives knows");
 }
 
 bool isPrimitive(Operation *op) {
   return isa<MatmulOp, LinearOp, AddOp, SubOp, MulOp, DivOp, ScaleOp, TanhOp,
-             ExpOp, NegOp, SqrtOp, SoftmaxOp, MaskedFillOp, CausalMaskOp,
-             ReshapeOp, TransposeOp, UnsqueezeOp, RepeatOp, ReduceSumOp,
-             ConcatOp>(op);
+             ExpOp, NegOp, SqrtOp, CosOp, SinOp, SoftmaxOp, MaskedFillOp,
+             CausalMaskOp, ReshapeOp, TransposeOp, UnsqueezeOp, RepeatOp,
+             SliceOp, ReduceSumOp, ConcatOp>(op);
 }
 
 struct LowerPrimitivesPass
