@@ -156,6 +156,10 @@ struct GraphTensor {
   /// The graph input this is a view of (reshaped, transposed, unsqueezed),
   /// if any: a Cast of such a view retypes the input instead.
   std::string root;
+  /// A bool view of an int input not retyped yet (Cast to bool): true where
+  /// the input is non-zero. Its consumer decides the input's type: bool for
+  /// a mask, float for Where(view, a, b) computed as arithmetic.
+  bool intTruth = false;
 };
 
 /// A value known at import. Integers (and bools, as 0/1) are affine in the
@@ -220,9 +224,35 @@ struct Index {
 /// projection applies to `inner` and the reshape back restores the axes.
 struct Flat {
   GraphTensor inner;
+  /// [product, F] with F inner's last size (a projection may apply);
+  /// otherwise flattened whole, only to be reshaped back.
+  bool rows = true;
 };
 
-using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat>;
+/// Flat positions Σ coefficient·coordinate[axis] + start (positions scaled
+/// and added: the row-major offsets of a flattened tensor).
+struct Grid {
+  ElemType type;
+  Shape shape;
+  std::map<int64_t, Affine> coefficients; ///< axis -> coefficient
+  Affine start;
+};
+
+/// Positions stacked along a last axis (Concat of unsqueezed positions),
+/// the indices of a GatherND: component k is parts[k].
+struct IndexTuple {
+  Shape shape; ///< Without the stacking axis.
+  std::vector<Index> parts;
+};
+
+/// Flatten(x, axis) of a graph tensor: [prod(x[:axis]), prod(x[axis:])].
+struct Flattened {
+  GraphTensor inner;
+  int64_t axis;
+};
+
+using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat,
+                         Grid, IndexTuple, Flattened>;
 
 /// The one value every element of `c` holds, if it holds one.
 std::optional<double> uniformValue(const Constant &c) {
@@ -614,6 +644,11 @@ private:
   void importMultiHeadAttention(bool packedWeights);
   void importAttention23();
   void importGroupQueryAttention();
+  void importFlatten();
+  void importGatherND();
+  void importMax();
+  GraphTensor place(const GraphTensor &x, const std::vector<int64_t> &axes,
+                    int64_t rank, const std::string &onnxName);
   GraphTensor emitAttention(const GraphTensor &q, const GraphTensor &k,
                             const GraphTensor &v, json fields,
                             const std::string &onnxName);
@@ -933,7 +968,7 @@ GraphTensor Importer::materialise(const Constant &constant) {
 /// a bool is declared as that type: `attnc run` converts the model's
 /// integers exactly, and a kernel takes the type its computation needs.
 GraphTensor Importer::retype(const GraphTensor &view, DType dtype) {
-  if (view.root.empty() || view.dtype != DType::I32)
+  if (view.root.empty() || (view.dtype != DType::I32 && !view.intTruth))
     unsupported("a Cast of a computed " + std::string(dtypeName(view.dtype)) +
                 " tensor to " + std::string(dtypeName(dtype)) +
                 " (attnc has no cast op yet; only integer model inputs are "
@@ -946,6 +981,7 @@ GraphTensor Importer::retype(const GraphTensor &view, DType dtype) {
   inputs[view.root]["dtype"] = std::string(dtypeName(dtype));
   GraphTensor out = view;
   out.dtype = dtype;
+  out.intTruth = false;
   return out;
 }
 
@@ -1015,6 +1051,7 @@ GraphTensor Importer::emitReshape(const GraphTensor &x, const Shape &shape,
       emit(onnxName, "reshape", {{"x", x.name}, {"shape", shapeToJson(shape)}},
            x.dtype, shape);
   out.root = x.root;
+  out.intTruth = x.intTruth;
   return out;
 }
 
@@ -1032,6 +1069,7 @@ GraphTensor Importer::emitTranspose(const GraphTensor &x,
   GraphTensor result = emit(onnxName, "transpose",
                             {{"x", x.name}, {"perm", perm}}, x.dtype, shape);
   result.root = x.root;
+  result.intTruth = x.intTruth;
   transposes[result.name] = {nodes.size() - 1, x};
   return result;
 }
@@ -1043,12 +1081,15 @@ GraphTensor Importer::emitUnsqueeze(const GraphTensor &x, int64_t axis,
   GraphTensor out = emit(onnxName, "unsqueeze", {{"x", x.name}, {"axis", axis}},
                          x.dtype, shape);
   out.root = x.root;
+  out.intTruth = x.intTruth;
   return out;
 }
 
 GraphTensor Importer::emitBinary(const std::string &op, const GraphTensor &a,
                                  const GraphTensor &b,
                                  const std::string &onnxName) {
+  if (a.intTruth || b.intTruth)
+    unsupported("arithmetic on a bool view of an integer input");
   if (a.dtype != b.dtype)
     unsupported("operands differ in dtype: " + std::string(dtypeName(a.dtype)) +
                 " and " + std::string(dtypeName(b.dtype)));
@@ -1324,6 +1365,50 @@ Triangle compareIndices(const Index &a, const Index &b, const std::string &op) {
   return t;
 }
 
+/// An Index as a Grid.
+Grid gridOf(const Index &index) {
+  return Grid{
+      index.type, index.shape, {{index.axis, Affine::of(1)}}, index.start};
+}
+
+/// a + b for positions of ranks aligned to the right.
+Grid addGrids(const Grid &a, const Grid &b, const std::string &problemContext) {
+  std::string problem;
+  std::optional<Shape> shape = broadcastShapes(a.shape, b.shape, problem);
+  if (!shape)
+    unsupported(problemContext + ": " + problem);
+  Grid sum{a.type, *shape, {}, a.start + b.start};
+  for (const Grid *g : {&a, &b}) {
+    int64_t shift = int64_t(shape->size() - g->shape.size());
+    for (const auto &[axis, coefficient] : g->coefficients) {
+      Affine &total = sum.coefficients[axis + shift];
+      total = total + coefficient;
+    }
+  }
+  return sum;
+}
+
+/// x placed on `axes` (increasing) of a rank-`rank` tensor, size 1 elsewhere.
+std::vector<int64_t> placementAxes(const Shape &tensor, const Shape &grid,
+                                   const std::vector<int64_t> &axes) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (i > 0 && axes[i] <= axes[i - 1])
+      unsupported("gathers a tensor's axes out of order");
+    if (grid[axes[i]] != tensor[i])
+      unsupported("gathers axis " + std::to_string(i) +
+                  " of a tensor of "
+                  "shape " +
+                  formatShape(tensor) + " by positions of size " +
+                  grid[axes[i]].str());
+  }
+  for (size_t d = 0; d < grid.size(); ++d)
+    if (std::find(axes.begin(), axes.end(), int64_t(d)) == axes.end() &&
+        !grid[d].isOne())
+      unsupported("gathers with positions that broadcast over an axis the "
+                  "tensor lacks");
+  return axes;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1382,6 +1467,9 @@ void Importer::importNode(const onnx::NodeProto &each) {
       {"GreaterOrEqual",
        [](Importer &i) { i.importCompare("GreaterOrEqual"); }},
       {"And", [](Importer &i) { i.importCompare("And"); }},
+      {"Flatten", [](Importer &i) { i.importFlatten(); }},
+      {"GatherND", [](Importer &i) { i.importGatherND(); }},
+      {"Max", [](Importer &i) { i.importMax(); }},
       {"Or", [](Importer &i) { i.importCompare("Or"); }},
       {"Not", [](Importer &i) { i.importNot(); }},
       {"Trilu", [](Importer &i) { i.importTrilu(); }},
@@ -1456,7 +1544,7 @@ void Importer::importBinary(const std::string &op) {
     return std::nullopt;
   };
   // A bias added to a flattened projection.
-  if (const auto *flat = std::get_if<Flat>(&a))
+  if (const auto *flat = std::get_if<Flat>(&a); flat && flat->rows)
     if (const auto *c = std::get_if<Constant>(&b); c && c->shape.size() <= 1) {
       Val inner = flat->inner;
       values[node->input(0)] = inner; // Only this node reads it.
@@ -1467,18 +1555,57 @@ void Importer::importBinary(const std::string &op) {
       return;
     }
   // Positions plus or minus a fixed amount or a size.
-  if ((op == "add" || op == "sub") &&
-      (std::holds_alternative<Index>(a) || std::holds_alternative<Index>(b))) {
-    const auto *index = std::get_if<Index>(&a);
-    const auto *amount = std::get_if<Constant>(index ? &b : &a);
-    if (!index || !amount || amount->size() != 1 || amount->isFloat())
-      unsupported("arithmetic on positions other than adding or "
-                  "subtracting an integer");
-    Index out = *index;
-    out.start = op == "add" ? out.start + amount->integers[0]
-                            : out.start - amount->integers[0];
-    return define(0, out);
+  auto isPositions = [](const Val &v) {
+    return std::holds_alternative<Index>(v) || std::holds_alternative<Grid>(v);
+  };
+  if (isPositions(a) || isPositions(b)) {
+    auto asGrid = [](const Val &v) -> std::optional<Grid> {
+      if (const auto *i = std::get_if<Index>(&v))
+        return gridOf(*i);
+      if (const auto *g = std::get_if<Grid>(&v))
+        return *g;
+      return std::nullopt;
+    };
+    const auto *amountA = std::get_if<Constant>(&a),
+               *amountB = std::get_if<Constant>(&b);
+    const Constant *amount = amountA ? amountA : amountB;
+    bool integral = amount && amount->size() == 1 && !amount->isFloat();
+    if ((op == "add" || op == "sub") && integral) {
+      if (op == "sub" && amountA)
+        unsupported("subtracts positions from an integer");
+      Affine shift =
+          op == "add" ? amount->integers[0] : amount->integers[0].scaled(-1);
+      if (const auto *index = std::get_if<Index>(amountA ? &b : &a)) {
+        Index out = *index;
+        out.start = out.start + shift;
+        return define(0, out);
+      }
+      Grid out = *asGrid(amountA ? b : a);
+      out.start = out.start + shift;
+      return define(0, out);
+    }
+    if (op == "mul" && integral) {
+      // Positions times a size: row-major offsets.
+      Grid out = *asGrid(amountA ? b : a);
+      const Affine &factor = amount->integers[0];
+      auto times = [&](const Affine &x) -> Affine {
+        if (factor.isConstant())
+          return x.scaled(factor.constant);
+        if (x.isConstant())
+          return factor.scaled(x.constant);
+        unsupported("positions times a size, scaled by a size again");
+      };
+      for (auto &entry : out.coefficients)
+        entry.second = times(entry.second);
+      out.start = times(out.start);
+      return define(0, out);
+    }
+    if (op == "add" && asGrid(a) && asGrid(b))
+      return define(0, addGrids(*asGrid(a), *asGrid(b), "adds positions"));
+    unsupported("arithmetic on positions other than adding an integer or "
+                "other positions, or multiplying by an integer");
   }
+
   // Two triangles on one diagonal: elementwise on their two values.
   if (const auto *ta = std::get_if<Triangle>(&a))
     if (const auto *tb = std::get_if<Triangle>(&b)) {
@@ -1562,8 +1689,9 @@ void Importer::importBinary(const std::string &op) {
 void Importer::importMatMul() {
   const Val &a = input(0), &b = input(1);
   const auto *weight = std::get_if<Constant>(&b);
-  if (const auto *flat = std::get_if<Flat>(&a);
-      flat && weight && weight->shape.size() == 2 && weight->isFloat())
+  if (const auto *flat = std::get_if<Flat>(&a); flat && flat->rows && weight &&
+                                                weight->shape.size() == 2 &&
+                                                weight->isFloat())
     return define(
         0, Flat{emitLinear(flat->inner, *weight, nullptr, outputName(0))});
   if (std::holds_alternative<GraphTensor>(a) && weight &&
@@ -1580,6 +1708,8 @@ void Importer::importGemm() {
   double alpha = floatAttribute("alpha", 1.0),
          beta = floatAttribute("beta", 1.0);
   const auto *flat = std::get_if<Flat>(&input(0));
+  if (flat && !flat->rows)
+    unsupported("a tensor flattened whole is multiplied by a weight");
   GraphTensor x = flat ? flat->inner : tensorInput(0);
   Constant w = constantInput(1, "the weight B");
   if (w.shape.size() != 2 || !w.isFloat())
@@ -1737,6 +1867,9 @@ void Importer::importReshape() {
       return define(0, Flat{emitReshape(*x, kept, outputName(0) + "_rows")});
     }
   }
+  if (const auto *x = std::get_if<GraphTensor>(&data);
+      !shape && x && sizes.size() == 1)
+    return define(0, Flat{*x, false}); // [-1] of run-time sizes.
   if (!shape)
     unsupported("cannot reshape " + formatShape(inputShape) + ": " + problem);
   if (const auto *i = std::get_if<Index>(&data)) {
@@ -1884,6 +2017,28 @@ void Importer::importSqueeze() {
 
 void Importer::importConcat() {
   int64_t axisAttribute = intAttribute("axis", 0);
+  if (std::holds_alternative<Index>(input(0))) {
+    // Positions stacked along a last axis of size 1 each: GatherND indices.
+    IndexTuple tuple;
+    for (int i = 0; i < node->input_size(); ++i) {
+      const auto *part = std::get_if<Index>(&input(i));
+      if (!part || part->shape.empty() || !part->shape.back().isOne() ||
+          normaliseAxis(axisAttribute, int64_t(part->shape.size()), "axis") !=
+              int64_t(part->shape.size()) - 1)
+        unsupported("concatenates positions other than along a last axis "
+                    "of size 1");
+      Index stacked = *part;
+      stacked.shape.pop_back();
+      std::string problem;
+      std::optional<Shape> shape =
+          broadcastShapes(tuple.shape, stacked.shape, problem);
+      if (!shape)
+        unsupported(problem);
+      tuple.shape = *shape;
+      tuple.parts.push_back(stacked);
+    }
+    return define(0, tuple);
+  }
   bool allConstant = true;
   for (int i = 0; i < node->input_size(); ++i)
     allConstant &= std::holds_alternative<Constant>(input(i));
@@ -2160,6 +2315,46 @@ void Importer::importSlice() {
 
 void Importer::importGather() {
   const Val &data = input(0);
+  if (const auto *flat = std::get_if<Flattened>(&data)) {
+    // Flatten(x) gathered at x's own row-major offsets: x itself, its axes
+    // placed where the positions run (a padding mask built per element).
+    const Val &where = input(1);
+    Grid grid = std::holds_alternative<Index>(where)
+                    ? gridOf(std::get<Index>(where))
+                : std::holds_alternative<Grid>(where)
+                    ? std::get<Grid>(where)
+                    : (unsupported("gathers a flattened tensor at "
+                                   "positions attnc cannot follow"),
+                       Grid{});
+    const Shape &shape = flat->inner.shape;
+    if (intAttribute("axis", 0) != 0 || flat->axis != int64_t(shape.size()) ||
+        !(grid.start == Affine::of(0)))
+      unsupported("gathers a flattened tensor other than element by element");
+    std::vector<int64_t> axes;
+    Affine stride = Affine::of(1);
+    for (int64_t i = int64_t(shape.size()) - 1; i >= 0; --i) {
+      auto found = std::find_if(
+          grid.coefficients.begin(), grid.coefficients.end(),
+          [&](const auto &entry) { return entry.second == stride; });
+      if (found == grid.coefficients.end())
+        unsupported("the gather positions are not the tensor's row-major "
+                    "offsets");
+      axes.insert(axes.begin(), found->first);
+      if (i > 0) {
+        if (!shape[i].isFixed() && !stride.isConstant())
+          unsupported("row-major offsets with a product of run-time sizes");
+        stride = shape[i].isFixed()
+                     ? stride.scaled(shape[i].size)
+                     : Affine::of(shape[i]).scaled(stride.constant);
+      }
+    }
+    placementAxes(shape, grid.shape, axes);
+    // The flattened tensor's second axis (size 1) trails the result.
+    GraphTensor out = place(flat->inner, axes, int64_t(grid.shape.size()),
+                            outputName(0) + "_placed");
+    return define(
+        0, emitUnsqueeze(out, int64_t(grid.shape.size()), outputName(0)));
+  }
   Constant indices = constantInput(1, "the indices");
   const auto *c = std::get_if<Constant>(&data);
   if (!c)
@@ -2300,6 +2495,20 @@ void Importer::importWhere() {
                 "(keep j <= i + T - S, fill at most " +
                 std::to_string(kMaskingValue) + ")");
   }
+  // Where(m, a, b) of scalars, m a bool view of an int input (a padding
+  // mask): b + (a - b)·m with the input read as 0/1 floats. An additive mask
+  // then, exactly as the model computes it.
+  if (const auto *m = std::get_if<GraphTensor>(&condition);
+      m && m->intTruth && scalarOf(a) && scalarOf(b)) {
+    GraphTensor ones = retype(*m, DType::F32);
+    double x = *scalarOf(a), y = *scalarOf(b);
+    GraphTensor scaled =
+        emit(outputName(0) + "_scaled", "scale",
+             {{"x", ones.name}, {"value", x - y}}, DType::F32, ones.shape);
+    Constant offset = scalarConstant(onnx::TensorProto::FLOAT, y);
+    return define(
+        0, emitBinary("add", scaled, materialise(offset), outputName(0)));
+  }
   const auto *cc = std::get_if<Constant>(&condition);
   const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
   if (cc && ca && cb) {
@@ -2368,8 +2577,12 @@ void Importer::importCast() {
   }
   GraphTensor t = tensorOf(x);
   DType dtype = graphDType(to, "the cast's result");
-  if (dtype != t.dtype)
+  if (dtype == DType::Bool && t.dtype == DType::I32 && !t.root.empty()) {
+    t.dtype = DType::Bool; // Decided by its consumer (intTruth).
+    t.intTruth = true;
+  } else if (dtype != t.dtype) {
     t = retype(t, dtype);
+  }
   define(0, t);
 }
 
@@ -2397,6 +2610,46 @@ void Importer::importCompare(const std::string &op) {
   const auto *ia = std::get_if<Index>(&a), *ib = std::get_if<Index>(&b);
   if (ia && ib && !logical)
     return define(0, compareIndices(*ia, *ib, op));
+  // Positions start .. start + n - 1 against a bound below or above all of
+  // them (kv_idx >= 0): a constant.
+  if ((ia || ib) && !logical) {
+    const Index &index = ia ? *ia : *ib;
+    const auto *bound = std::get_if<Constant>(ia ? &b : &a);
+    if (bound && bound->size() == 1 && !bound->isFloat()) {
+      Affine low = index.start, high = index.start +
+                                       Affine::of(index.shape[index.axis]) -
+                                       Affine::of(1);
+      // Holds for every position when it holds over the range of each end
+      // (sizes are at least 1).
+      auto holds = [&](const Affine &x) -> std::optional<bool> {
+        Affine d = ia ? x - bound->integers[0] : bound->integers[0] - x;
+        double lo = -INFINITY, hi = INFINITY, sum = double(d.constant);
+        bool up = true, down = true;
+        for (const auto &term : d.terms) {
+          sum += double(term.second);
+          up &= term.second > 0;
+          down &= term.second < 0;
+        }
+        if (d.terms.empty())
+          lo = hi = sum;
+        else if (up)
+          lo = sum;
+        else if (down)
+          hi = sum;
+        // d = left - right; the comparison of d with 0 over [lo, hi].
+        bool all = apply(lo, 0) != 0 && apply(hi, 0) != 0;
+        bool none = apply(lo, 0) == 0 && apply(hi, 0) == 0;
+        if (op == "Equal" || (!all && !none))
+          return std::nullopt;
+        return all;
+      };
+      std::optional<bool> atLow = holds(low), atHigh = holds(high);
+      if (atLow && atHigh && *atLow == *atHigh)
+        return define(0, scalarConstant(onnx::TensorProto::BOOL, *atLow));
+    }
+    unsupported(op + " of positions with a bound that splits them");
+  }
+
   // Masks with a scalar or with each other stay masks.
   const auto *ta = std::get_if<Triangle>(&a), *tb = std::get_if<Triangle>(&b);
   if (ta || tb) {
@@ -2421,6 +2674,15 @@ void Importer::importCompare(const std::string &op) {
     }
   }
   const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
+  // A mask And true (Or false) is the mask.
+  if (logical && (ca || cb) &&
+      (std::holds_alternative<GraphTensor>(a) ||
+       std::holds_alternative<GraphTensor>(b))) {
+    std::optional<double> value = uniformValue(ca ? *ca : *cb);
+    const GraphTensor &mask = std::get<GraphTensor>(ca ? b : a);
+    if (value && (*value != 0) == (op == "And") && mask.dtype == DType::Bool)
+      return define(0, mask);
+  }
   if (!ca || !cb)
     unsupported(op + " on computed tensors is not supported yet (only on "
                      "constants, shapes, positions and masks)");
@@ -2578,8 +2840,16 @@ void Importer::importShape() {
     shape = f->shape;
   else if (const auto *i = std::get_if<Index>(&x))
     shape = i->shape;
+  else if (const auto *g = std::get_if<Grid>(&x))
+    shape = g->shape;
+  else if (const auto *tuple = std::get_if<IndexTuple>(&x)) {
+    shape = tuple->shape;
+    shape.push_back(Dim::fixed(int64_t(tuple->parts.size())));
+  } else if (const auto *t = std::get_if<GraphTensor>(&x))
+    shape = t->shape;
   else
-    shape = std::get<GraphTensor>(x).shape;
+    unsupported("the shape of a flattened tensor (a product of run-time "
+                "sizes attnc cannot name)");
   int64_t rank = int64_t(shape.size());
   int64_t start = intAttribute("start", 0), end = intAttribute("end", rank);
   start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
@@ -2657,6 +2927,63 @@ void Importer::importConstantOfShape() {
   define(0, out);
 }
 
+/// x with unit axes inserted so that its axes land on `axes` of a
+/// rank-`rank` result.
+GraphTensor Importer::place(const GraphTensor &x,
+                            const std::vector<int64_t> &axes, int64_t rank,
+                            const std::string &onnxName) {
+  GraphTensor out = x;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end())
+      out = emitUnsqueeze(out, d, onnxName + "_" + std::to_string(d));
+  return out;
+}
+
+void Importer::importFlatten() {
+  GraphTensor x = tensorInput(0);
+  int64_t rank = int64_t(x.shape.size());
+  int64_t axis = intAttribute("axis", 1);
+  if (axis < -rank || axis > rank)
+    unsupported("axis " + std::to_string(axis) + " is out of range");
+  define(0, Flattened{x, axis < 0 ? axis + rank : axis});
+}
+
+/// GatherND(x, positions stacked per axis of x): x itself, placed where
+/// the positions run (how torch.export writes x[batch_idx, kv_idx]).
+void Importer::importGatherND() {
+  GraphTensor x = tensorInput(0);
+  const auto *tuple = std::get_if<IndexTuple>(&input(1));
+  if (!tuple || intAttribute("batch_dims", 0) != 0)
+    unsupported("GatherND is supported only at stacked positions over a "
+                "tensor's axes (x[i, j] element by element)");
+  if (tuple->parts.size() != x.shape.size())
+    unsupported("GatherND with fewer positions than the tensor's axes");
+  std::vector<int64_t> axes;
+  for (const Index &part : tuple->parts) {
+    if (!(part.start == Affine::of(0)))
+      unsupported("GatherND at shifted positions");
+    axes.push_back(part.axis +
+                   int64_t(tuple->shape.size() - part.shape.size()));
+  }
+  placementAxes(x.shape, tuple->shape, axes);
+  define(0, place(x, axes, int64_t(tuple->shape.size()), outputName(0)));
+}
+
+/// Max of positions: exporters take it only for its broadcast shape.
+void Importer::importMax() {
+  const auto *a = std::get_if<Index>(&input(0));
+  const auto *b =
+      node->input_size() == 2 ? std::get_if<Index>(&input(1)) : nullptr;
+  if (!a || !b)
+    unsupported("Max is supported only of positions (for their shape)");
+  std::string problem;
+  std::optional<Shape> shape = broadcastShapes(a->shape, b->shape, problem);
+  if (!shape)
+    unsupported(problem);
+  // The values are never read: a NaN fill carries the shape.
+  define(0, Fill{a->type, *shape, std::nan("")});
+}
+
 //===----------------------------------------------------------------------===//
 // Fused attention operators.
 //===----------------------------------------------------------------------===//
@@ -2683,8 +3010,9 @@ json Importer::paddingMask(int index, const Dim &batch, const Dim &keys) {
       declared.shape[1] != keys)
     unsupported("the key padding mask must be [batch, keys] or [batch]");
   // The model's 0/1 integers are read as bools (`attnc run` converts them).
-  GraphTensor mask =
-      declared.dtype == DType::Bool ? declared : retype(declared, DType::Bool);
+  GraphTensor mask = declared.dtype == DType::Bool && !declared.intTruth
+                         ? declared
+                         : retype(declared, DType::Bool);
   mask = emitUnsqueeze(mask, 1, name + "_heads");
   mask = emitUnsqueeze(mask, 1, name + "_rows");
   return {{"kind", "tensor"}, {"input", mask.name}};
