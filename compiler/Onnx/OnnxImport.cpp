@@ -160,6 +160,9 @@ struct GraphTensor {
   /// the input is non-zero. Its consumer decides the input's type: bool for
   /// a mask, float for Where(view, a, b) computed as arithmetic.
   bool intTruth = false;
+  /// A bool view negated (Not): only Where reads it, with its branches
+  /// swapped.
+  bool negated = false;
 };
 
 /// A value known at import. Integers (and bools, as 0/1) are affine in the
@@ -314,11 +317,11 @@ public:
     int64_t count = 1;
     for (int64_t dim : proto.dims()) {
       if (dim < 0 || (dim > 0 && count > kMaxElements / dim))
-        unsupported("tensor " + proto.name() + " has an invalid shape");
+        unsupported("the tensor has an invalid shape");
       constant.shape.push_back(dim);
       count *= dim;
     }
-    size_t width = elementBytes(constant.type, proto.name());
+    size_t width = elementBytes(constant.type);
     std::string raw;
     bool hasRaw = false;
     if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
@@ -329,8 +332,8 @@ public:
       hasRaw = true;
     }
     if (hasRaw && int64_t(raw.size()) != count * int64_t(width))
-      unsupported("tensor " + proto.name() + " holds " +
-                  std::to_string(raw.size()) + " bytes, but its shape needs " +
+      unsupported("the tensor holds " + std::to_string(raw.size()) +
+                  " bytes, but its shape needs " +
                   std::to_string(count * int64_t(width)));
     auto rawAt = [&](int64_t i) -> uint64_t {
       uint64_t bits = 0;
@@ -339,8 +342,7 @@ public:
     };
     auto typedCount = [&](int64_t available) {
       if (available != count)
-        unsupported("tensor " + proto.name() + " holds " +
-                    std::to_string(available) +
+        unsupported("the tensor holds " + std::to_string(available) +
                     " values, but its shape needs " + std::to_string(count));
     };
     switch (constant.type) {
@@ -406,7 +408,7 @@ private:
            type == onnx::TensorProto::INT32 || type == onnx::TensorProto::INT64;
   }
 
-  static size_t elementBytes(ElemType type, const std::string &name) {
+  static size_t elementBytes(ElemType type) {
     switch (type) {
     case onnx::TensorProto::FLOAT:
     case onnx::TensorProto::INT32:
@@ -426,7 +428,7 @@ private:
     case onnx::TensorProto::BOOL:
       return 1;
     default:
-      unsupported("tensor " + name + " has element type " + elemTypeName(type) +
+      unsupported("the tensor has element type " + elemTypeName(type) +
                   ", which attnc does not read");
     }
   }
@@ -445,31 +447,30 @@ private:
         else if (entry.key() == "length")
           length = std::stoll(entry.value());
       } catch (const std::exception &) {
-        unsupported("tensor " + proto.name() + ": external data " +
-                    entry.key() + " '" + entry.value() + "' is not a number");
+        unsupported("external data " + entry.key() + " '" + entry.value() +
+                    "' is not a number");
       }
     }
     fs::path relative(location);
     if (location.empty() || relative.is_absolute() ||
         std::any_of(relative.begin(), relative.end(),
                     [](const fs::path &part) { return part == ".."; }))
-      unsupported("tensor " + proto.name() + ": external data location '" +
-                  location +
+      unsupported("external data location '" + location +
                   "' must be a file name relative to the model's directory");
     if (length >= 0 && length != bytes)
-      unsupported("tensor " + proto.name() + ": external data length " +
-                  std::to_string(length) + " does not match its shape (" +
-                  std::to_string(bytes) + " bytes)");
+      unsupported("external data length " + std::to_string(length) +
+                  " does not match its shape (" + std::to_string(bytes) +
+                  " bytes)");
     fs::path file = directory / relative;
     std::ifstream in(file, std::ios::binary);
     if (!in)
-      unsupported("tensor " + proto.name() + ": cannot open external data " +
-                  file.string() + ": " + std::strerror(errno));
+      unsupported("cannot open external data " + file.string() + ": " +
+                  std::strerror(errno));
     std::string data(size_t(bytes), '\0');
     if (offset < 0 || !in.seekg(offset) || !in.read(data.data(), bytes))
-      unsupported("tensor " + proto.name() + ": external data " +
-                  file.string() + " has no " + std::to_string(bytes) +
-                  " bytes at offset " + std::to_string(offset));
+      unsupported("external data " + file.string() + " has no " +
+                  std::to_string(bytes) + " bytes at offset " +
+                  std::to_string(offset));
     return data;
   }
 };
@@ -968,7 +969,12 @@ GraphTensor Importer::materialise(const Constant &constant) {
 /// a bool is declared as that type: `attnc run` converts the model's
 /// integers exactly, and a kernel takes the type its computation needs.
 GraphTensor Importer::retype(const GraphTensor &view, DType dtype) {
-  if (view.root.empty() || (view.dtype != DType::I32 && !view.intTruth))
+  if (view.negated)
+    unsupported("a negated mask (Not) is used other than by Where");
+  if (view.dtype == DType::Bool && !view.intTruth && dtype == DType::F32 &&
+      !view.root.empty()) {
+    // A bool input read as 0/1 floats.
+  } else if (view.root.empty() || (view.dtype != DType::I32 && !view.intTruth))
     unsupported("a Cast of a computed " + std::string(dtypeName(view.dtype)) +
                 " tensor to " + std::string(dtypeName(dtype)) +
                 " (attnc has no cast op yet; only integer model inputs are "
@@ -2495,13 +2501,38 @@ void Importer::importWhere() {
                 "(keep j <= i + T - S, fill at most " +
                 std::to_string(kMaskingValue) + ")");
   }
-  // Where(m, a, b) of scalars, m a bool view of an int input (a padding
-  // mask): b + (a - b)·m with the input read as 0/1 floats. An additive mask
-  // then, exactly as the model computes it.
-  if (const auto *m = std::get_if<GraphTensor>(&condition);
-      m && m->intTruth && scalarOf(a) && scalarOf(b)) {
+  // Where(m, a, b) of scalars, m a bool view of a model input (a padding
+  // mask): b + (a - b)·m with the input read as 0/1 floats, an additive
+  // mask exactly as the model computes it. Infinite a or b become the
+  // largest finite float, so that (a - b)·0 is 0, never NaN: the same after
+  // a softmax but in a row with every key masked.
+  const auto *m = std::get_if<GraphTensor>(&condition);
+  bool maskView = m && m->dtype == DType::Bool && !m->root.empty();
+  // Where(m, scores, c ≤ -1e4): scores plus that mask, c where m is false.
+  if (maskView && std::holds_alternative<GraphTensor>(m->negated ? b : a) &&
+      scalarOf(m->negated ? a : b) &&
+      *scalarOf(m->negated ? a : b) <= kMaskingValue) {
+    GraphTensor scores = std::get<GraphTensor>(m->negated ? b : a);
+    double fill = std::max(*scalarOf(m->negated ? a : b),
+                           -double(std::numeric_limits<float>::max()));
     GraphTensor ones = retype(*m, DType::F32);
-    double x = *scalarOf(a), y = *scalarOf(b);
+    GraphTensor bias =
+        emit(outputName(0) + "_mask", "scale",
+             {{"x", ones.name}, {"value", -fill}}, DType::F32, ones.shape);
+    bias =
+        emitBinary("add", bias,
+                   materialise(scalarConstant(onnx::TensorProto::FLOAT, fill)),
+                   outputName(0) + "_bias");
+    return define(0, emitBinary("add", scores, bias, outputName(0)));
+  }
+  if (maskView && scalarOf(a) && scalarOf(b)) {
+    GraphTensor ones = retype(*m, DType::F32);
+    auto finite = [](double v) {
+      double largest = double(std::numeric_limits<float>::max());
+      return std::clamp(v, -largest, largest);
+    };
+    double x = finite(*scalarOf(m->negated ? b : a)),
+           y = finite(*scalarOf(m->negated ? a : b));
     GraphTensor scaled =
         emit(outputName(0) + "_scaled", "scale",
              {{"x", ones.name}, {"value", x - y}}, DType::F32, ones.shape);
@@ -2709,6 +2740,12 @@ void Importer::importNot() {
     Triangle out = *t;
     out.inside = t->inside == 0;
     out.outside = t->outside == 0;
+    return define(0, out);
+  }
+  if (const auto *t = std::get_if<GraphTensor>(&x);
+      t && t->dtype == DType::Bool && !t->root.empty()) {
+    GraphTensor out = *t;
+    out.negated = !t->negated;
     return define(0, out);
   }
   const auto *c = std::get_if<Constant>(&x);

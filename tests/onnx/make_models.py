@@ -142,6 +142,7 @@ class Case:
         self.checkable = checkable      # onnx 1.12's checker knows every op it uses
         self.attention_kernels = 1
         self.dtype = "f32"
+        self.external = False           # weights saved as ONNX external data
 
 
 def rng_for(name):
@@ -534,6 +535,48 @@ def whisper_cross():
                 model, inputs, b.weights, direct)
 
 
+def whisper_external():
+    """whisper_cross with its weights in an external-data side file, as exporters save models
+    over 2 GB."""
+    case = whisper_cross()
+    case.name = "whisper_external"
+    case.description = "whisper_cross with every initializer in the side file " \
+                       "whisper_external.weights (ONNX external data)"
+    case.external = True
+    return case
+
+
+def sdpa_bool_mask():
+    """Scores masked by a bool model input: Where(mask, scores, -inf), the decomposition of
+    torch's scaled_dot_product_attention with a bool attn_mask (true = attend)."""
+    name, B, H, S, T, D = "sdpa_bool_mask", 2, 3, 5, 9, 16
+    rng = rng_for(name)
+    b = GraphBuilder("/sdpa")
+    scores = b.op("MatMul", ["query", b.op("Transpose", ["key"], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(D ** -0.5, np.float32)])
+    masked = b.op("Where", ["attn_mask", scores, b.const(-np.inf, np.float32)])
+    probs = b.op("Softmax", [masked], axis=-1)
+    b.op("MatMul", [probs, "value"], outputs=["attn_output"])
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch", H, "q_len", D]),
+                        ("key", F32, ["batch", H, "kv_len", D]),
+                        ("value", F32, ["batch", H, "kv_len", D]),
+                        ("attn_mask", onnx.TensorProto.BOOL, ["batch", 1, 1, "kv_len"])],
+                       [("attn_output", F32, ["batch", H, "q_len", D])])
+    keep = rng.random((B, 1, 1, T)) < 0.7
+    keep[:, :, :, 0] = True    # every row keeps a key
+    inputs = {"query": randn(rng, B, H, S, D), "key": randn(rng, B, H, T, D),
+              "value": randn(rng, B, H, T, D), "attn_mask": keep}
+
+    def direct(inp, wt):
+        o = sdpa(f64(inp["query"]), f64(inp["key"]), f64(inp["value"]), f32(D ** -0.5),
+                 keep=np.broadcast_to(inp["attn_mask"], (B, H, S, T)))
+        return {"attn_output": o}
+
+    return Case(name, "SDPA decomposed with a bool attn_mask input [B,1,1,T]: "
+                "Where(mask, scores, -inf)", model, inputs, {}, direct)
+
+
 MS_OPSETS = (("", 17), ("com.microsoft", 1))
 
 
@@ -659,7 +702,7 @@ def onnx_attention23():
 
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
-          ms_attention, ms_mha, ms_gqa, onnx_attention23]
+          ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,7 +758,14 @@ def op_list(model):
 
 def write_case(case, outdir):
     rel = lambda *p: "/".join(p)    # noqa: E731  (paths in models.json, relative to OUTDIR)
-    onnx.save(case.model, os.path.join(outdir, case.name + ".onnx"))
+    if case.external:
+        model = onnx.ModelProto()
+        model.CopyFrom(case.model)
+        onnx.save(model, os.path.join(outdir, case.name + ".onnx"), save_as_external_data=True,
+                  all_tensors_to_one_file=True, location=case.name + ".weights",
+                  size_threshold=0)
+    else:
+        onnx.save(case.model, os.path.join(outdir, case.name + ".onnx"))
     os.makedirs(os.path.join(outdir, case.name, "inputs"), exist_ok=True)
     os.makedirs(os.path.join(outdir, case.name, "expected"), exist_ok=True)
     inputs = {}
