@@ -73,13 +73,21 @@ void writeAll(const std::string &directory,
   if (error || !fs::is_directory(directory))
     throw UserError("-o " + directory + ": cannot create the directory" +
                     (error ? " (" + error.message() + ")" : ""));
-  std::vector<fs::path> temporaries, finals;
+  std::vector<fs::path> temporaries, finals, createdDirectories;
   auto cleanUp = [&] {
     for (const fs::path &path : temporaries)
       fs::remove(path, error);
+    for (auto it = createdDirectories.rbegin(); it != createdDirectories.rend();
+         ++it)
+      fs::remove(*it, error); // Only if empty.
   };
   for (const auto &[name, contents] : files) {
     fs::path final = fs::path(directory) / name;
+    // Names may hold a subdirectory (attnc import --attention-only).
+    if (!fs::exists(final.parent_path(), error)) {
+      fs::create_directories(final.parent_path(), error);
+      createdDirectories.push_back(final.parent_path());
+    }
     fs::path temporary = final;
     temporary += ".tmp";
     std::ofstream stream(temporary, std::ios::binary);

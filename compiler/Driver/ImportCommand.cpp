@@ -53,6 +53,67 @@ std::string formatDocument(const nlohmann::ordered_json &document) {
 } // namespace
 
 /// `attnc import model.onnx -o DIR`: the graph document and its weights.
+/// The files of one imported graph: NAME.json and a .npy per weight, under
+/// `prefix`; the document is validated first.
+void addGraphFiles(const OnnxModel &model, const std::string &prefix,
+                   std::vector<std::pair<std::string, std::string>> &files) {
+  std::string text = formatDocument(model.document);
+  parseGraph(text, options::graph);
+  std::string name = model.document["name"];
+  files.emplace_back(prefix + name + ".json", text);
+  for (const auto &[input, tensor] : model.weights)
+    files.emplace_back(prefix + input + ".npy", serializeNpy(tensor));
+}
+
+/// `--attention-only`: each block in DIR/attention_N/, and DIR/blocks.json
+/// saying what each covers and why the rest was left out.
+int writeAttentionBlocks() {
+  OnnxBlocks found = importAttentionBlocks(options::graph);
+  std::vector<std::pair<std::string, std::string>> files;
+  nlohmann::ordered_json report = {
+      {"model", options::graph},
+      {"whole_model", found.wholeModelProblem.empty()
+                          ? nlohmann::ordered_json("imports")
+                          : nlohmann::ordered_json(found.wholeModelProblem)},
+      {"blocks", nlohmann::ordered_json::array()},
+      {"left_out", found.leftOut}};
+  int imported = 0;
+  std::string firstProblem;
+  for (const OnnxBlock &block : found.blocks) {
+    nlohmann::ordered_json entry = {{"name", block.name},
+                                    {"nodes", block.nodes}};
+    if (block.graph) {
+      addGraphFiles(*block.graph, block.name + "/", files);
+      entry["graph"] = block.name + "/" + block.name + ".json";
+      ++imported;
+    } else {
+      entry["problem"] = block.problem;
+      if (firstProblem.empty())
+        firstProblem = block.name + ": " + block.problem;
+    }
+    report["blocks"].push_back(entry);
+  }
+  if (found.blocks.empty())
+    throw UserError(options::graph +
+                    ": no attention block found (a Softmax "
+                    "whose probabilities multiply V, or a fused attention "
+                    "operator)");
+  if (imported == 0)
+    throw UserError("no attention block imports; " + firstProblem);
+  files.emplace_back("blocks.json", report.dump(2) + "\n");
+  writeAll(options::outputFiles, files);
+  for (const OnnxBlock &block : found.blocks)
+    std::cout << block.name << ": " << block.nodes.size() << " ONNX nodes, "
+              << (block.graph ? "imported" : "not imported: " + block.problem)
+              << "\n";
+  if (!found.leftOut.empty())
+    std::cout << found.leftOut.size()
+              << " ONNX nodes are in no attention block (blocks.json lists "
+                 "them)\n";
+  return 0;
+}
+
+/// `attnc import model.onnx -o DIR`: the graph document and its weights.
 int writeImportedModel() {
   if (!isOnnxPath(options::graph))
     throw UserError("-o " + options::outputFiles +
@@ -61,17 +122,19 @@ int writeImportedModel() {
                     options::graph + " is a graph already");
   if (options::fused)
     throw UserError("--fused prints IR; it does not go with -o");
-  OnnxModel model = importOnnx(options::graph);
-  // Validated before anything is written.
-  std::string text = formatDocument(model.document);
-  parseGraph(text, options::graph);
-  std::string name = model.document["name"];
+  if (options::attentionOnly)
+    return writeAttentionBlocks();
+  std::optional<OnnxModel> model;
+  try {
+    model = importOnnx(options::graph);
+  } catch (const UserError &error) {
+    throw UserError(std::string(error.what()) +
+                    " (--attention-only imports each attention block alone)");
+  }
   std::vector<std::pair<std::string, std::string>> files;
-  files.emplace_back(name + ".json", text);
-  for (const auto &[input, tensor] : model.weights)
-    files.emplace_back(input + ".npy", serializeNpy(tensor));
+  addGraphFiles(*model, "", files);
   writeAll(options::outputFiles, files);
-  if (!model.weights.empty())
+  if (!model->weights.empty())
     std::cout << "the weights are graph inputs: pass each with --input "
                  "NAME=" +
                      options::outputFiles + "/NAME.npy\n";
@@ -81,6 +144,8 @@ int writeImportedModel() {
 int importCommand() {
   if (options::outputFiles.getNumOccurrences())
     return writeImportedModel();
+  if (options::attentionOnly)
+    throw UserError("--attention-only writes files: give -o DIR");
   Graph graph = loadModelGraph(options::graph);
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);

@@ -94,6 +94,14 @@ cl::opt<std::string> graph(cl::Positional, cl::Required,
 cl::opt<bool> json("json", cl::desc("Print the kernels as a JSON array"),
                    cl::sub(explain), cl::cat(category));
 
+cl::opt<bool> attentionOnly(
+    "attention-only",
+    cl::desc("With -o: import each attention block of an ONNX model as a "
+             "graph of its own (DIR/attention_N/), and say in "
+             "DIR/blocks.json which nodes each covers and why the rest was "
+             "left out"),
+    cl::sub(import), cl::cat(category));
+
 cl::opt<bool> fused("fused",
                     cl::desc("Print the IR after the attn pipeline "
                              "(fuse attention, then canonicalize) instead"),

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Onnx/OnnxImport.h"
+#include "Onnx/OnnxModelFile.h"
 
 #include "Graph/Graph.h"
 #include "Graph/ShapeRules.h"
@@ -525,7 +526,8 @@ int64_t normaliseAxis(int64_t axis, int64_t rank, const std::string &what) {
 
 class Importer {
 public:
-  Importer(const std::string &path) : path(path), tensors(path) {}
+  Importer(const std::string &path, onnx::ModelProto model)
+      : path(path), tensors(path), model(std::move(model)) {}
 
   OnnxModel run();
 
@@ -697,14 +699,6 @@ OnnxModel Importer::run() {
 }
 
 void Importer::readModel() {
-  std::string bytes = readWhole(path, kMaxModelBytes, "the ONNX model");
-  if (bytes.empty())
-    throw UserError(path + ": is empty, not an ONNX model");
-  if (!model.ParseFromString(bytes))
-    throw UserError(path + ": is not an ONNX model (the protobuf does not "
-                           "parse: truncated or another kind of file)");
-  if (!model.has_graph())
-    throw UserError(path + ": the ONNX model has no graph");
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
     if (set.domain().empty() || set.domain() == "ai.onnx")
       opset = set.version();
@@ -3276,9 +3270,26 @@ void Importer::importAttention23() {
 // Entry points.
 //===----------------------------------------------------------------------===//
 
-OnnxModel importOnnx(const std::string &path) {
-  Importer importer(path);
+onnx::ModelProto readOnnxModel(const std::string &path) {
+  std::string bytes = readWhole(path, kMaxModelBytes, "the ONNX model");
+  if (bytes.empty())
+    throw UserError(path + ": is empty, not an ONNX model");
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes))
+    throw UserError(path + ": is not an ONNX model (the protobuf does not "
+                           "parse: truncated or another kind of file)");
+  if (!model.has_graph())
+    throw UserError(path + ": the ONNX model has no graph");
+  return model;
+}
+
+OnnxModel importOnnxModel(const std::string &path, onnx::ModelProto model) {
+  Importer importer(path, std::move(model));
   return importer.run();
+}
+
+OnnxModel importOnnx(const std::string &path) {
+  return importOnnxModel(path, readOnnxModel(path));
 }
 
 bool isOnnxPath(const std::string &path) {

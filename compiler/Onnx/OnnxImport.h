@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,26 @@ struct OnnxModel {
   /// The model's input and output names → the graph's value names.
   std::map<std::string, std::string> names;
 };
+
+/// One attention block of a model, imported alone (--attention-only).
+struct OnnxBlock {
+  std::string name;               ///< attention_0, attention_1, ...
+  std::vector<std::string> nodes; ///< The ONNX nodes it covers.
+  std::optional<OnnxModel> graph; ///< Unless it could not be imported:
+  std::string problem;            ///< why.
+};
+
+struct OnnxBlocks {
+  std::vector<OnnxBlock> blocks;
+  std::vector<std::string> leftOut; ///< Nodes in no block.
+  std::string wholeModelProblem;    ///< Why the whole model does not import.
+};
+
+/// Each attention block of the model at `path` as a model of its own: from
+/// the inputs of its Q/K/V projections (or Q/K/V) to its output (after the
+/// output projection when there is one). Throws UserError only for a file
+/// that is not a model.
+OnnxBlocks importAttentionBlocks(const std::string &path);
 
 /// Imports the model at `path`. Throws UserError("PATH: message") naming the
 /// node, its op type and the reason for anything it cannot import.

@@ -119,7 +119,7 @@ def compare(path, expected_path, tol):
 
 def check_run(attnc, out, entry, backend, report):
     what = "%s %s" % (entry["name"], backend)
-    out_dir = os.path.join(out, entry["name"], "out-" + backend)
+    out_dir = os.path.join(out, entry["name"].replace(" ", "-"), "out-" + backend)
     shutil.rmtree(out_dir, ignore_errors=True)      # stale outputs must not pass
     cmd = [attnc, "run", os.path.join(out, entry["file"]), "--backend", backend]
     for name, path in entry["inputs"].items():
@@ -136,6 +136,42 @@ def check_run(attnc, out, entry, backend, report):
             return report.fail(what, "output %s: %s" % (name, msg))
         results.append(msg if len(entry["outputs"]) == 1 else "%s %s" % (name, msg))
     report.ok(what, ", ".join(results))
+
+
+def check_attention_only(attnc, out, entry, backends, report):
+    """A model attnc cannot import whole: `attnc import --attention-only` writes each block;
+    the block must leave out exactly the expected nodes, fuse to one attention kernel and
+    match the block's output evaluated inside the whole model."""
+    spec = entry["attention_only"]
+    what = "%s attention-only" % entry["name"]
+    blocks_dir = os.path.join(out, entry["name"], "blocks")
+    shutil.rmtree(blocks_dir, ignore_errors=True)
+    rc, _, stderr = execute([attnc, "import", os.path.join(out, entry["file"]), "-o",
+                             blocks_dir, "--attention-only"])
+    if rc != 0:
+        return report.fail(what, describe_exit(rc, stderr))
+    with open(os.path.join(blocks_dir, "blocks.json")) as f:
+        found = json.load(f)
+    graphs = [b["graph"] for b in found["blocks"] if b.get("graph")]
+    if len(graphs) != 1 or sorted(found["left_out"]) != sorted(spec["left_out"]):
+        return report.fail(what, "blocks %s, left out %s; expected one block leaving out %s"
+                           % ([b["name"] for b in found["blocks"]], found["left_out"],
+                              spec["left_out"]))
+    report.ok(what, "1 block, left out %s" % ", ".join(found["left_out"]))
+    graph = os.path.join(blocks_dir, graphs[0])
+    block = {"name": entry["name"] + " block", "file": os.path.relpath(graph, out),
+             "attention_kernels": entry["attention_kernels"], "tolerance": entry["tolerance"],
+             "inputs": {}, "outputs": {spec["output"]["name"]: spec["output"]}}
+    for name, path in spec["inputs"].items():
+        block["inputs"][name] = path
+    # The block's weights, as `attnc import` wrote them.
+    block_dir = os.path.dirname(graph)
+    for file in sorted(os.listdir(block_dir)):
+        if file.endswith(".npy"):
+            block["inputs"][file[:-4]] = os.path.relpath(os.path.join(block_dir, file), out)
+    check_explain(attnc, out, block, report)
+    for backend in backends:
+        check_run(attnc, out, block, backend, report)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,6 +255,9 @@ def main():
 
     report = Report()
     for entry in entries:
+        if "attention_only" in entry:
+            check_attention_only(attnc, args.out, entry, backends, report)
+            continue
         check_explain(attnc, args.out, entry, report)
         for backend in backends:
             check_run(attnc, args.out, entry, backend, report)

@@ -143,6 +143,7 @@ class Case:
         self.attention_kernels = 1
         self.dtype = "f32"
         self.external = False           # weights saved as ONNX external data
+        self.attention_only = None      # {inputs, output, left_out}: checked block by block
 
 
 def rng_for(name):
@@ -577,6 +578,56 @@ def sdpa_bool_mask():
                 "Where(mask, scores, -inf)", model, inputs, {}, direct)
 
 
+def gpt2_block_ln():
+    """A GPT-2 block's first half: LayerNormalization (which attnc does not import), the
+    attention of gpt2_causal, the residual Add. Checked through `attnc import
+    --attention-only`: the attention block alone, from the LayerNorm's output to c_proj."""
+    base = gpt2_causal()
+    name, E, B, S = "gpt2_block_ln", 48, 2, 13
+    rng = rng_for(name)
+    model = onnx.ModelProto()
+    model.CopyFrom(base.model)
+    graph = model.graph
+    gamma = (1.0 + randn(rng, E, scale=0.1)).astype(np.float32)
+    beta = randn(rng, E, scale=0.1)
+    graph.initializer.extend([numpy_helper.from_array(gamma, "transformer.h.0.ln_1.weight"),
+                              numpy_helper.from_array(beta, "transformer.h.0.ln_1.bias")])
+    # The attention now reads ln_output instead of hidden_states.
+    for n in graph.node:
+        for i, x in enumerate(n.input):
+            if x == "hidden_states":
+                n.input[i] = "ln_output"
+    ln = helper.make_node("LayerNormalization", ["hidden_states", "transformer.h.0.ln_1.weight",
+                                                 "transformer.h.0.ln_1.bias"], ["ln_output"],
+                          name="/ln_1/LayerNormalization", axis=-1, epsilon=1e-5)
+    residual = helper.make_node("Add", ["attn_output", "hidden_states"], ["block_output"],
+                                name="/Add")
+    nodes = [ln] + list(graph.node) + [residual]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    del graph.output[:]
+    graph.output.extend([helper.make_tensor_value_info(
+        "block_output", F32, ["batch_size", "sequence_length", E])])
+    weights = dict(base.weights)
+    weights["transformer.h.0.ln_1.weight"] = gamma
+    weights["transformer.h.0.ln_1.bias"] = beta
+    inputs = {"hidden_states": randn(rng, B, S, E)}
+
+    def direct(inp, w):
+        x = f64(inp["hidden_states"])
+        mean = x.mean(-1, keepdims=True)
+        ln = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+        ln = ln * f64(gamma) + f64(beta)
+        attn = base.direct({"hidden_states": ln}, w)["attn_output"]
+        return {"block_output": attn + x}
+
+    case = Case(name, "LayerNorm, GPT-2 causal attention, residual: attnc imports the "
+                "attention block alone (--attention-only)", model, inputs, weights, direct)
+    case.attention_only = {"inputs": ["ln_output"], "output": "attn_output",
+                           "left_out": ["/ln_1/LayerNormalization", "/Add"]}
+    return case
+
+
 MS_OPSETS = (("", 17), ("com.microsoft", 1))
 
 
@@ -702,7 +753,8 @@ def onnx_attention23():
 
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
-          ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask]
+          ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
+          gpt2_block_ln]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -780,7 +832,26 @@ def write_case(case, outdir):
         np.save(os.path.join(outdir, path), arr)
         outputs[name] = {"expected": path, "file": file, "dtype": str(arr.dtype),
                          "shape": list(arr.shape)}
-    return {
+    entry_extra = {}
+    if case.attention_only:
+        # The block's inputs and output, evaluated inside the whole model.
+        spec = case.attention_only
+        probe = onnx.ModelProto()
+        probe.CopyFrom(case.model)
+        probe.graph.output.extend([helper.make_tensor_value_info(n, F32, None)
+                                   for n in spec["inputs"] + [spec["output"]]])
+        values = onnx_numpy.run(probe, case.inputs)
+        block = {"inputs": {}, "output": None, "left_out": spec["left_out"]}
+        for n in spec["inputs"]:
+            path = rel(case.name, "inputs", "block_" + output_file_name(n))
+            np.save(os.path.join(outdir, path), values[n].astype(np.float32))
+            block["inputs"][n] = path
+        path = rel(case.name, "expected", "block_" + output_file_name(spec["output"]))
+        np.save(os.path.join(outdir, path), values[spec["output"]].astype(np.float32))
+        block["output"] = {"name": spec["output"], "expected": path,
+                           "file": output_file_name(spec["output"])}
+        entry_extra["attention_only"] = block
+    return dict({
         "name": case.name,
         "file": case.name + ".onnx",
         "description": case.description,
@@ -791,7 +862,7 @@ def write_case(case, outdir):
         "ops": op_list(case.model),
         "inputs": inputs,
         "outputs": outputs,
-    }
+    }, **entry_extra)
 
 
 # ---------------------------------------------------------------------------------------------

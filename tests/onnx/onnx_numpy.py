@@ -648,6 +648,18 @@ def op_attention(ins, attrs, ctx):
     return [y, k, v]           # Y, present_key, present_value
 
 
+def op_layer_normalization(ins, attrs, ctx):
+    """LayerNormalization (opset 17): normalise over the axes from `axis` on, then scale and
+    shift; only Y is computed."""
+    x, scale = ins[0], ins[1]
+    bias = ins[2] if len(ins) > 2 and ins[2] is not None else 0.0
+    axis = _axis(attrs.get("axis", -1), x.ndim)
+    axes = tuple(range(axis, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    return [(x - mean) / np.sqrt(var + attrs.get("epsilon", 1e-5)) * scale + bias]
+
+
 # ---------------------------------------------------------------------------------------------
 # The op table
 
@@ -691,6 +703,7 @@ OPS = {
     ("", "Range"): op_range,
     ("", "ReduceSum"): _reduce(np.sum, 13),
     ("", "ReduceMean"): _reduce(np.mean, 18),
+    ("", "LayerNormalization"): op_layer_normalization,
     ("", "Attention"): op_attention,
     ("com.microsoft", "Attention"): op_ms_attention,
     ("com.microsoft", "MultiHeadAttention"): op_ms_multi_head_attention,

@@ -1,0 +1,289 @@
+//===- AttentionBlocks.cpp - Each attention block of a model, alone -------===//
+//
+// For models attnc cannot import whole (a LayerNorm, an MLP, an embedding
+// lookup around the attention): each attention block becomes a model of its
+// own, imported on its own.
+//
+// A block ends at a Softmax whose probabilities multiply V (or at a fused
+// attention operator), followed forward by the head merge and the output
+// projection when they are there. It starts at the inputs of its Q/K/V
+// projections: walking back from its end, the data operand of every
+// projection (MatMul or Gemm by a 2-D initializer) is cut, and so is every
+// model input; what the walk reaches is the block. Values at the cuts become
+// the block model's inputs, typed by ONNX shape inference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Onnx/OnnxImport.h"
+#include "Onnx/OnnxModelFile.h"
+
+#include "Support/Error.h"
+
+#include <onnx/shape_inference/implementation.h>
+
+#include <functional>
+#include <map>
+#include <set>
+
+namespace attnc {
+
+namespace {
+
+using onnx::NodeProto;
+
+class BlockFinder {
+public:
+  BlockFinder(const std::string &path, onnx::ModelProto model)
+      : path(path), model(std::move(model)) {
+    // Types of intermediate values; a failure leaves them unknown, which
+    // the blocks that need them report.
+    onnx::ShapeInferenceOptions options{/*check_type=*/false,
+                                        /*error_mode=*/0};
+    try {
+      onnx::shape_inference::InferShapes(
+          this->model, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception &) {
+    }
+    const onnx::GraphProto &graph = this->model.graph();
+    for (int i = 0; i < graph.node_size(); ++i)
+      for (const std::string &output : graph.node(i).output())
+        producer[output] = i;
+    for (int i = 0; i < graph.node_size(); ++i)
+      for (const std::string &input : graph.node(i).input())
+        consumers[input].push_back(i);
+    for (const onnx::TensorProto &initializer : graph.initializer())
+      initializers[initializer.name()] = &initializer;
+    for (const onnx::ValueInfoProto &info : graph.input())
+      types[info.name()] = &info;
+    for (const onnx::ValueInfoProto &info : graph.value_info())
+      types[info.name()] = &info;
+    for (const onnx::ValueInfoProto &info : graph.output())
+      types[info.name()] = &info;
+  }
+
+  OnnxBlocks run();
+
+private:
+  std::string path;
+  onnx::ModelProto model;
+  std::map<std::string, int> producer;
+  std::map<std::string, std::vector<int>> consumers;
+  std::map<std::string, const onnx::TensorProto *> initializers;
+  std::map<std::string, const onnx::ValueInfoProto *> types;
+
+  const NodeProto &node(int i) const { return model.graph().node(i); }
+  /// The node that alone reads `value`'s data, if exactly one does (Shape
+  /// nodes read only its shape).
+  std::optional<int> soleConsumer(const std::string &value) const {
+    auto found = consumers.find(value);
+    if (found == consumers.end())
+      return std::nullopt;
+    std::optional<int> sole;
+    for (int i : found->second) {
+      if (node(i).op_type() == "Shape")
+        continue;
+      if (sole)
+        return std::nullopt;
+      sole = i;
+    }
+    return sole;
+  }
+  bool isWeight(const std::string &value) const {
+    auto found = initializers.find(value);
+    return found != initializers.end() && found->second->dims_size() == 2;
+  }
+  bool isProjection(const NodeProto &n) const {
+    return (n.op_type() == "MatMul" || n.op_type() == "Gemm") &&
+           n.input_size() >= 2 && isWeight(n.input(1));
+  }
+  static bool isFusedAttention(const NodeProto &n) {
+    return (n.domain() == "com.microsoft" &&
+            (n.op_type() == "Attention" ||
+             n.op_type() == "MultiHeadAttention" ||
+             n.op_type() == "GroupQueryAttention")) ||
+           ((n.domain().empty() || n.domain() == "ai.onnx") &&
+            n.op_type() == "Attention");
+  }
+
+  std::vector<int> blockEnds() const;
+  int extendForward(int end, std::set<int> &inside) const;
+  std::set<int> walkBack(int end, const std::set<std::string> &cuts) const;
+  onnx::ModelProto blockModel(const std::set<int> &nodes, int end,
+                              std::string &problem) const;
+};
+
+/// The last node of each attention: P·V after a Softmax, or a fused op.
+std::vector<int> BlockFinder::blockEnds() const {
+  std::vector<int> ends;
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    const NodeProto &n = node(i);
+    if (isFusedAttention(n)) {
+      ends.push_back(i);
+      continue;
+    }
+    if (n.op_type() != "Softmax" || n.output_size() < 1)
+      continue;
+    std::string probabilities = n.output(0);
+    std::optional<int> next = soleConsumer(probabilities);
+    while (next && (node(*next).op_type() == "Cast" ||
+                    node(*next).op_type() == "Identity")) {
+      probabilities = node(*next).output(0);
+      next = soleConsumer(probabilities);
+    }
+    if (next && node(*next).op_type() == "MatMul" &&
+        node(*next).input(0) == probabilities)
+      ends.push_back(*next);
+  }
+  return ends;
+}
+
+/// Past the attention: the head merge (Transpose, Reshape) and the output
+/// projection (with its bias), each the sole reader of what precedes it.
+int BlockFinder::extendForward(int end, std::set<int> &inside) const {
+  int last = end;
+  auto step = [&](auto accept) -> bool {
+    std::optional<int> next = soleConsumer(node(last).output(0));
+    if (!next || !accept(node(*next)))
+      return false;
+    last = *next;
+    inside.insert(last);
+    return true;
+  };
+  auto is = [](const char *op) {
+    return [op](const NodeProto &n) { return n.op_type() == op; };
+  };
+  step(is("Transpose"));
+  step(is("Reshape"));
+  if (step([&](const NodeProto &n) { return isProjection(n); }))
+    step([&](const NodeProto &n) {
+      return n.op_type() == "Add" &&
+             (initializers.count(n.input(0)) || initializers.count(n.input(1)));
+    });
+  return last;
+}
+
+/// Every node the block's end depends on, not crossing `cuts`.
+std::set<int> BlockFinder::walkBack(int end,
+                                    const std::set<std::string> &cuts) const {
+  std::set<int> nodes;
+  std::function<void(int)> visit = [&](int i) {
+    if (!nodes.insert(i).second)
+      return;
+    for (const std::string &input : node(i).input()) {
+      if (input.empty() || cuts.count(input))
+        continue;
+      auto found = producer.find(input);
+      if (found != producer.end())
+        visit(found->second);
+    }
+  };
+  visit(end);
+  return nodes;
+}
+
+/// The model of one block: its nodes, the initializers they read, the
+/// values they read from outside as inputs, the end as the output.
+onnx::ModelProto BlockFinder::blockModel(const std::set<int> &nodes, int end,
+                                         std::string &problem) const {
+  onnx::ModelProto block;
+  block.set_ir_version(model.ir_version());
+  *block.mutable_opset_import() = model.opset_import();
+  onnx::GraphProto &graph = *block.mutable_graph();
+  graph.set_name(model.graph().name());
+  std::set<std::string> defined, added;
+  for (int i : nodes)
+    for (const std::string &output : node(i).output())
+      defined.insert(output);
+  for (int i = 0; i < model.graph().node_size(); ++i) {
+    if (!nodes.count(i))
+      continue;
+    *graph.add_node() = node(i);
+    for (const std::string &input : node(i).input()) {
+      if (input.empty() || defined.count(input) || !added.insert(input).second)
+        continue;
+      if (auto weight = initializers.find(input);
+          weight != initializers.end()) {
+        *graph.add_initializer() = *weight->second;
+        continue;
+      }
+      auto type = types.find(input);
+      if (type == types.end() ||
+          !type->second->type().tensor_type().has_shape()) {
+        problem = "the type of '" + input +
+                  "' (read from outside the block) is unknown: ONNX shape "
+                  "inference could not type it";
+        return block;
+      }
+      *graph.add_input() = *type->second;
+    }
+  }
+  const std::string &output = node(end).output(0);
+  auto type = types.find(output);
+  onnx::ValueInfoProto *info = graph.add_output();
+  if (type != types.end())
+    *info = *type->second;
+  else
+    info->set_name(output);
+  return block;
+}
+
+OnnxBlocks BlockFinder::run() {
+  OnnxBlocks result;
+  std::set<int> covered;
+  int number = 0;
+  for (int attention : blockEnds()) {
+    std::set<int> tail{attention};
+    int end = extendForward(attention, tail);
+    // Cut at the model's inputs and at the data operands of projections
+    // (not the output projection's): repeat until the cuts stop growing.
+    std::set<std::string> cuts;
+    std::set<int> nodes = walkBack(end, cuts);
+    for (size_t previous = size_t(-1); previous != cuts.size();) {
+      previous = cuts.size();
+      for (int i : nodes)
+        if (isProjection(node(i)) && !tail.count(i))
+          cuts.insert(node(i).input(0));
+      nodes = walkBack(end, cuts);
+    }
+    OnnxBlock block;
+    block.name = "attention_" + std::to_string(number++);
+    for (int i : nodes) {
+      const NodeProto &n = node(i);
+      block.nodes.push_back(
+          n.name().empty() ? n.op_type() + "(" + n.output(0) + ")" : n.name());
+      covered.insert(i);
+    }
+    onnx::ModelProto sub = blockModel(nodes, end, block.problem);
+    if (block.problem.empty()) {
+      try {
+        block.graph = importOnnxModel(path, std::move(sub));
+        block.graph->document["name"] = block.name;
+      } catch (const UserError &error) {
+        block.problem = error.what();
+      }
+    }
+    result.blocks.push_back(std::move(block));
+  }
+  for (int i = 0; i < model.graph().node_size(); ++i)
+    if (!covered.count(i) && node(i).op_type() != "Constant")
+      result.leftOut.push_back(node(i).name().empty() ? node(i).op_type()
+                                                      : node(i).name());
+  return result;
+}
+
+} // namespace
+
+OnnxBlocks importAttentionBlocks(const std::string &path) {
+  onnx::ModelProto model = readOnnxModel(path);
+  OnnxBlocks blocks;
+  try {
+    importOnnxModel(path, model);
+  } catch (const UserError &error) {
+    blocks.wholeModelProblem = error.what();
+  }
+  OnnxBlocks found = BlockFinder(path, std::move(model)).run();
+  found.wholeModelProblem = blocks.wholeModelProblem;
+  return found;
+}
+
+} // namespace attnc
