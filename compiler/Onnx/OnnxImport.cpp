@@ -921,6 +921,13 @@ GraphTensor Importer::tensorOf(const Val &value) {
   if (std::holds_alternative<Index>(value))
     unsupported("positions (a Range over a run-time size) are used other "
                 "than to build a causal mask");
+  if (std::holds_alternative<Grid>(value) ||
+      std::holds_alternative<IndexTuple>(value))
+    unsupported("positions are used other than to gather a mask element by "
+                "element");
+  if (std::holds_alternative<Flattened>(value))
+    unsupported("a tensor flattened into a product of run-time sizes is used "
+                "other than to gather a mask element by element");
   if (std::holds_alternative<Flat>(value))
     unsupported("a tensor whose leading run-time axes are flattened into "
                 "one is used other than by a projection (Gemm, MatMul by a "
@@ -2976,7 +2983,28 @@ void Importer::importFlatten() {
   int64_t axis = intAttribute("axis", 1);
   if (axis < -rank || axis > rank)
     unsupported("axis " + std::to_string(axis) + " is out of range");
-  define(0, Flattened{x, axis < 0 ? axis + rank : axis});
+  axis = axis < 0 ? axis + rank : axis;
+  // [prod(x[:axis]), prod(x[axis:])]: a reshape when both are nameable.
+  auto product = [&](size_t from, size_t to) -> std::optional<Dim> {
+    int64_t fixed = 1;
+    std::optional<Dim> symbol;
+    for (size_t d = from; d < to; ++d) {
+      if (x.shape[d].isFixed())
+        fixed *= x.shape[d].size;
+      else if (symbol)
+        return std::nullopt;
+      else
+        symbol = x.shape[d];
+    }
+    if (symbol && fixed != 1)
+      return std::nullopt;
+    return symbol ? *symbol : Dim::fixed(fixed);
+  };
+  std::optional<Dim> rows = product(0, size_t(axis)),
+                     cols = product(size_t(axis), size_t(rank));
+  if (rows && cols)
+    return define(0, emitReshape(x, {*rows, *cols}, outputName(0)));
+  define(0, Flattened{x, axis});
 }
 
 /// GatherND(x, positions stacked per axis of x): x itself, placed where
