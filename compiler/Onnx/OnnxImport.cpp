@@ -517,6 +517,22 @@ json shapeToJson(const Shape &shape) {
   return out;
 }
 
+/// `perm` normalised, checked to be a permutation of [0, rank).
+std::vector<int64_t> permutation(std::vector<int64_t> perm, int64_t rank) {
+  if (int64_t(perm.size()) != rank)
+    unsupported("perm has " + std::to_string(perm.size()) +
+                " entries for a tensor of rank " + std::to_string(rank));
+  std::vector<bool> seen(size_t(rank), false);
+  for (int64_t &axis : perm) {
+    if (axis < -rank || axis >= rank ||
+        seen[size_t(axis < 0 ? axis + rank : axis)])
+      unsupported("perm is not a permutation of the axes");
+    axis = axis < 0 ? axis + rank : axis;
+    seen[size_t(axis)] = true;
+  }
+  return perm;
+}
+
 int64_t normaliseAxis(int64_t axis, int64_t rank, const std::string &what) {
   if (axis < -rank || axis >= rank)
     unsupported(what + " " + std::to_string(axis) +
@@ -1909,35 +1925,28 @@ void Importer::importReshape() {
 
 void Importer::importTranspose() {
   const Val &data = input(0);
+  const auto *c = std::get_if<Constant>(&data);
+  GraphTensor x;
+  if (!c)
+    x = tensorOf(data);
+  int64_t rank = int64_t(c ? c->shape.size() : x.shape.size());
   std::vector<int64_t> perm = intsAttribute("perm");
-  if (const auto *c = std::get_if<Constant>(&data)) {
-    int64_t rank = int64_t(c->shape.size());
-    if (perm.empty())
-      for (int64_t i = rank - 1; i >= 0; --i)
-        perm.push_back(i);
-    std::vector<int64_t> shape, strides = stridesOf(c->shape);
-    for (int64_t axis : perm)
-      shape.push_back(c->shape.at(normaliseAxis(axis, rank, "perm entry")));
-    std::vector<int64_t> outStrides = stridesOf(shape);
-    return define(0, gatherElements(*c, shape, [&](int64_t i) {
-                    int64_t index = 0;
-                    for (int64_t d = 0; d < rank; ++d)
-                      index +=
-                          (i / outStrides[d]) % shape[d] * strides[perm[d]];
-                    return index;
-                  }));
-  }
-  GraphTensor x = tensorOf(data);
-  int64_t rank = int64_t(x.shape.size());
-  if (perm.empty())
+  if (perm.empty()) // The default reverses the axes.
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
-  if (int64_t(perm.size()) != rank)
-    unsupported("perm has " + std::to_string(perm.size()) +
-                " entries for a tensor of rank " + std::to_string(rank));
-  for (int64_t &axis : perm)
-    axis = normaliseAxis(axis, rank, "perm entry");
-  define(0, emitTranspose(x, perm, outputName(0)));
+  perm = permutation(perm, rank);
+  if (!c)
+    return define(0, emitTranspose(x, perm, outputName(0)));
+  std::vector<int64_t> shape, strides = stridesOf(c->shape);
+  for (int64_t axis : perm)
+    shape.push_back(c->shape[axis]);
+  std::vector<int64_t> outStrides = stridesOf(shape);
+  define(0, gatherElements(*c, shape, [&](int64_t i) {
+           int64_t index = 0;
+           for (int64_t d = 0; d < rank; ++d)
+             index += (i / outStrides[d]) % shape[d] * strides[perm[d]];
+           return index;
+         }));
 }
 
 void Importer::importUnsqueeze() {
@@ -1958,6 +1967,8 @@ void Importer::importUnsqueeze() {
   for (int64_t &axis : axes)
     axis = normaliseAxis(axis, rank, "axis");
   std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    unsupported("axes names an axis twice");
   if (const auto *c = std::get_if<Constant>(&data)) {
     Constant out = *c;
     for (int64_t axis : axes)
@@ -2092,6 +2103,8 @@ void Importer::importConcat() {
   Affine total = Affine::of(0);
   json names = json::array();
   for (const GraphTensor &part : parts) {
+    if (int64_t(part.shape.size()) != rank || part.dtype != parts[0].dtype)
+      unsupported("concatenates tensors of different ranks or dtypes");
     total = total + Affine::of(part.shape[axis]);
     names.push_back(part.name);
   }

@@ -14,9 +14,10 @@ relative error <= 1e-4 (2e-2 for f16 and bf16 outputs), infinities exactly
 where the oracle has them, NaN never passes. The cases cover every primitive
 op, numpy broadcasting (batch dims of matmul, static 1s, missing leading
 dims), 1-D matmul operands, run-time sizes, f16, bf16 and i32, softmax of
-all -inf rows (masked_fill and causal_mask with S > T), and exporter-style
+all -inf rows (masked_fill and causal_mask with S > T), exporter-style
 unfused attention chains (GPT-2's projections, heads and causal softmax;
-GQA by repeat with a padding mask in bf16).
+GQA by repeat with a padding mask in bf16) and Llama's rotary embeddings
+(cos, sin, slice).
 """
 
 import argparse
@@ -195,6 +196,30 @@ CASES = [
            ("m", "mul", {"a": "y", "b": "y"}),
            ("q", "sqrt", {"x": "m"})],
           ["y", "r", "q"], dims={"S": 3}),
+    # Llama's rotary embedding: cos/sin tables from positions x inv_freq,
+    # rotate_half by two slices, neg and concat (D/2 = 3); bf16 cos and a
+    # bf16 slice beside it.
+    graph("rotary",
+          {"x": f(["B", 3, "S", 6]), "pos": f(["S"]), "inv": f([3]),
+           "h": f(["S", 7], "bf16")},
+          [("p2", "reshape", {"x": "pos", "shape": ["S", 1]}),
+           ("fr", "mul", {"a": "p2", "b": "inv"}),
+           ("emb", "concat", {"inputs": ["fr", "fr"], "axis": -1}),
+           ("c", "cos", {"x": "emb"}),
+           ("s", "sin", {"x": "emb"}),
+           ("x1", "slice", {"x": "x", "axis": -1, "start": 0, "end": 3}),
+           ("x2", "slice", {"x": "x", "axis": 3, "start": 3, "end": 6}),
+           ("n2", "neg", {"x": "x2"}),
+           ("rh", "concat", {"inputs": ["n2", "x1"], "axis": -1}),
+           ("xc", "mul", {"a": "x", "b": "c"}),
+           ("rs", "mul", {"a": "rh", "b": "s"}),
+           ("y", "add", {"a": "xc", "b": "rs"}),
+           ("hc", "cos", {"x": "h"}),
+           ("hl", "slice", {"x": "h", "axis": 1, "start": 2, "end": 7}),
+           ("hs", "sin", {"x": "hl"})],
+          ["y", "s", "hc", "hs", "x2"], dims={"B": 2, "S": 5},
+          values={"pos": lambda shape, rng: np.arange(shape[0]) + 3.0,
+                  "inv": lambda shape, rng: 10000.0 ** (-np.arange(3) / 3)}),
     gpt2_like("f32"),
     gpt2_like("f16"),
     graph("exporter_gqa_padding_bf16",

@@ -13,8 +13,8 @@ Every graph respects the spec plus the project decisions where the spec is
 silent: value names match [A-Za-z_][A-Za-z0-9_]*; q, k, v of one attention share
 one float dtype; binary elementwise ops get equal dtypes; two different named
 run-time dims are never assumed equal (a named dim only meets itself or 1);
-reshape -1 resolves to a fixed integer or a single named dim; no concat along a
-run-time-sized axis; window always has both left and right.  A primitive
+reshape -1 resolves to a fixed integer or a single named dim; no concat or slice
+along a run-time-sized axis; window always has both left and right.  A primitive
 softmax slice that is all -inf gives zeros (decision (h)), so exporter chains
 with S > T and a causal mask have fully masked rows, as fused kernels do.
 
@@ -914,6 +914,75 @@ def exporter_head_concat(rng, b, dt):
     return "head-concat B%d H%d+%d S%d T%d D%d" % (B, H1, H2, S, T, D)
 
 
+def rotary_tables(rng, b, S, D):
+    """Llama's cos/sin tables [S, D] in the graph: positions [S] (f32 whole
+    numbers from an offset, as exporters pass position_ids) times inv_freq [D/2]
+    (base^(-2i/D)), written as reshape + mul, unsqueeze + mul or a [S, 1] x
+    [1, D/2] matmul, the two halves joined by concat, then cos and sin.
+    Angles stay below a few hundred radians: f32 rounds an angle a to within
+    |a| 2^-24, which is what both backends and PyTorch compute with."""
+    offset = choice(rng, [0, 0, 3, 100])
+    base = choice(rng, [10000.0, 500000.0])
+    pos = b.add_input(b.fresh("positions"), [S], "f32",
+                      values=np.arange(b.size(S), dtype=np.float64) + offset)
+    inv = b.add_input(b.fresh("inv_freq"), [D // 2], "f32",
+                      values=base ** (-np.arange(0, D, 2) / D))
+    form = choice(rng, ["reshape", "unsqueeze", "matmul"])
+    if form == "reshape":
+        col = b.node(b.fresh("pos"), "reshape", x=pos, shape=[S, 1])
+        freqs = b.node(b.fresh("freqs"), "mul", a=col, b=inv)
+    elif form == "unsqueeze":
+        col = b.node(b.fresh("pos"), "unsqueeze", x=pos, axis=-1)
+        freqs = b.node(b.fresh("freqs"), "mul", a=inv, b=col)
+    else:
+        col = b.node(b.fresh("pos"), "unsqueeze", x=pos, axis=1)
+        row = b.node(b.fresh("inv"), "unsqueeze", x=inv, axis=0)
+        freqs = b.node(b.fresh("freqs"), "matmul", a=col, b=row)
+    emb = b.node(b.fresh("emb"), "concat", inputs=[freqs, freqs], axis=choice(rng, [-1, 1]))
+    cos = b.node(b.fresh("cos"), "cos", x=emb)
+    sin = b.node(b.fresh("sin"), "sin", x=emb)
+    return cos, sin, "tables by %s, positions from %d" % (form, offset)
+
+
+def rotate(rng, b, x, cos, sin, D, stem):
+    """x·cos + rotate_half(x)·sin, rotate_half(x) = concat(-x[..., D/2:], x[..., :D/2])."""
+    axis = choice(rng, [-1, 3])
+    x1 = b.node(stem + "1", "slice", x=x, axis=axis, start=0, end=D // 2)
+    x2 = b.node(stem + "2", "slice", x=x, axis=axis, start=D // 2, end=D)
+    half = b.node(stem + "_half", "concat", inputs=[b.node(stem + "2n", "neg", x=x2), x1], axis=-1)
+    xc = b.node(stem + "_cos", "mul", a=x, b=cos)
+    hs = b.node(stem + "_sin", "mul", a=half, b=sin)
+    return b.node(stem + "_rot", "add", a=xc, b=hs)
+
+
+def exporter_rotary(rng, b, dt):
+    """Llama: rotary embeddings on q and k (tables computed in the graph), then
+    GQA by repeat, scale, causal_mask, softmax: one attention kernel after the
+    rotary primitives."""
+    B, Hkv, g = choice(rng, [1, 2]), choice(rng, [1, 2]), choice(rng, [1, 2, 3])
+    H = Hkv * g
+    S = choice(rng, SEQ)
+    D = choice(rng, [2, 6, 8, 10, 16])     # even: D/2 odd for 6 and 10
+    r = _dyn_dims(rng, b, coin(rng), B, S, S, self_attn=True)
+    Br, Sr = r["B"], r["S"]
+    q = b.add_input("q", [Br, H, Sr, D], dt)
+    k = b.add_input("k", [Br, Hkv, Sr, D], dt)
+    v = b.add_input("v", [Br, Hkv, Sr, D], dt)
+    cos, sin, tables = rotary_tables(rng, b, Sr, D)
+    qr = rotate(rng, b, q, cos, sin, D, "q")
+    kr = rotate(rng, b, k, cos, sin, D, "k")
+    vr = v
+    if g > 1:
+        kr = b.node("kr", "repeat", x=kr, axis=1, times=g)
+        vr = b.node("vr", "repeat", x=v, axis=1, times=g)
+    s = b.node("s", "matmul", a=qr, b=kr, transpose_b=True)
+    s = b.node("ss", "scale", x=s, value=1.0 / math.sqrt(D))
+    s = b.node("sm", "causal_mask", x=s)
+    p = b.node("p", "softmax", x=s)
+    b.outputs.append(b.node("o", "matmul", a=p, b=vr))
+    return "rotary B%d H%d Hkv%d S%d D%d, %s" % (B, H, Hkv, S, D, tables)
+
+
 EXPORTERS = [
     ("sdpa", lambda rng, b, dt: exporter_sdpa(rng, b, dt)),
     ("proj", lambda rng, b, dt: exporter_projection(rng, b, dt)),
@@ -926,6 +995,7 @@ EXPORTERS = [
     ("kvcache", exporter_kv_cache),
     ("shared", exporter_shared_scores),
     ("concat", exporter_head_concat),
+    ("rotary", exporter_rotary),
 ]
 
 
@@ -938,8 +1008,11 @@ def fam_exporter(rng, b, i):
 # primitive ops on their own
 # --------------------------------------------------------------------------
 
+PRIMITIVE_PLANS = 18
+
+
 def fam_primitives(rng, b, i):
-    plan = i % 15
+    plan = i % PRIMITIVE_PLANS
     dt = "f32"
     if plan == 0:
         # binary elementwise with numpy broadcasting
@@ -1059,6 +1132,65 @@ def fam_primitives(rng, b, i):
         b.outputs.append(b.node("nr", "repeat", x=n, axis=0, times=2))
         b.outputs.append(b.node("mu", "unsqueeze", x=m, axis=0))
         return "bool/i32 shape ops"
+    if plan == 15:
+        # cos and sin (attnc extensions) of f32 and of f16 or bf16 (computed in
+        # f32, rounded once), odd sizes, sometimes a run-time dim
+        N = b.dim("N", choice(rng, [1, 3, 5, 13]), coin(rng)) if coin(rng) else choice(rng, [1, 3, 7])
+        std = choice(rng, [1.0, 3.0, 10.0])
+        lowp = choice(rng, ["f16", "bf16"])
+        x = b.add_input("x", choice(rng, [[N, 5, 7], [3, N], [N]]), dt, std=std)
+        h = b.add_input("h", [3, N], lowp, std=std)
+        b.outputs.append(b.node("c", "cos", x=x))
+        b.outputs.append(b.node("s", "sin", x=x))
+        b.outputs.append(b.node("hc", "cos", x=h))
+        b.outputs.append(b.node("hs", "sin", x=h))
+        if coin(rng):
+            b.outputs.append(b.node("cs", "mul", a="c", b=b.node("sc", "sin", x="c")))
+        return "cos sin %s std=%g, f32 and %s" % (b.concrete(b.inputs["x"]["shape"]), std, lowp)
+    if plan == 16:
+        # slice along any axis (negative ones too) of odd fixed size, the other
+        # dims sometimes run-time; a slice of a slice into another kernel; an
+        # i32 or bool slice beside it
+        fdt = choice(rng, ["f32", "f32", "f16", "bf16"])
+        idt = choice(rng, ["i32", "bool"])
+        sizes = [choice(rng, [1, 2, 3]), choice(rng, [3, 5, 7]), choice(rng, [1, 5, 13]),
+                 choice(rng, [3, 7, 9])]
+        axis, iaxis = int(rng.integers(-4, 4)), int(rng.integers(-4, 4))
+        shape = list(sizes)
+        free = [a for a in range(4) if a not in (axis % 4, iaxis % 4)]
+        if free and coin(rng):
+            d = choice(rng, free)
+            shape[d] = b.dim("R", sizes[d], True)
+        x = b.add_input("x", shape, fdt)
+        m = b.add_input("m", shape, idt, low=-9, high=9)
+
+        def bounds(n):
+            start = int(rng.integers(0, n))
+            return start, int(rng.integers(start + 1, n + 1))
+        start, end = bounds(sizes[axis])
+        y = b.node("y", "slice", x=x, axis=axis, start=start, end=end)
+        b.outputs.append(y)
+        desc = "slice %s axis=%d [%d, %d) %s" % (sizes, axis, start, end, fdt)
+        if end - start > 1 and coin(rng):
+            z = b.node("z", "slice", x=y, axis=axis % 4, start=1, end=end - start)
+            b.outputs.append(b.node("e", "exp", x=z))
+            desc += " sliced again"
+        istart, iend = bounds(sizes[iaxis])
+        b.outputs.append(b.node("ms", "slice", x=m, axis=iaxis, start=istart, end=iend))
+        return desc + ", axis=%d [%d, %d) %s" % (iaxis, istart, iend, idt)
+    if plan == 17:
+        # a rotary embedding alone: in-graph tables, rotate_half by slice, neg
+        # and concat (D/2 odd now and then), x·cos + rotate_half(x)·sin
+        B, H = choice(rng, [1, 2]), choice(rng, [1, 3])
+        S = choice(rng, [3, 5, 13])
+        D = choice(rng, [6, 10, 16, 2])
+        Sr = b.dim("S", S, True) if coin(rng) else S
+        x = b.add_input("x", [B, H, Sr, D], dt)
+        cos, sin, tables = rotary_tables(rng, b, Sr, D)
+        b.outputs.append(rotate(rng, b, x, cos, sin, D, "x"))
+        if coin(rng, 0.3):
+            b.outputs.append(sin)
+        return "rotary B%d H%d S%d D%d, %s" % (B, H, S, D, tables)
     # plan 14: fixed named dims in shapes and in a reshape
     b.dim("B", 2, False)
     b.dim("S", choice(rng, [3, 5]), False)
@@ -1118,7 +1250,8 @@ _NODE_KEYS = {
     "mul": ({"a", "b"}, set()), "div": ({"a", "b"}, set()),
     "scale": ({"x", "value"}, set()),
     "tanh": ({"x"}, set()), "exp": ({"x"}, set()), "neg": ({"x"}, set()),
-    "sqrt": ({"x"}, set()),  # attnc extension
+    "sqrt": ({"x"}, set()),  # attnc extensions: sqrt, cos, sin, slice
+    "cos": ({"x"}, set()), "sin": ({"x"}, set()),
     "softmax": ({"x"}, {"axis"}),
     "masked_fill": ({"x", "mask", "value"}, set()),
     "causal_mask": ({"x"}, set()),
@@ -1126,6 +1259,7 @@ _NODE_KEYS = {
     "transpose": ({"x", "perm"}, set()),
     "unsqueeze": ({"x", "axis"}, set()),
     "repeat": ({"x", "axis", "times"}, set()),
+    "slice": ({"x", "axis", "start", "end"}, set()),
     "reduce_sum": ({"x", "axis"}, {"keepdims"}),
     "concat": ({"inputs", "axis"}, set()),
 }

@@ -498,6 +498,20 @@ def _repeat(node, env, dtypes, dims):
     return {node["name"]: (np.repeat(x, int(node["times"]), axis=node["axis"]), dtypes[node["x"]])}
 
 
+def _slice(node, env, dtypes, dims):
+    # x[..., start:end, ...] along axis (attnc extension, docs/graph-format.md):
+    # 0 <= start < end <= the axis's size, no negative bounds, no step
+    x = _ref(env, node["x"])
+    axis = node["axis"] % x.ndim
+    start, end = int(node["start"]), int(node["end"])
+    if not 0 <= start < end <= x.shape[axis]:
+        raise OracleError("slice %s: bounds [%d, %d) outside the axis of size %d" % (
+            node["name"], start, end, x.shape[axis]))
+    index = [slice(None)] * x.ndim
+    index[axis] = slice(start, end)
+    return {node["name"]: (x[tuple(index)], dtypes[node["x"]])}
+
+
 def _reduce_sum(node, env, dtypes, dims):
     x = _ref(env, node["x"])
     y = np.sum(x, axis=node["axis"], keepdims=bool(node.get("keepdims", False)))
@@ -522,6 +536,8 @@ _OPS = {
     "exp": _unary(np.exp),
     "neg": _unary(lambda x: -x),
     "sqrt": _unary(np.sqrt),   # attnc extension (docs/graph-format.md)
+    "cos": _unary(np.cos),     # attnc extension
+    "sin": _unary(np.sin),     # attnc extension
     "softmax": _softmax,
     "masked_fill": _masked_fill,
     "causal_mask": _causal_mask,
@@ -529,6 +545,7 @@ _OPS = {
     "transpose": _transpose,
     "unsqueeze": _unsqueeze,
     "repeat": _repeat,
+    "slice": _slice,           # attnc extension
     "reduce_sum": _reduce_sum,
     "concat": _concat,
 }

@@ -479,6 +479,40 @@ def test_primitives(rng):
     y = rng.standard_normal((2, 1, 4))
     r = run_graph(chain_graph({"x": x, "z": y}, [N("y", "concat", inputs=["x", "z"], axis=1)], ["y"]), {"x": x, "z": y})["y"]
     check(r.shape == (2, 4, 4) and np.array_equal(r[:, 3], y[:, 0]), "concat")
+    # cos and sin (attnc extensions) in radians; slice (attnc extension) is
+    # x[..., start:end, ...] along a normalised axis
+    x = np.array([0.0, math.pi / 3, -math.pi / 2, 2.0])
+    r = run_graph(chain_graph({"x": x}, [N("c", "cos", x="x"), N("s", "sin", x="x")], ["c", "s"]), {"x": x})
+    check(close(r["c"], [1.0, 0.5, 0.0, math.cos(2.0)]) and close(r["s"], [0.0, math.sqrt(3) / 2, -1.0, math.sin(2.0)]),
+          "cos and sin hand values")
+    x = rng.standard_normal((2, 3, 5))
+    for axis, start, end in [(0, 1, 2), (1, 0, 3), (-1, 2, 5), (-2, 1, 2)]:
+        r = run_graph(chain_graph({"x": x}, [N("y", "slice", x="x", axis=axis, start=start, end=end)], ["y"]),
+                      {"x": x})["y"]
+        want = np.stack([x.take(i, axis=axis) for i in range(start, end)], axis=axis % 3)
+        check(r.shape == want.shape and np.array_equal(r, want), "slice axis %d [%d, %d)" % (axis, start, end))
+    # rotary embeddings (Llama's rotate_half, by slice, neg and concat): each
+    # pair (x_i, x_{i+D/2}) rotated by position * inv_freq_i, so norms are kept
+    # and q_rot(m) . k_rot(n) depends on m - n only
+    D = 6
+    q, k = rng.standard_normal(D), rng.standard_normal(D)
+    inv_freq = rng.random(D // 2)
+
+    def rotary(x, position):
+        nodes = [N("f", "mul", a="pos", b="inv_freq"), N("emb", "concat", inputs=["f", "f"], axis=0),
+                 N("c", "cos", x="emb"), N("s", "sin", x="emb"),
+                 N("x1", "slice", x="x", axis=-1, start=0, end=D // 2),
+                 N("x2", "slice", x="x", axis=-1, start=D // 2, end=D), N("n2", "neg", x="x2"),
+                 N("h", "concat", inputs=["n2", "x1"], axis=-1), N("xc", "mul", a="x", b="c"),
+                 N("hs", "mul", a="h", b="s"), N("y", "add", a="xc", b="hs")]
+        ins = {"x": x, "pos": np.array([float(position)]), "inv_freq": inv_freq}
+        return run_graph(chain_graph(ins, nodes, ["y"]), ins)["y"]
+    y = rotary(q, 5)
+    angle = 5 * inv_freq
+    want = np.concatenate([q[:3] * np.cos(angle) - q[3:] * np.sin(angle), q[3:] * np.cos(angle) + q[:3] * np.sin(angle)])
+    check(close(y, want), "rotary: each pair rotated by position * inv_freq")
+    check(close(np.linalg.norm(y), np.linalg.norm(q)) and close(rotary(q, 0), q), "rotary keeps norms, position 0 is the identity")
+    check(close(rotary(q, 7) @ rotary(k, 3), rotary(q, 4) @ rotary(k, 0)), "rotary scores depend on m - n only")
     # named dims in reshape
     g = {"attnc": 1, "name": "t", "dims": {"S": None}, "inputs": {"x": {"shape": [2, "S", 6], "dtype": "f32"}},
          "nodes": [N("y", "reshape", x="x", shape=[2, "S", 2, 3])], "outputs": ["y"]}

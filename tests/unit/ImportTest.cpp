@@ -327,6 +327,9 @@ TEST(ImportTest, KernelCountsAfterThePipeline) {
       {"llama3_gqa_decode", 1},
       {"llama3_gqa_exporter", 1},
       {"llama3_gqa_prefill", 1},
+      // The rotary tables (reshape, mul, concat, cos, sin) and rotate_half of
+      // q and k (2 slice, neg, concat, 2 mul, add each), then 1 attention.
+      {"llama3_rotary_exporter", 20},
       {"luong_general", 1},
       {"mistral_sliding_window", 1},
       {"sdpa_exporter_causal", 1},

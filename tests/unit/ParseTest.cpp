@@ -352,6 +352,14 @@ std::vector<BadCase> badCases() {
        doc(in("x", "[2]", "i32"), node("tanh", R"("x": "x")")),
        "/nodes/0/x",
        {"float", "i32"}},
+      {"CosOnI32",
+       doc(in("x", "[2]", "i32"), node("cos", R"("x": "x")")),
+       "/nodes/0/x",
+       {"float", "i32"}},
+      {"SinOnBool",
+       doc(in("x", "[2]", "bool"), node("sin", R"("x": "x")")),
+       "/nodes/0/x",
+       {"float", "bool"}},
       {"LinearWeightRank",
        doc(x23 + ", " + in("w", "[3]"),
            node("linear", R"("x": "x", "w": "w")")),
@@ -470,6 +478,40 @@ std::vector<BadCase> badCases() {
        doc(x23, node("repeat", R"("x": "x", "axis": 5, "times": 2)")),
        "/nodes/0/axis",
        {"out of range"}},
+      {"SliceAlongRunTimeDim",
+       doc(in("x", R"([2, "S", 4])"),
+           node("slice", R"("x": "x", "axis": -2, "start": 0, "end": 1)")),
+       "/nodes/0/axis",
+       {"run-time", "S"}},
+      {"SliceEndPastTheAxis",
+       doc(x23, node("slice", R"("x": "x", "axis": -1, "start": 1, "end": 4)")),
+       "/nodes/0/start",
+       {"0 <= start < end <= 3", "start 1, end 4"}},
+      {"SliceEmpty",
+       doc(x23, node("slice", R"("x": "x", "axis": 1, "start": 2, "end": 2)")),
+       "/nodes/0/start",
+       {"0 <= start < end <= 3", "start 2, end 2"}},
+      {"SliceNegativeStart",
+       doc(x23, node("slice", R"("x": "x", "axis": 0, "start": -1, "end": 1)")),
+       "/nodes/0/start",
+       {"0 <= start < end <= 2", "start -1"}},
+      {"SliceAxisOutOfRange",
+       doc(x23, node("slice", R"("x": "x", "axis": 2, "start": 0, "end": 1)")),
+       "/nodes/0/axis",
+       {"out of range", "2"}},
+      {"SliceMissingAxis",
+       doc(x23, node("slice", R"("x": "x", "start": 0, "end": 1)")),
+       "/nodes/0",
+       {"needs", "\"axis\""}},
+      {"SliceMissingEnd",
+       doc(x23, node("slice", R"("x": "x", "axis": 0, "start": 0)")),
+       "/nodes/0",
+       {"needs", "\"end\""}},
+      {"SliceOfAScalar",
+       doc(in("x", "[]"),
+           node("slice", R"("x": "x", "axis": 0, "start": 0, "end": 1)")),
+       "/nodes/0/x",
+       {"rank >= 1"}},
       {"ConcatAlongRunTimeDim",
        doc(in("x", R"(["S", 2])") + ", " + in("y", "[3, 2]"),
            node("concat", R"("inputs": ["x", "y"], "axis": 0)")),
@@ -1019,7 +1061,10 @@ TEST(ParseTest, PrimitiveOpResultTypes) {
              {"name": "su", "op": "reduce_sum", "x": "x", "axis": -1},
              {"name": "sk", "op": "reduce_sum", "x": "x", "axis": 1, "keepdims": true},
              {"name": "c", "op": "concat", "inputs": ["x", "x", "x"], "axis": 2},
-             {"name": "mv", "op": "matmul", "a": "r", "b": "r"})",
+             {"name": "mv", "op": "matmul", "a": "r", "b": "r"},
+             {"name": "sl", "op": "slice", "x": "x", "axis": -1, "start": 1, "end": 3},
+             {"name": "cs", "op": "cos", "x": "sl"},
+             {"name": "sn", "op": "sin", "x": "x"})",
           R"(["l"])"),
       "g.json");
   auto typeOf = [&](const char *name) {
@@ -1044,6 +1089,16 @@ TEST(ParseTest, PrimitiveOpResultTypes) {
   EXPECT_EQ(typeOf("sk"), "f32[B, 1, 12, 4]");
   EXPECT_EQ(typeOf("c"), "f32[B, S, 36, 4]");
   EXPECT_EQ(typeOf("mv"), "f32[]");
+  EXPECT_EQ(typeOf("sl"), "f32[B, S, 12, 2]");
+  const SliceOp *slice = graph.nodes[12].getIf<SliceOp>();
+  ASSERT_NE(slice, nullptr);
+  EXPECT_EQ(slice->axis, 3);
+  EXPECT_EQ(slice->start, 1);
+  EXPECT_EQ(slice->end, 3);
+  EXPECT_EQ(typeOf("cs"), "f32[B, S, 12, 2]");
+  EXPECT_EQ(graph.nodes[13].getIf<UnaryOp>()->kind, UnaryKind::Cos);
+  EXPECT_EQ(typeOf("sn"), "f32[B, S, 12, 4]");
+  EXPECT_EQ(graph.nodes[14].getIf<UnaryOp>()->kind, UnaryKind::Sin);
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     EXPECT_EQ(graph.nodes[i].pointer, "/nodes/" + std::to_string(i));
 }

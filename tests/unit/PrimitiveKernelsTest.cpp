@@ -366,11 +366,14 @@ std::string floatOps(const std::string &dtype) {
          {"name": "ng", "op": "neg", "x": "a"},
          {"name": "sq", "op": "mul", "a": "b", "b": "b"},
          {"name": "rt", "op": "sqrt", "x": "sq"},
+         {"name": "cs", "op": "cos", "x": "a"},
+         {"name": "sl", "op": "slice", "x": "a", "axis": -1, "start": 3, "end": 10},
+         {"name": "sn", "op": "sin", "x": "sl"},
          {"name": "sm", "op": "softmax", "x": "a"},
          {"name": "filled", "op": "masked_fill", "x": "a", "mask": "m", "value": "-inf"},
          {"name": "rs", "op": "reduce_sum", "x": "a", "axis": -2})",
-      R"("add", "sub", "mul", "div", "scaled", "th", "ex", "ng", "rt", "sm",
-         "filled", "rs")");
+      R"("add", "sub", "mul", "div", "scaled", "th", "ex", "ng", "rt", "cs",
+         "sl", "sn", "sm", "filled", "rs")");
 }
 
 std::string products(const std::string &dtype) {
@@ -489,17 +492,22 @@ std::vector<Case> cases() {
        /*exact=*/true});
   all.push_back(
       {"DataMovement",
-       document("",
-                input("x", "f32", "[2, 3, 5, 4]") + ", " +
-                    input("y", "f32", "[2, 3, 5, 1]"),
-                R"({"name": "r", "op": "reshape", "x": "x", "shape": [6, -1]},
+       document(
+           "",
+           input("x", "f32", "[2, 3, 5, 4]") + ", " +
+               input("y", "f32", "[2, 3, 5, 1]"),
+           R"({"name": "r", "op": "reshape", "x": "x", "shape": [6, -1]},
                    {"name": "t", "op": "transpose", "x": "x", "perm": [0, 2, -1, 1]},
                    {"name": "u", "op": "unsqueeze", "x": "x", "axis": -1},
                    {"name": "u0", "op": "unsqueeze", "x": "x", "axis": 0},
                    {"name": "rp", "op": "repeat", "x": "x", "axis": -3, "times": 3},
                    {"name": "c", "op": "concat", "inputs": ["x", "y", "x"], "axis": -1},
-                   {"name": "c0", "op": "concat", "inputs": ["x", "x"], "axis": 0})",
-                R"("r", "t", "u", "u0", "rp", "c", "c0")"),
+                   {"name": "c0", "op": "concat", "inputs": ["x", "x"], "axis": 0},
+                   {"name": "s0", "op": "slice", "x": "x", "axis": 0, "start": 1, "end": 2},
+                   {"name": "s1", "op": "slice", "x": "x", "axis": -3, "start": 1, "end": 3},
+                   {"name": "s2", "op": "slice", "x": "t", "axis": 2, "start": 0, "end": 3},
+                   {"name": "s3", "op": "slice", "x": "x", "axis": 3, "start": 0, "end": 4})",
+           R"("r", "t", "u", "u0", "rp", "c", "c0", "s0", "s1", "s2", "s3")"),
        {},
        /*exact=*/true});
   all.push_back(
@@ -511,12 +519,14 @@ std::vector<Case> cases() {
            R"({"name": "mt", "op": "transpose", "x": "m", "perm": [2, 0, 1]},
                    {"name": "mr", "op": "repeat", "x": "m", "axis": 2, "times": 2},
                    {"name": "mc", "op": "concat", "inputs": ["m", "m"], "axis": 1},
+                   {"name": "ms", "op": "slice", "x": "m", "axis": -1, "start": 2, "end": 5},
+                   {"name": "is", "op": "slice", "x": "i", "axis": 0, "start": 1, "end": 3},
                    {"name": "add", "op": "add", "a": "i", "b": "j"},
                    {"name": "sub", "op": "sub", "a": "j", "b": "i"},
                    {"name": "mul", "op": "mul", "a": "i", "b": "j"},
                    {"name": "ng", "op": "neg", "x": "i"},
                    {"name": "rs", "op": "reduce_sum", "x": "i", "axis": 0, "keepdims": true})",
-           R"("mt", "mr", "mc", "add", "sub", "mul", "ng", "rs")"),
+           R"("mt", "mr", "mc", "ms", "is", "add", "sub", "mul", "ng", "rs")"),
        {}});
   all.push_back(
       {"ReduceSum",
@@ -548,8 +558,10 @@ std::vector<Case> cases() {
                    {"name": "p", "op": "softmax", "x": "sc"},
                    {"name": "o", "op": "matmul", "a": "p", "b": "ht"},
                    {"name": "rp", "op": "repeat", "x": "o", "axis": 1, "times": 2},
-                   {"name": "rs", "op": "reduce_sum", "x": "rp", "axis": 2})",
-           R"("o", "rs")"),
+                   {"name": "rs", "op": "reduce_sum", "x": "rp", "axis": 2},
+                   {"name": "half", "op": "slice", "x": "o", "axis": -1, "start": 8, "end": 16},
+                   {"name": "rot", "op": "cos", "x": "half"})",
+           R"("o", "rs", "rot")"),
        {{"B", 2}, {"S", 7}}});
   all.push_back(
       {"AttentionSizes",

@@ -618,6 +618,67 @@ TEST(ReferencePrimitiveTest, RepeatInterleaves) {
   expectTensor(out[2], {2, 4}, {1, 1, 2, 2, 3, 3, 4, 4});
 }
 
+// Tests cos and sin (in radians) and slice x[..., start:end, ...] along the
+// first, a middle and the last axis (negative axes count from the end).
+TEST(ReferencePrimitiveTest, CosSinAndSlice) {
+  std::string text = doc(in("a", "[3]") + ", " + in("x", "[2, 3, 4]"),
+                         R"({"name": "c", "op": "cos", "x": "a"},
+             {"name": "s", "op": "sin", "x": "a"},
+             {"name": "s0", "op": "slice", "x": "x", "axis": 0, "start": 1, "end": 2},
+             {"name": "s1", "op": "slice", "x": "x", "axis": -2, "start": 1, "end": 3},
+             {"name": "s2", "op": "slice", "x": "x", "axis": 2, "start": 0, "end": 3},
+             {"name": "all", "op": "slice", "x": "x", "axis": -1, "start": 0, "end": 4})",
+                         R"(["c", "s", "s0", "s1", "s2", "all"])");
+  std::vector<double> x(24);
+  for (int i = 0; i < 24; ++i)
+    x[i] = i;
+  std::vector<F64Tensor> out =
+      evaluate(text, {f32({3}, {0, 0.5, -2}), f32({2, 3, 4}, x)});
+  expectTensor(out[0], {3}, {1, std::cos(0.5), std::cos(-2.0)});
+  expectTensor(out[1], {3}, {0, std::sin(0.5), std::sin(-2.0)});
+  // x[a][b][c] = 12a + 4b + c.
+  expectTensor(out[2], {1, 3, 4},
+               {12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23});
+  expectTensor(out[3], {2, 2, 4},
+               {4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23});
+  expectTensor(
+      out[4], {2, 3, 3},
+      {0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, 16, 17, 18, 20, 21, 22});
+  expectTensor(out[5], {2, 3, 4}, x);
+}
+
+// Tests Llama's rotate_half, concat(-x[..., D/2:], x[..., :D/2]), written
+// with slice, neg and concat, and the rotary embedding x·cos +
+// rotate_half(x)·sin with cos/sin tables from positions · inv_freq: position 0
+// leaves x as it is, and each pair (x_i, x_{i+D/2}) is rotated by its angle.
+TEST(ReferencePrimitiveTest, RotaryEmbedding) {
+  std::string text =
+      doc(in("x", "[2, 4]") + ", " + in("pos", "[2, 1]") + ", " +
+              in("inv_freq", "[2]"),
+          R"({"name": "f", "op": "mul", "a": "pos", "b": "inv_freq"},
+             {"name": "emb", "op": "concat", "inputs": ["f", "f"], "axis": -1},
+             {"name": "cos", "op": "cos", "x": "emb"},
+             {"name": "sin", "op": "sin", "x": "emb"},
+             {"name": "x1", "op": "slice", "x": "x", "axis": -1, "start": 0, "end": 2},
+             {"name": "x2", "op": "slice", "x": "x", "axis": -1, "start": 2, "end": 4},
+             {"name": "nx2", "op": "neg", "x": "x2"},
+             {"name": "rh", "op": "concat", "inputs": ["nx2", "x1"], "axis": -1},
+             {"name": "xc", "op": "mul", "a": "x", "b": "cos"},
+             {"name": "rs", "op": "mul", "a": "rh", "b": "sin"},
+             {"name": "y", "op": "add", "a": "xc", "b": "rs"})",
+          R"(["rh", "y"])");
+  std::vector<F64Tensor> out =
+      evaluate(text, {f32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}),
+                      f32({2, 1}, {0, 3}), f32({2}, {1, 0.25})});
+  expectTensor(out[0], {2, 4}, {-3, -4, 1, 2, -7, -8, 5, 6});
+  // Row 1 at position 3: angles 3 and 0.75.
+  const double c0 = std::cos(3.0), s0 = std::sin(3.0), c1 = std::cos(0.75),
+               s1 = std::sin(0.75);
+  expectTensor(out[1], {2, 4},
+               {1, 2, 3, 4, 5 * c0 - 7 * s0, 6 * c1 - 8 * s1, 7 * c0 + 5 * s0,
+                8 * c1 + 6 * s1});
+}
+
 TEST(ReferencePrimitiveTest, ReduceSum) {
   std::string text =
       doc(in("x", "[2, 3]"),

@@ -11,9 +11,15 @@
 #                                       |b1 mostly true; SHAPE like 1,2,3
 #   npytool.py fill F.npy DESCR SHAPE VALUES
 #                                       an array filled from a comma list
-#   npytool.py attention O.npy Q.npy K.npy V.npy [causal] [keylen=L.npy] [tol=X]
+#   npytool.py invfreq F.npy N BASE     rotary embeddings' inverse frequencies,
+#                                       <f4 [N]: BASE^(-i/N), i = 0 .. N-1
+#   npytool.py attention O.npy Q.npy K.npy V.npy [causal] [keylen=L.npy]
+#                        [rotary=POS.npy,INV.npy] [tol=X]
 #                                       compares O with float64 attention
-#                                       (bhsd, GQA, 1/sqrt(D), bottom-right causal)
+#                                       (bhsd, GQA, 1/sqrt(D), bottom-right causal);
+#                                       with rotary, q and k first get Llama's
+#                                       rotary embeddings: each pair (x_i,
+#                                       x_{i+D/2}) rotated by POS[s]·INV[i]
 #   npytool.py stats F.npy              min, max, mean of the values
 #
 # Several calls of one command can share one process (numpy is slow to
@@ -73,6 +79,15 @@ def info(paths):
                                        list(a.shape), "yes" if finite else "no"))
 
 
+def rotate_pairs(x, positions, inv_freq):
+    """x [B, H, S, D] with each pair (x_i, x_{i+D/2}) at position s turned by
+    the angle positions[s]·inv_freq[i], as a complex product."""
+    half = x.shape[-1] // 2
+    turn = np.exp(1j * np.outer(positions, inv_freq))        # [S, D/2]
+    z = (x[..., :half] + 1j * x[..., half:]) * turn
+    return np.concatenate([z.real, z.imag], axis=-1)
+
+
 def attention(out, q, k, v, options):
     o = as_float(load(out))
     q, k, v = (as_float(load(p)) for p in (q, k, v))
@@ -84,6 +99,9 @@ def attention(out, q, k, v, options):
             tol = float(option[4:])
         if option.startswith("keylen="):
             keylen = load(option[7:])
+        if option.startswith("rotary="):
+            positions, inv_freq = (as_float(load(p)) for p in option[7:].split(","))
+            q, k = rotate_pairs(q, positions, inv_freq), rotate_pairs(k, positions, inv_freq)
     B, Hq, S, D = q.shape
     Hkv, T = k.shape[1], k.shape[2]
     k = np.repeat(k, Hq // Hkv, axis=1)
@@ -149,6 +167,9 @@ def run(command, args):
         make(*args)
     elif command == "fill":
         fill(*args)
+    elif command == "invfreq":
+        n, base = int(args[1]), float(args[2])
+        np.save(args[0], (base ** (-np.arange(n) / n)).astype("<f4"))
     elif command == "attention":
         return attention(args[0], args[1], args[2], args[3], args[4:])
     elif command == "stats":

@@ -246,7 +246,7 @@ func.func @causal_mask_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
 }
 
 //===----------------------------------------------------------------------===//
-// attn.reshape, attn.transpose, attn.unsqueeze, attn.repeat,
+// attn.reshape, attn.transpose, attn.unsqueeze, attn.repeat, attn.slice,
 // attn.reduce_sum, attn.concat
 //===----------------------------------------------------------------------===//
 
@@ -356,6 +356,79 @@ func.func @repeat_result_shape(%k: tensor<?x8x?x128xbf16>) -> tensor<?x16x?x128x
   // expected-error @+1 {{result must have shape [?, 32, ?, 128], got [?, 16, ?, 128]}}
   %0 = attn.repeat %k {axis = 1, times = 4} : tensor<?x8x?x128xbf16> -> tensor<?x16x?x128xbf16>
   return %0 : tensor<?x16x?x128xbf16>
+}
+
+// -----
+
+// Tests that slice rejects an axis out of range (a negative one too: the
+// importer normalizes them).
+func.func @slice_axis(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{'attn.slice' op axis 2 is out of range for rank 2}}
+  %0 = attn.slice %x {axis = 2, start = 0, end = 1} : tensor<2x3xf32> -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @slice_negative_axis(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{'attn.slice' op axis -1 is out of range for rank 2}}
+  %0 = attn.slice %x {axis = -1, start = 0, end = 1} : tensor<2x3xf32> -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// Tests that slice rejects a dynamic axis: its result size would be unknown
+// to the type.
+func.func @slice_dynamic_axis(%x: tensor<2x?xf32>) -> tensor<2x1xf32> {
+  // expected-error @+1 {{'attn.slice' op slices an axis of dynamic size}}
+  %0 = attn.slice %x {axis = 1, start = 0, end = 1} : tensor<2x?xf32> -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// Tests that slice needs 0 <= start < end <= size: an end past the axis, an
+// empty range and a negative start.
+func.func @slice_end_past_axis(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'attn.slice' op needs 0 <= start < end <= 4}}
+  %0 = attn.slice %x {axis = 1, start = 2, end = 5} : tensor<2x4xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slice_empty(%x: tensor<2x4xf32>) -> tensor<2x0xf32> {
+  // expected-error @+1 {{needs 0 <= start < end <= 4}}
+  %0 = attn.slice %x {axis = 1, start = 2, end = 2} : tensor<2x4xf32> -> tensor<2x0xf32>
+  return %0 : tensor<2x0xf32>
+}
+
+// -----
+
+func.func @slice_negative_start(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{needs 0 <= start < end <= 4}}
+  %0 = attn.slice %x {axis = 1, start = -1, end = 2} : tensor<2x4xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// Tests that slice's result has end - start along the axis and the input's
+// other dims.
+func.func @slice_result_shape(%x: tensor<?x8x?x128xf32>) -> tensor<?x8x?x128xf32> {
+  // expected-error @+1 {{result must have shape [?, 8, ?, 64], got [?, 8, ?, 128]}}
+  %0 = attn.slice %x {axis = 3, start = 64, end = 128} : tensor<?x8x?x128xf32> -> tensor<?x8x?x128xf32>
+  return %0 : tensor<?x8x?x128xf32>
+}
+
+// -----
+
+// Tests that slice keeps its input's element type.
+func.func @slice_result_element(%x: tensor<2x4xf32>) -> tensor<2x2xf16> {
+  // expected-error @+1 {{result element type must be 'f32'}}
+  %0 = attn.slice %x {axis = 1, start = 0, end = 2} : tensor<2x4xf32> -> tensor<2x2xf16>
+  return %0 : tensor<2x2xf16>
 }
 
 // -----
@@ -853,7 +926,8 @@ func.func @scale_infinite(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// Tests that tanh, exp, sqrt and softmax need floats and neg needs numbers.
+// Tests that tanh, exp, sqrt, cos, sin and softmax need floats and neg needs
+// numbers.
 func.func @tanh_integer(%a: tensor<4xi32>) -> tensor<4xi32> {
   // expected-error @+1 {{input must be a float tensor}}
   %0 = attn.tanh %a : tensor<4xi32>
@@ -866,6 +940,22 @@ func.func @sqrt_integer(%a: tensor<4xi32>) -> tensor<4xi32> {
   // expected-error @+1 {{input must be a float tensor}}
   %0 = attn.sqrt %a : tensor<4xi32>
   return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @cos_integer(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'attn.cos' op input must be a float tensor}}
+  %0 = attn.cos %a : tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+func.func @sin_bool(%a: tensor<4xi1>) -> tensor<4xi1> {
+  // expected-error @+1 {{'attn.sin' op input must be a float tensor}}
+  %0 = attn.sin %a : tensor<4xi1>
+  return %0 : tensor<4xi1>
 }
 
 // -----

@@ -88,6 +88,19 @@ func.func @unary(%x: tensor<?x1000xbf16>) -> tensor<?x1000xbf16> {
 
 // -----
 
+// Tests that the rotary embeddings' unary ops cos and sin round-trip.
+// CHECK-LABEL: func.func @cos_sin
+// CHECK-SAME:    %[[X:[a-z0-9]+]]: tensor<?x128xf32>
+// CHECK:         %[[C:.+]] = attn.cos %[[X]] : tensor<?x128xf32>
+// CHECK:         attn.sin %[[C]] : tensor<?x128xf32>
+func.func @cos_sin(%x: tensor<?x128xf32>) -> tensor<?x128xf32> {
+  %0 = attn.cos %x : tensor<?x128xf32>
+  %1 = attn.sin %0 : tensor<?x128xf32>
+  return %1 : tensor<?x128xf32>
+}
+
+// -----
+
 // Tests that softmax round-trips its axis.
 // CHECK-LABEL: func.func @softmax
 // CHECK:         attn.softmax %{{.+}} {axis = 3 : i64} : tensor<1x12x?x?xf16>
@@ -165,6 +178,19 @@ func.func @unsqueeze(%x: tensor<?x1x?x1000xf32>) -> (tensor<?x1x1x?x1000xf32>, t
 func.func @repeat(%k: tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16> {
   %0 = attn.repeat %k {axis = 1, times = 4} : tensor<?x8x?x128xbf16> -> tensor<?x32x?x128xbf16>
   return %0 : tensor<?x32x?x128xbf16>
+}
+
+// -----
+
+// Tests that slice (the halves of rotary embeddings' rotate_half) round-trips
+// its axis and bounds, with dynamic dims beside the sliced one.
+// CHECK-LABEL: func.func @slice
+// CHECK:         attn.slice %{{.+}} {axis = 3 : i64, end = 64 : i64, start = 0 : i64} : tensor<?x8x?x128xbf16> -> tensor<?x8x?x64xbf16>
+// CHECK:         attn.slice %{{.+}} {axis = 3 : i64, end = 128 : i64, start = 64 : i64} : tensor<?x8x?x128xbf16> -> tensor<?x8x?x64xbf16>
+func.func @slice(%x: tensor<?x8x?x128xbf16>) -> (tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>) {
+  %0 = attn.slice %x {axis = 3, start = 0, end = 64} : tensor<?x8x?x128xbf16> -> tensor<?x8x?x64xbf16>
+  %1 = attn.slice %x {axis = 3, start = 64, end = 128} : tensor<?x8x?x128xbf16> -> tensor<?x8x?x64xbf16>
+  return %0, %1 : tensor<?x8x?x64xbf16>, tensor<?x8x?x64xbf16>
 }
 
 // -----

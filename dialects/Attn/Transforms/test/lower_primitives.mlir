@@ -7,8 +7,9 @@
 // extended in the body and the result rounded once; softmax subtracts 0
 // instead of the max of an all -inf slice and selects 0 for it; causal_mask
 // compares j with i + T - S; the data movement ops are tensor reshapes,
-// linalg.transpose/broadcast and insert_slice; every dynamic size comes from
-// tensor.dim or the reshape's size operands. attn.attention stays.
+// linalg.transpose/broadcast, extract_slice and insert_slice; every dynamic
+// size comes from tensor.dim or the reshape's size operands. attn.attention
+// stays.
 
 // CHECK-DAG: #[[LHS:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, 0, d2, d4)>
 // CHECK-DAG: #[[RHS:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (0, d1, d3, d4)>
@@ -192,6 +193,28 @@ func.func @sqrt(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
 
 // -----
 
+// CHECK-LABEL: func.func @cos(
+// CHECK: linalg.generic
+// CHECK:   math.cos %{{.*}} : f32
+func.func @cos(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = attn.cos %x : tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @sin_bf16(
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<?x8xbf16>)
+// CHECK:   %[[X:.+]] = arith.extf %{{.*}} : bf16 to f32
+// CHECK:   %[[Y:.+]] = math.sin %[[X]] : f32
+// CHECK:   arith.truncf %[[Y]] : f32 to bf16
+func.func @sin_bf16(%x: tensor<?x8xbf16>) -> tensor<?x8xbf16> {
+  %0 = attn.sin %x : tensor<?x8xbf16>
+  return %0 : tensor<?x8xbf16>
+}
+
+// -----
+
 // Softmax along a middle axis of f16: the max and the sum reduce it (in
 // f32); the shift is 0 where the max is -inf and such a slice gives 0, so
 // no -inf - -inf makes a NaN.
@@ -321,6 +344,34 @@ func.func @unsqueeze(%x: tensor<?x?xf32>) -> tensor<?x1x?xf32> {
 func.func @repeat(%x: tensor<?x2x?x8xbf16>) -> tensor<?x8x?x8xbf16> {
   %0 = attn.repeat %x {axis = 1 : i64, times = 4 : i64} : tensor<?x2x?x8xbf16> -> tensor<?x8x?x8xbf16>
   return %0 : tensor<?x8x?x8xbf16>
+}
+
+// -----
+
+// rotate_half's second half: an extract_slice at the static offset, the
+// other dims' dynamic sizes from tensor.dim.
+// CHECK-LABEL: func.func @slice(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x8x?x128xf32>)
+// CHECK-DAG: %[[B:.+]] = tensor.dim %[[X]], %c0
+// CHECK-DAG: %[[S:.+]] = tensor.dim %[[X]], %c2
+// CHECK: %[[R:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 64] [%[[B]], 8, %[[S]], 64] [1, 1, 1, 1] : tensor<?x8x?x128xf32> to tensor<?x8x?x64xf32>
+// CHECK: return %[[R]]
+func.func @slice(%x: tensor<?x8x?x128xf32>) -> tensor<?x8x?x64xf32> {
+  %0 = attn.slice %x {axis = 3 : i64, start = 64 : i64, end = 128 : i64} : tensor<?x8x?x128xf32> -> tensor<?x8x?x64xf32>
+  return %0 : tensor<?x8x?x64xf32>
+}
+
+// -----
+
+// A result type less static than the slice: the exact type, then a cast;
+// integers are moved like floats.
+// CHECK-LABEL: func.func @slice_loose_type(
+// CHECK: %[[R:.+]] = tensor.extract_slice %{{.*}}[1, 0] [2, 6] [1, 1] : tensor<4x6xi32> to tensor<2x6xi32>
+// CHECK: %[[C:.+]] = tensor.cast %[[R]] : tensor<2x6xi32> to tensor<?x?xi32>
+// CHECK: return %[[C]]
+func.func @slice_loose_type(%x: tensor<4x6xi32>) -> tensor<?x?xi32> {
+  %0 = attn.slice %x {axis = 0 : i64, start = 1 : i64, end = 3 : i64} : tensor<4x6xi32> -> tensor<?x?xi32>
+  return %0 : tensor<?x?xi32>
 }
 
 // -----
