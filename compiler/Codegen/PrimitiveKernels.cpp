@@ -523,24 +523,28 @@ void emitTranspose(Emitter &e, attn::TransposeOp op, Value input,
   });
 }
 
+/// result[.., i, ..] = input[.., source(i), ..] along `axis`.
+void emitCopyAlong(Emitter &e, int64_t axis, Value input, Value result,
+                   function_ref<Value(Value)> source) {
+  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
+    SmallVector<Value> from(ivs.begin(), ivs.end());
+    from[axis] = source(ivs[axis]);
+    e.store(e.loadRaw(input, from), result, ivs);
+  });
+}
+
 void emitRepeat(Emitter &e, attn::RepeatOp op, Value input, Value result) {
-  int64_t axis = op.getAxis();
   Value times = e.index(op.getTimes());
   // Input slice a becomes result slices a·times ... a·times + times - 1.
-  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
-    SmallVector<Value> source(ivs.begin(), ivs.end());
-    source[axis] = e.b.create<arith::DivUIOp>(e.loc, ivs[axis], times);
-    e.store(e.loadRaw(input, source), result, ivs);
+  emitCopyAlong(e, op.getAxis(), input, result, [&](Value i) -> Value {
+    return e.b.create<arith::DivUIOp>(e.loc, i, times);
   });
 }
 
 void emitSlice(Emitter &e, attn::SliceOp op, Value input, Value result) {
-  int64_t axis = op.getAxis();
   Value start = e.index(op.getStart());
-  e.loopNest(e.sizesOf(result), [&](ValueRange ivs) {
-    SmallVector<Value> source(ivs.begin(), ivs.end());
-    source[axis] = e.b.create<arith::AddIOp>(e.loc, ivs[axis], start);
-    e.store(e.loadRaw(input, source), result, ivs);
+  emitCopyAlong(e, op.getAxis(), input, result, [&](Value i) -> Value {
+    return e.b.create<arith::AddIOp>(e.loc, i, start);
   });
 }
 

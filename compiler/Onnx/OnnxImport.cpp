@@ -517,6 +517,14 @@ json shapeToJson(const Shape &shape) {
   return out;
 }
 
+/// x op y for the graph format's add, sub, mul, div.
+double arithmetic(const std::string &op, double x, double y) {
+  return op == "add"   ? x + y
+         : op == "sub" ? x - y
+         : op == "mul" ? x * y
+                       : x / y;
+}
+
 /// `perm` normalised, checked to be a permutation of [0, rank).
 std::vector<int64_t> permutation(std::vector<int64_t> perm, int64_t rank) {
   if (int64_t(perm.size()) != rank)
@@ -1551,12 +1559,7 @@ void Importer::importBinary(const std::string &op) {
       }
       return std::nullopt;
     };
-    auto numeric = [&](double x, double y) {
-      return op == "add"   ? x + y
-             : op == "sub" ? x - y
-             : op == "mul" ? x * y
-                           : x / y;
-    };
+    auto numeric = [&](double x, double y) { return arithmetic(op, x, y); };
     return define(0, foldElementwise(*ca, *cb, type, numeric, integral));
   }
   // Masks: a triangle combined with a scalar stays a triangle; scores plus
@@ -1634,15 +1637,9 @@ void Importer::importBinary(const std::string &op) {
     if (const auto *tb = std::get_if<Triangle>(&b)) {
       if (!(ta->offset == tb->offset))
         unsupported("combines triangular masks with different diagonals");
-      auto apply = [&](double x, double y) {
-        return op == "add"   ? x + y
-               : op == "sub" ? x - y
-               : op == "mul" ? x * y
-                             : x / y;
-      };
       Triangle out = *ta;
-      out.inside = apply(ta->inside, tb->inside);
-      out.outside = apply(ta->outside, tb->outside);
+      out.inside = arithmetic(op, ta->inside, tb->inside);
+      out.outside = arithmetic(op, ta->outside, tb->outside);
       return define(0, out);
     }
   for (int side = 0; side < 2; ++side) {
@@ -1653,11 +1650,7 @@ void Importer::importBinary(const std::string &op) {
     if (std::optional<double> s = scalarOf(other)) {
       Triangle r = *t;
       auto apply = [&](double v) {
-        double x = side == 0 ? v : *s, y = side == 0 ? *s : v;
-        return op == "add"   ? x + y
-               : op == "sub" ? x - y
-               : op == "mul" ? x * y
-                             : x / y;
+        return side == 0 ? arithmetic(op, v, *s) : arithmetic(op, *s, v);
       };
       r.inside = apply(t->inside);
       r.outside = apply(t->outside);
