@@ -41,6 +41,36 @@ CpuTarget cpuTarget(const std::string &name) {
                   "x86-64-avx512, cuda-sm80, cuda-sm90");
 }
 
+std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
+  // The x86-64-v3 and -v4 levels' features code generation may use.
+  static const char *const v3[] = {"avx", "avx2", "fma", "f16c", "bmi2"};
+  static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd",
+                                   "avx512dq", "avx512vl"};
+  std::vector<std::string> needed;
+  if (target.name == "x86-64-avx2" || target.name == "x86-64-avx512")
+    needed.assign(std::begin(v3), std::end(v3));
+  if (target.name == "x86-64-avx512")
+    needed.insert(needed.end(), std::begin(v4), std::end(v4));
+  const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  std::vector<std::string> missing;
+  for (const std::string &feature : needed)
+    if (!host.lookup(feature))
+      missing.push_back(feature);
+  return missing;
+}
+
+void requireHostRuns(const std::string &targetName) {
+  std::vector<std::string> missing = missingHostFeatures(cpuTarget(targetName));
+  if (missing.empty())
+    return;
+  std::string names;
+  for (const std::string &feature : missing)
+    names += (names.empty() ? "" : ", ") + feature;
+  throw UserError("--target " + targetName + ": this CPU lacks " + names +
+                  ", so a kernel built for it cannot run here (attnc compile "
+                  "can still build it for another machine)");
+}
+
 std::string targetClassOf(const CpuTarget &target) {
   if (target.name != "host")
     return target.name;

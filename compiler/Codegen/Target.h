@@ -11,6 +11,7 @@
 #define ATTNC_CODEGEN_TARGET_H
 
 #include <string>
+#include <vector>
 
 namespace attnc {
 
@@ -29,6 +30,14 @@ CpuTarget cpuTarget(const std::string &name);
 /// "x86-64", "x86-64-avx2" or "x86-64-avx512": the class whose default
 /// schedules serve `target` (for `host`, by its widest vectors).
 std::string targetClassOf(const CpuTarget &target);
+
+/// The CPU features `target`'s code may use that this machine lacks (empty
+/// for `host` and x86-64): a kernel for it would die of SIGILL here.
+std::vector<std::string> missingHostFeatures(const CpuTarget &target);
+
+/// Throws UserError naming the missing features when a kernel for the
+/// target named `targetName` cannot run on this machine.
+void requireHostRuns(const std::string &targetName);
 
 } // namespace attnc
 

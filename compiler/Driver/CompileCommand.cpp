@@ -130,6 +130,9 @@ int compileCommand() {
     if (!isIdentifier(options::name))
       throw UserError("--name " + options::name +
                       ": must match [A-Za-z_][A-Za-z0-9_]*");
+    if (std::optional<std::string> why = reservedSymbolName(options::name))
+      throw UserError("--name " + options::name +
+                      ": cannot name the kernel's C symbols: " + *why);
     graph.name = options::name;
   }
   settings.tuningDatabase = options::chosenTuningDatabase();

@@ -259,7 +259,8 @@ std::string chosenTuningDatabase() {
   return !path.empty() && std::filesystem::is_regular_file(path) ? path : "";
 }
 
-uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum) {
+uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum,
+                 uint64_t maximum) {
   uint64_t value = 0;
   llvm::StringRef text = option.getValue();
   if (text.getAsInteger(10, value))
@@ -268,6 +269,9 @@ uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum) {
   if (value < minimum)
     throw UserError("--" + option.ArgStr.str() + " " + text.str() +
                     ": must be at least " + std::to_string(minimum));
+  if (value > maximum)
+    throw UserError("--" + option.ArgStr.str() + " " + text.str() +
+                    ": must be at most " + std::to_string(maximum));
   return value;
 }
 

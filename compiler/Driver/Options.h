@@ -64,7 +64,12 @@ extern llvm::cl::opt<std::string> corruptCandidate;
 
 /// The value of a numeric flag (written as text so that every bad value gets
 /// attnc's one-line message). Throws UserError naming the flag.
-uint64_t integer(const llvm::cl::opt<std::string> &option, uint64_t minimum);
+uint64_t integer(const llvm::cl::opt<std::string> &option, uint64_t minimum,
+                 uint64_t maximum = UINT64_MAX);
+
+/// The most timed runs --repeat takes (a run of a tiny kernel is ~1 µs; a
+/// million stays minutes even for large ones, not years).
+constexpr uint64_t kMaxRepeat = 1000000;
 
 /// Parses argv into the options above. On a bad flag returns the problem as
 /// one line ("unknown flag --x (did you mean --y?)").

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Codegen/LoadObject.h"
+#include "Codegen/Target.h"
 #include "Driver/Commands.h"
 #include "Driver/Compile.h"
 #include "Driver/Inputs.h"
@@ -253,13 +254,15 @@ int runCommand() {
     throw UserError("--backend " + backend +
                     ": unknown backend; allowed: mlir, reference, halide");
   bool compiled = backend != "reference";
-  uint64_t threads = options::integer(options::threads, 0);
-  uint64_t repeat = options::integer(options::repeat, 0);
+  uint64_t threads = options::integer(options::threads, 0, ATTNRT_MAX_THREADS);
+  uint64_t repeat = options::integer(options::repeat, 0, options::kMaxRepeat);
   uint64_t seed = options::integer(options::seed, 0);
   std::string directory = outputDirectory();
   CompileOptions settings;
   settings.backend = backend;
   settings.target = options::target;
+  if (compiled)
+    requireHostRuns(options::target); // The kernel runs here.
   settings.schedulePath = options::schedule;
   if (backend != "reference")
     settings.tuningDatabase = options::chosenTuningDatabase();

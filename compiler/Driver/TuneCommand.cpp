@@ -23,6 +23,8 @@
 #include "Driver/Inputs.h"
 #include "Driver/Model.h"
 #include "Driver/Options.h"
+
+#include <attnc/attnrt.h>
 #include "Graph/Graph.h"
 #include "Support/Error.h"
 #include "Support/Npy.h"
@@ -365,8 +367,8 @@ bool Tuner::sameAsReference(std::string &detail) {
 }
 
 int Tuner::run() {
-  threads = options::integer(options::threads, 0);
-  repeat = std::max<uint64_t>(options::integer(options::repeat, 0), 1);
+  threads = options::integer(options::threads, 0, ATTNRT_MAX_THREADS);
+  repeat = std::max<uint64_t>(options::integer(options::repeat, 0, options::kMaxRepeat), 1);
   if (!options::repeat.getNumOccurrences())
     repeat = 5;
   seed = options::integer(options::seed, 0);
@@ -745,6 +747,7 @@ int tuneCommand() {
     throw UserError("--space: one backend's space; give --backend mlir or "
                     "halide with it");
   CpuTarget target = cpuTarget(options::target);
+  requireHostRuns(options::target); // Every candidate runs here.
   std::vector<std::string> backends = {options::backend};
   if (options::backend == "all")
     backends = {"mlir", "halide"};

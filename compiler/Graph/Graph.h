@@ -243,9 +243,17 @@ struct Graph {
 /// dim names must (they name C symbols and identifiers).
 bool isIdentifier(const std::string &name);
 
+/// Why `name` cannot name a kernel's C symbols and header (a C or C++
+/// keyword, main, the runtime's attnrt prefix, a reserved identifier), or
+/// nullopt when it can.
+std::optional<std::string> reservedSymbolName(const std::string &name);
+
 /// Parses, validates and infers the shapes of a graph document. Throws
 /// UserError("FILE: /json/pointer: message") for any problem.
 Graph parseGraph(std::string_view text, const std::string &file);
+/// The largest graph file read (64 MiB).
+constexpr size_t kMaxGraphBytes = size_t(64) << 20;
+
 /// Reads and parses a graph file.
 Graph loadGraph(const std::string &path);
 

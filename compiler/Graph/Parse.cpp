@@ -23,6 +23,36 @@
 
 namespace attnc {
 
+std::optional<std::string> reservedSymbolName(const std::string &name) {
+  // C and C++ keywords (the header is included from both), the program's
+  // entry, the runtime's prefix and the implementation's reserved names.
+  static const std::set<std::string> keywords = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor",
+      "bool", "break", "case", "catch", "char", "char8_t", "char16_t",
+      "char32_t", "class", "compl", "concept", "const", "consteval",
+      "constexpr", "constinit", "const_cast", "continue", "co_await",
+      "co_return", "co_yield", "decltype", "default", "delete", "do",
+      "double", "dynamic_cast", "else", "enum", "explicit", "export",
+      "extern", "false", "float", "for", "friend", "goto", "if", "inline",
+      "int", "long", "mutable", "namespace", "new", "noexcept", "not",
+      "not_eq", "nullptr", "operator", "or", "or_eq", "private",
+      "protected", "public", "register", "reinterpret_cast", "requires",
+      "restrict", "return", "short", "signed", "sizeof", "static",
+      "static_assert", "static_cast", "struct", "switch", "template", "this",
+      "thread_local", "throw", "true", "try", "typedef", "typeid",
+      "typename", "union", "unsigned", "using", "virtual", "void",
+      "volatile", "wchar_t", "while", "xor", "xor_eq", "main"};
+  if (keywords.count(name))
+    return "a C or C++ keyword or main";
+  if (name.rfind("attnrt", 0) == 0)
+    return "names beginning with attnrt are the runtime's";
+  if (name.rfind("__", 0) == 0 ||
+      (name.size() > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'))
+    return "names beginning with __ or _ and a capital are the C "
+           "implementation's";
+  return std::nullopt;
+}
+
 bool isIdentifier(const std::string &name) {
   // [A-Za-z_][A-Za-z0-9_]*, by a loop: libstdc++'s regex recurses per
   // character and overflows the stack on names of ~100k characters.
@@ -444,6 +474,9 @@ Graph GraphParser::parse(std::string_view text) {
     fail("/name", "graph name " + inQuotes(graph.name) +
                       " must match [A-Za-z_][A-Za-z0-9_]* (it names C "
                       "symbols and files)");
+  if (std::optional<std::string> why = reservedSymbolName(graph.name))
+    fail("/name", "graph name " + inQuotes(graph.name) +
+                      " cannot name the kernel's C symbols: " + *why);
   if (const json *dims = root.find("dims"))
     parseDims(*dims);
   parseInputs(root.require("inputs"));
@@ -1321,11 +1354,21 @@ Graph loadGraph(const std::string &path) {
   std::ifstream stream(path, std::ios::binary);
   if (!stream)
     throw UserError(path + ": cannot open the graph file");
-  std::ostringstream text;
-  text << stream.rdbuf();
+  // Read in chunks up to a limit: a graph is text (weights are inputs), and
+  // /dev/zero or a runaway pipe must not exhaust memory first.
+  std::string text;
+  char buffer[1 << 16];
+  while (stream.read(buffer, sizeof buffer) || stream.gcount() > 0) {
+    text.append(buffer, size_t(stream.gcount()));
+    if (text.size() > kMaxGraphBytes)
+      throw UserError(path + ": larger than " +
+                      std::to_string(kMaxGraphBytes >> 20) +
+                      " MiB, more than any graph document (weights are "
+                      "inputs, given as .npy files)");
+  }
   if (stream.bad())
     throw UserError(path + ": cannot read the graph file");
-  return parseGraph(text.str(), path);
+  return parseGraph(text, path);
 }
 
 } // namespace attnc

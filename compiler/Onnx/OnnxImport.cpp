@@ -294,6 +294,11 @@ std::string readWhole(const std::string &path, int64_t limit,
   std::string bytes;
   char buffer[1 << 16];
   while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
+    // A protobuf never starts with a zero byte (field number 0 is invalid):
+    // /dev/zero fails here, not after 2 GiB.
+    if (bytes.empty() && buffer[0] == 0)
+      throw UserError(path + ": is not an ONNX model (it starts with a "
+                      "zero byte, which no protobuf does)");
     bytes.append(buffer, size_t(file.gcount()));
     if (int64_t(bytes.size()) > limit)
       throw UserError(path + ": " + what + " is larger than " +
@@ -712,6 +717,10 @@ OnnxModel Importer::run() {
   std::string name = model.graph().name();
   if (name.empty())
     name = fs::path(path).stem().string();
+  // The graph's name names C symbols: "main" and the like become
+  // "main_model".
+  if (reservedSymbolName(onnxIdentifier(name)))
+    name += "_model";
   json dims = json::object();
   for (const std::string &symbol : declaredDims)
     dims[symbol] = nullptr;

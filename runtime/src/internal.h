@@ -25,11 +25,6 @@
 /* Bytes of attnrt_context_last_error; longer messages are cut short. */
 #define ATTNRT_MESSAGE_CAPACITY 1024
 
-/* The most worker threads a context accepts. pthreadpool does not report a
- * failed pthread_create (it waits for the thread forever), so absurd counts
- * are refused up front. */
-#define ATTNRT_MAX_THREADS 1024
-
 /* Alignment of attnrt_allocate blocks. */
 #define ATTNRT_ALLOCATION_ALIGNMENT 64
 

@@ -109,6 +109,32 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
   EXPECT_THROW(cpuTarget("cuda-sm90"), UserError);
 }
 
+// Tests that a target this CPU cannot run is refused before anything runs,
+// naming what the CPU lacks, and that a target it can run is not (checked
+// against the CPU's own answer, so on every machine).
+TEST(CodegenTargets, TargetsThisCpuLacksAreRefused) {
+  for (const char *target : {"host", "x86-64", "x86-64-avx2", "x86-64-avx512"}) {
+    SCOPED_TRACE(target);
+    std::vector<std::string> missing = missingHostFeatures(cpuTarget(target));
+    EXPECT_EQ(missing.empty(), hostRuns(target));
+    if (missing.empty()) {
+      EXPECT_NO_THROW(requireHostRuns(target));
+      continue;
+    }
+    try {
+      requireHostRuns(target);
+      FAIL() << "no error";
+    } catch (const UserError &error) {
+      std::string message = error.what();
+      EXPECT_EQ(message.rfind(std::string("--target ") + target +
+                                  ": this CPU lacks " + missing[0],
+                              0),
+                0u)
+          << message;
+    }
+  }
+}
+
 // Tests that the vector width follows the target.
 TEST(CodegenTargets, VectorWidths) {
   EXPECT_EQ(cpuTarget("x86-64").vectorBits, 128);

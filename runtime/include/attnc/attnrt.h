@@ -128,8 +128,15 @@ typedef struct attnrt_kernel {
 
 typedef struct attnrt_context attnrt_context;
 
+/* The most worker threads a context accepts (attnrt_context_create fails
+ * with ATTNRT_INVALID_ARGUMENT beyond). pthreadpool does not report a failed
+ * pthread_create (it waits for the thread forever), so absurd counts are
+ * refused up front. */
+#define ATTNRT_MAX_THREADS 1024
+
 typedef struct attnrt_context_options {
-  size_t threads; /* worker threads; 0 = one per core */
+  size_t threads; /* worker threads; 0 = one per core; at most
+                     ATTNRT_MAX_THREADS */
 } attnrt_context_options;
 
 /* Sets the defaults (threads = 0). */
