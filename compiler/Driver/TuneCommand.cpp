@@ -24,7 +24,6 @@
 #include "Driver/Model.h"
 #include "Driver/Options.h"
 
-#include <attnc/attnrt.h>
 #include "Graph/Graph.h"
 #include "Support/Error.h"
 #include "Support/Npy.h"
@@ -34,6 +33,7 @@
 #include "Tuning/TuningDatabase.h"
 #include "Tuning/TuningKey.h"
 #include "Tuning/TuningPlot.h"
+#include <attnc/attnrt.h>
 
 #include <algorithm>
 #include <chrono>
@@ -368,7 +368,8 @@ bool Tuner::sameAsReference(std::string &detail) {
 
 int Tuner::run() {
   threads = options::integer(options::threads, 0, ATTNRT_MAX_THREADS);
-  repeat = std::max<uint64_t>(options::integer(options::repeat, 0, options::kMaxRepeat), 1);
+  repeat = std::max<uint64_t>(
+      options::integer(options::repeat, 0, options::kMaxRepeat), 1);
   if (!options::repeat.getNumOccurrences())
     repeat = 5;
   seed = options::integer(options::seed, 0);

@@ -298,7 +298,7 @@ std::string readWhole(const std::string &path, int64_t limit,
     // /dev/zero fails here, not after 2 GiB.
     if (bytes.empty() && buffer[0] == 0)
       throw UserError(path + ": is not an ONNX model (it starts with a "
-                      "zero byte, which no protobuf does)");
+                             "zero byte, which no protobuf does)");
     bytes.append(buffer, size_t(file.gcount()));
     if (int64_t(bytes.size()) > limit)
       throw UserError(path + ": " + what + " is larger than " +

@@ -113,7 +113,8 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
 // naming what the CPU lacks, and that a target it can run is not (checked
 // against the CPU's own answer, so on every machine).
 TEST(CodegenTargets, TargetsThisCpuLacksAreRefused) {
-  for (const char *target : {"host", "x86-64", "x86-64-avx2", "x86-64-avx512"}) {
+  for (const char *target :
+       {"host", "x86-64", "x86-64-avx2", "x86-64-avx512"}) {
     SCOPED_TRACE(target);
     std::vector<std::string> missing = missingHostFeatures(cpuTarget(target));
     EXPECT_EQ(missing.empty(), hostRuns(target));
