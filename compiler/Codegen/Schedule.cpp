@@ -2,6 +2,7 @@
 
 #include "Codegen/Schedule.h"
 #include "Support/Error.h"
+#include "Support/TextFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,10 @@
 #include <utility>
 
 namespace attnc {
+
+/// A schedule is a small JSON object; 1 MiB is far more than any.
+constexpr size_t kMaxScheduleBytes = size_t(1) << 20;
+
 namespace {
 
 using json = nlohmann::ordered_json;
@@ -182,12 +187,9 @@ AttentionSchedule parseSchedule(const std::string &text,
 
 AttentionSchedule loadSchedule(const std::string &path,
                                const CpuTarget &target) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream)
-    throw UserError("--schedule " + path + ": cannot open the file");
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return parseSchedule(text.str(), path, target);
+  return parseSchedule(readTextFile(path, "--schedule " + path,
+                                    "a schedule file", kMaxScheduleBytes),
+                       path, target);
 }
 
 } // namespace attnc

@@ -74,7 +74,8 @@ int main(int argc, char **argv) {
     // Empty when LLVM already printed its one line (a bad boolean value).
     if (!problem->empty())
       std::fprintf(stderr, "attnc %s: %s; see 'attnc %s --help'\n",
-                   command.c_str(), problem->c_str(), command.c_str());
+                   command.c_str(), attnc::printableMessage(*problem).c_str(),
+                   command.c_str());
     return 1;
   }
   try {
@@ -92,7 +93,7 @@ int main(int argc, char **argv) {
       return attnc::tuneCommand();
     return attnc::runCommand();
   } catch (const attnc::UserError &error) {
-    std::cerr << error.what() << "\n";
+    std::cerr << attnc::printableMessage(error.message()) << "\n";
     return 1;
   } catch (const std::bad_alloc &) {
     std::cerr << "attnc " << command

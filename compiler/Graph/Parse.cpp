@@ -9,6 +9,7 @@
 #include "Graph/Graph.h"
 #include "Graph/ShapeRules.h"
 #include "Support/Error.h"
+#include "Support/TextFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -302,8 +303,14 @@ std::string describeJsonType(const json &value) {
     return "a list";
   case json::value_t::object:
     return "an object";
-  case json::value_t::number_float:
+  case json::value_t::number_float: {
+    // JSON integers beyond 64 bits arrive as floats.
+    double number = value.get<double>();
+    if (std::isfinite(number) && std::floor(number) == number &&
+        std::fabs(number) >= 9.2e18)
+      return "an integer too large for 64 bits";
     return "a number with a fraction";
+  }
   default:
     return "a number";
   }
@@ -1426,27 +1433,9 @@ Graph parseGraph(std::string_view text, const std::string &file) {
 }
 
 Graph loadGraph(const std::string &path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error))
-    throw UserError(path + ": is a directory, not a graph file");
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream)
-    throw UserError(path + ": cannot open the graph file");
-  // Read in chunks up to a limit: a graph is text (weights are inputs), and
-  // /dev/zero or a runaway pipe must not exhaust memory first.
-  std::string text;
-  char buffer[1 << 16];
-  while (stream.read(buffer, sizeof buffer) || stream.gcount() > 0) {
-    text.append(buffer, size_t(stream.gcount()));
-    if (text.size() > kMaxGraphBytes)
-      throw UserError(path + ": larger than " +
-                      std::to_string(kMaxGraphBytes >> 20) +
-                      " MiB, more than any graph document (weights are "
-                      "inputs, given as .npy files)");
-  }
-  if (stream.bad())
-    throw UserError(path + ": cannot read the graph file");
-  return parseGraph(text, path);
+  // Weights are inputs (.npy files): a graph is text, 64 MiB is plenty.
+  return parseGraph(readTextFile(path, path, "a graph file", kMaxGraphBytes),
+                    path);
 }
 
 } // namespace attnc

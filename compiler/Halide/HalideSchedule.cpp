@@ -7,6 +7,7 @@
 
 #include "Halide/HalideBackend.h"
 #include "Support/Error.h"
+#include "Support/TextFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,9 @@
 #include <utility>
 
 namespace attnc {
+
+/// A schedule is a small JSON object; 1 MiB is far more than any.
+constexpr size_t kMaxScheduleBytes = size_t(1) << 20;
 
 namespace {
 
@@ -189,12 +193,9 @@ HalideSchedule parseHalideSchedule(const std::string &text,
 
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass) {
-  std::ifstream stream(path, std::ios::binary);
-  if (!stream)
-    throw UserError("--schedule " + path + ": cannot read the file");
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return parse(text.str(), path, targetClass);
+  return parse(readTextFile(path, "--schedule " + path, "a schedule file",
+                            kMaxScheduleBytes),
+               path, targetClass);
 }
 
 } // namespace attnc

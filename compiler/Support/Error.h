@@ -12,6 +12,7 @@
 #ifndef ATTNC_SUPPORT_ERROR_H
 #define ATTNC_SUPPORT_ERROR_H
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -20,8 +21,18 @@ namespace attnc {
 class UserError : public std::runtime_error {
 public:
   explicit UserError(const std::string &message)
-      : std::runtime_error(message) {}
+      : std::runtime_error(message), text(message) {}
+  /// The whole message, NUL bytes included (what() stops at the first).
+  const std::string &message() const { return text; }
+
+private:
+  std::string text;
 };
+
+/// `message` fit for one line of a terminal: control characters (a NUL, a
+/// newline, an escape sequence from a user's file) escaped as \n, \xNN,
+/// and past `limit` bytes cut with a count of what was left out.
+std::string printableMessage(const std::string &message, size_t limit = 1000);
 
 } // namespace attnc
 
