@@ -275,9 +275,42 @@ uint64_t integer(const cl::opt<std::string> &option, uint64_t minimum,
   return value;
 }
 
+/// A flag that takes a value but is given none (last on the line, or
+/// followed by another flag): LLVM would print its own two-line error, or
+/// take the next flag as the value and the rest as positional arguments.
+std::optional<std::string> flagWithoutValue(int argc, const char **argv) {
+  if (argc < 2)
+    return std::nullopt;
+  cl::SubCommand *active = nullptr;
+  for (cl::SubCommand *sub : subcommands())
+    if (sub->getName() == argv[1])
+      active = sub;
+  if (!active)
+    return std::nullopt;
+  const auto &options = active->OptionsMap;
+  for (int i = 2; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (!arg.starts_with("-") || arg.contains('='))
+      continue;
+    llvm::StringRef name = arg.drop_while([](char c) { return c == '-'; });
+    auto found = options.find(name);
+    if (found == options.end() ||
+        found->second->getValueExpectedFlag() != cl::ValueRequired)
+      continue;
+    if (i + 1 == argc)
+      return arg.str() + ": needs a value";
+    if (llvm::StringRef(argv[i + 1]).starts_with("--"))
+      return arg.str() + ": needs a value, got the flag " + argv[i + 1];
+    ++i; // Its value.
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> parse(int argc, const char **argv) {
   for (cl::SubCommand *sub : subcommands())
     cl::HideUnrelatedOptions(category, *sub);
+  if (std::optional<std::string> problem = flagWithoutValue(argc, argv))
+    return problem;
   std::string report;
   llvm::raw_string_ostream stream(report);
   if (cl::ParseCommandLineOptions(
