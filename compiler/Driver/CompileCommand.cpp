@@ -15,6 +15,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -90,13 +92,18 @@ void writeAll(const std::string &directory,
     }
     fs::path temporary = final;
     temporary += ".tmp";
+    errno = 0;
     std::ofstream stream(temporary, std::ios::binary);
     temporaries.push_back(temporary);
     stream.write(contents.data(), std::streamsize(contents.size()));
     stream.close();
     if (!stream) {
+      // The stream keeps no reason; errno has the failed call's.
+      int reason = errno;
       cleanUp();
-      throw UserError("-o " + directory + ": cannot write " + final.string());
+      throw UserError(
+          "-o " + directory + ": cannot write " + final.string() +
+          (reason ? std::string(": ") + std::strerror(reason) : std::string()));
     }
     finals.push_back(final);
   }
@@ -107,7 +114,7 @@ void writeAll(const std::string &directory,
       for (size_t j = 0; j < i; ++j)
         fs::remove(finals[j], error);
       throw UserError("-o " + directory + ": cannot write " +
-                      finals[i].string());
+                      finals[i].string() + ": " + error.message());
     }
   }
   for (const fs::path &path : finals)
