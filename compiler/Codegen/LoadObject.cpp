@@ -5,6 +5,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
@@ -14,11 +15,16 @@ namespace attnc {
 namespace {
 
 /// Removes a file when it goes out of scope.
+/// Removed on destruction, and by LLVM's handler if SIGINT or SIGTERM
+/// (a timeout) stops attnc first.
 struct TemporaryFile {
   llvm::SmallString<128> path;
+  void removeOnSignal() { llvm::sys::RemoveFileOnSignal(path); }
   ~TemporaryFile() {
-    if (!path.empty())
-      llvm::sys::fs::remove(path);
+    if (path.empty())
+      return;
+    llvm::sys::fs::remove(path);
+    llvm::sys::DontRemoveFileOnSignal(path);
   }
 };
 
@@ -61,6 +67,8 @@ std::unique_ptr<LoadedObject> LoadedObject::link(const std::string &object,
       llvm::sys::fs::createTemporaryFile("attnc-kernel", "so",
                                          libraryFile.path))
     throw std::runtime_error("cannot create temporary files for the kernel");
+  objectFile.removeOnSignal();
+  libraryFile.removeOnSignal();
   {
     llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
     stream << object;

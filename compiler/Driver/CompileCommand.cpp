@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Signals.h"
 
 #include <cerrno>
 #include <cstring>
@@ -77,8 +78,10 @@ void writeAll(const std::string &directory,
                     (error ? " (" + error.message() + ")" : ""));
   std::vector<fs::path> temporaries, finals, createdDirectories;
   auto cleanUp = [&] {
-    for (const fs::path &path : temporaries)
+    for (const fs::path &path : temporaries) {
       fs::remove(path, error);
+      llvm::sys::DontRemoveFileOnSignal(path.string());
+    }
     for (auto it = createdDirectories.rbegin(); it != createdDirectories.rend();
          ++it)
       fs::remove(*it, error); // Only if empty.
@@ -95,6 +98,8 @@ void writeAll(const std::string &directory,
     errno = 0;
     std::ofstream stream(temporary, std::ios::binary);
     temporaries.push_back(temporary);
+    // SIGINT or SIGTERM (a timeout) mid-write leaves none behind.
+    llvm::sys::RemoveFileOnSignal(temporary.string());
     stream.write(contents.data(), std::streamsize(contents.size()));
     stream.close();
     if (!stream) {
@@ -117,6 +122,8 @@ void writeAll(const std::string &directory,
                       finals[i].string() + ": " + error.message());
     }
   }
+  for (const fs::path &path : temporaries)
+    llvm::sys::DontRemoveFileOnSignal(path.string()); // Renamed away.
   for (const fs::path &path : finals)
     std::cout << "wrote " << path.string() << "\n";
 }
