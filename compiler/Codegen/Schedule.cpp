@@ -187,8 +187,9 @@ AttentionSchedule parseSchedule(const std::string &text,
 
 AttentionSchedule loadSchedule(const std::string &path,
                                const CpuTarget &target) {
-  return parseSchedule(readTextFile(path, "--schedule " + path,
-                                    "a schedule file", kMaxScheduleBytes),
+  return parseSchedule(readUserFile(path, "--schedule " + path,
+                                    "a schedule file", kMaxScheduleBytes,
+                                    "more than any schedule file"),
                        path, target);
 }
 

@@ -1434,7 +1434,8 @@ Graph parseGraph(std::string_view text, const std::string &file) {
 
 Graph loadGraph(const std::string &path) {
   // Weights are inputs (.npy files): a graph is text, 64 MiB is plenty.
-  return parseGraph(readTextFile(path, path, "a graph file", kMaxGraphBytes),
+  return parseGraph(readUserFile(path, path, "a graph file", kMaxGraphBytes,
+                                 "more than any graph file"),
                     path);
 }
 

@@ -193,8 +193,8 @@ HalideSchedule parseHalideSchedule(const std::string &text,
 
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass) {
-  return parse(readTextFile(path, "--schedule " + path, "a schedule file",
-                            kMaxScheduleBytes),
+  return parse(readUserFile(path, "--schedule " + path, "a schedule file",
+                            kMaxScheduleBytes, "more than any schedule file"),
                path, targetClass);
 }
 

@@ -22,6 +22,7 @@
 #include "Graph/ShapeRules.h"
 #include "Support/Error.h"
 #include "Support/Float16.h"
+#include "Support/TextFile.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -45,7 +46,7 @@ namespace fs = std::filesystem;
 
 /// The largest model file read whole (protobuf's own message limit); bigger
 /// models keep their weights in external-data files.
-constexpr int64_t kMaxModelBytes = int64_t(2) << 30;
+constexpr size_t kMaxModelBytes = size_t(2) << 30;
 /// Constants folded at import are small (shapes, masks, rotary tables);
 /// beyond this they would make compile time explode.
 constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
@@ -281,33 +282,6 @@ struct NodeError {
 //===----------------------------------------------------------------------===//
 // Reading tensors.
 //===----------------------------------------------------------------------===//
-
-std::string readWhole(const std::string &path, int64_t limit,
-                      const std::string &what) {
-  std::error_code error;
-  if (fs::is_directory(path, error))
-    throw UserError(path + ": is a directory, not " + what);
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    throw UserError(path + ": cannot open " + what + ": " +
-                    std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  while (file.read(buffer, sizeof buffer) || file.gcount() > 0) {
-    // A protobuf never starts with a zero byte (field number 0 is invalid):
-    // /dev/zero fails here, not after 2 GiB.
-    if (bytes.empty() && buffer[0] == 0)
-      throw UserError(path + ": is not an ONNX model (it starts with a "
-                             "zero byte, which no protobuf does)");
-    bytes.append(buffer, size_t(file.gcount()));
-    if (int64_t(bytes.size()) > limit)
-      throw UserError(path + ": " + what + " is larger than " +
-                      std::to_string(limit) + " bytes");
-  }
-  if (file.bad())
-    throw UserError(path + ": cannot read " + what);
-  return bytes;
-}
 
 /// Raw little-endian element bytes of a tensor, from raw_data, the typed
 /// fields or an external-data file beside the model.
@@ -3314,7 +3288,17 @@ void Importer::importAttention23() {
 //===----------------------------------------------------------------------===//
 
 onnx::ModelProto readOnnxModel(const std::string &path) {
-  std::string bytes = readWhole(path, kMaxModelBytes, "the ONNX model");
+  std::string bytes = readUserFile(
+      path, path, "an ONNX model", kMaxModelBytes,
+      "the most attnc reads in one piece (larger models keep their weights "
+      "as external data)",
+      [&](std::string_view start) {
+        // A protobuf never starts with a zero byte (field number 0 is
+        // invalid): /dev/zero fails here, not after 2 GiB.
+        if (start[0] == 0)
+          throw UserError(path + ": is not an ONNX model (it starts with a "
+                                 "zero byte, which no protobuf does)");
+      });
   if (bytes.empty())
     throw UserError(path + ": is empty, not an ONNX model");
   onnx::ModelProto model;

@@ -1,4 +1,4 @@
-//===- TextFile.cpp - Reading a user's text file, bounded -----------------===//
+//===- TextFile.cpp - Reading a user's file, bounded ----------------------===//
 
 #include "Support/TextFile.h"
 
@@ -11,8 +11,11 @@
 
 namespace attnc {
 
-std::string readTextFile(const std::string &path, const std::string &where,
-                         const std::string &what, size_t limit) {
+std::string
+readUserFile(const std::string &path, const std::string &where,
+             const std::string &what, size_t limit,
+             const std::string &pastLimit,
+             const std::function<void(std::string_view)> &checkStart) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error))
     throw UserError(where + ": is a directory, not " + what);
@@ -20,19 +23,21 @@ std::string readTextFile(const std::string &path, const std::string &where,
   if (!stream)
     throw UserError(where + ": cannot open " + what + ": " +
                     std::strerror(errno));
-  std::string text;
+  std::string bytes;
   char buffer[1 << 16];
   while (stream.read(buffer, sizeof buffer) || stream.gcount() > 0) {
-    text.append(buffer, size_t(stream.gcount()));
-    if (text.size() > limit)
+    std::string_view chunk(buffer, size_t(stream.gcount()));
+    if (bytes.empty() && checkStart)
+      checkStart(chunk);
+    bytes.append(chunk);
+    if (bytes.size() > limit)
       throw UserError(where + ": larger than " + std::to_string(limit >> 20) +
-                      " MiB, more than any " +
-                      (what.rfind("a ", 0) == 0 ? what.substr(2) : what));
+                      " MiB, " + pastLimit);
   }
   if (stream.bad())
     throw UserError(where + ": cannot read " + what + ": " +
                     std::strerror(errno));
-  return text;
+  return bytes;
 }
 
 } // namespace attnc
