@@ -128,7 +128,7 @@ int writeImportedModel() {
   try {
     model = importOnnx(options::graph);
   } catch (const UserError &error) {
-    throw UserError(std::string(error.what()) +
+    throw UserError(error.message() +
                     " (--attention-only imports each attention block alone)");
   }
   std::vector<std::pair<std::string, std::string>> files;

@@ -16,7 +16,7 @@ LoadedModel loadModel(const std::string &path) {
     loaded.graph = parseGraph(model.document.dump(), path);
   } catch (const UserError &error) {
     // The document is the importer's; `attnc import` shows it.
-    throw UserError(std::string(error.what()) +
+    throw UserError(error.message() +
                     " (in the graph imported from the model; `attnc import " +
                     path + " -o DIR` writes it)");
   }

@@ -259,7 +259,7 @@ OnnxBlocks BlockFinder::run() {
         block.graph = importOnnxModel(path, std::move(sub));
         block.graph->document["name"] = block.name;
       } catch (const UserError &error) {
-        block.problem = error.what();
+        block.problem = error.message();
       }
     }
     result.blocks.push_back(std::move(block));
@@ -275,14 +275,14 @@ OnnxBlocks BlockFinder::run() {
 
 OnnxBlocks importAttentionBlocks(const std::string &path) {
   onnx::ModelProto model = readOnnxModel(path);
-  OnnxBlocks blocks;
+  std::string wholeModelProblem;
   try {
     importOnnxModel(path, model);
   } catch (const UserError &error) {
-    blocks.wholeModelProblem = error.what();
+    wholeModelProblem = error.message();
   }
   OnnxBlocks found = BlockFinder(path, std::move(model)).run();
-  found.wholeModelProblem = blocks.wholeModelProblem;
+  found.wholeModelProblem = wholeModelProblem;
   return found;
 }
 

@@ -259,6 +259,13 @@ struct Flattened {
 using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat,
                          Grid, IndexTuple, Flattened>;
 
+/// The value of a one-element constant.
+std::optional<double> scalarOf(const Val &v) {
+  if (const auto *c = std::get_if<Constant>(&v))
+    return c->scalar();
+  return std::nullopt;
+}
+
 /// The one value every element of `c` holds, if it holds one.
 std::optional<double> uniformValue(const Constant &c) {
   if (c.size() == 0)
@@ -1547,11 +1554,6 @@ void Importer::importBinary(const std::string &op) {
   }
   // Masks: a triangle combined with a scalar stays a triangle; scores plus
   // a causal bias are causal_mask(scores).
-  auto scalarOf = [](const Val &v) -> std::optional<double> {
-    if (const auto *c = std::get_if<Constant>(&v))
-      return c->scalar();
-    return std::nullopt;
-  };
   // A bias added to a flattened projection.
   if (const auto *flat = std::get_if<Flat>(&a); flat && flat->rows)
     if (const auto *c = std::get_if<Constant>(&b); c && c->shape.size() <= 1) {
@@ -2461,11 +2463,6 @@ void Importer::importExpand() {
 
 void Importer::importWhere() {
   const Val &condition = input(0), &a = input(1), &b = input(2);
-  auto scalarOf = [](const Val &v) -> std::optional<double> {
-    if (const auto *c = std::get_if<Constant>(&v))
-      return c->scalar();
-    return std::nullopt;
-  };
   if (const auto *t = std::get_if<Triangle>(&condition)) {
     bool keepInside = t->inside != 0 && t->outside == 0;
     if (!keepInside && !(t->inside == 0 && t->outside != 0))
@@ -2674,7 +2671,7 @@ void Importer::importCompare(const std::string &op) {
   // Masks with a scalar or with each other stay masks.
   const auto *ta = std::get_if<Triangle>(&a), *tb = std::get_if<Triangle>(&b);
   if (ta || tb) {
-    auto scalarOf = [](const Val &v) -> std::optional<double> {
+    auto uniformOf = [](const Val &v) -> std::optional<double> {
       if (const auto *c = std::get_if<Constant>(&v))
         return uniformValue(*c);
       return std::nullopt;
@@ -2688,7 +2685,7 @@ void Importer::importCompare(const std::string &op) {
       out.outside = apply(ta->outside, tb->outside);
       return define(0, out);
     }
-    if (std::optional<double> s = scalarOf(ta ? b : a)) {
+    if (std::optional<double> s = uniformOf(ta ? b : a)) {
       out.inside = ta ? apply(ta->inside, *s) : apply(*s, tb->inside);
       out.outside = ta ? apply(ta->outside, *s) : apply(*s, tb->outside);
       return define(0, out);
@@ -2767,11 +2764,7 @@ void Importer::importTrilu() {
     value = f->value;
   } else if (const auto *c = std::get_if<Constant>(&x);
              c && c->size() > 0 && c->shape.size() >= 2) {
-    // A constant of one value everywhere.
-    std::optional<double> first = c->number(0);
-    for (int64_t i = 0; first && i < c->size(); ++i)
-      if (c->number(i) != first)
-        first.reset();
+    std::optional<double> first = uniformValue(*c);
     if (!first || !k.isConstant())
       unsupported("Trilu of a constant that is not one value everywhere");
     type = c->type;
