@@ -523,6 +523,23 @@ def _ms_causal(s, t, filter_value):
     return np.where(np.triu(np.ones((s, t), dtype=bool), 1), filter_value, 0.0)
 
 
+def _ms_attend(q, k, v, mask, attention_bias, attrs):
+    """The com.microsoft attention operators' common part over [B, H, S, D] heads: the key
+    padding mask, unidirectional (causal) and an attention bias added to the scaled scores
+    (masked entries get mask_filter_value), softmax, times v, heads merged."""
+    b, s, t = q.shape[0], q.shape[2], k.shape[2]
+    filter_value = attrs.get("mask_filter_value", -10000.0)
+    additive = np.zeros((b, 1, s, t))
+    if mask is not None:
+        additive = additive + _ms_key_mask(mask, b, s, t, filter_value)
+    if attrs.get("unidirectional", 0):
+        additive = additive + _ms_causal(s, t, filter_value)
+    if attention_bias is not None:
+        additive = additive + attention_bias
+    scale = attrs.get("scale", 1.0 / math.sqrt(q.shape[3]))
+    return _merge_heads(_attend(q, k, v, scale, additive))
+
+
 def op_ms_attention(ins, attrs, ctx):
     """com.microsoft Attention: packed QKV projection, then multi-head attention.
     Inputs: input [B,S,E], weights [E, Hq+Hk+Hv], bias, mask_index, past, attention_bias,
@@ -537,17 +554,7 @@ def op_ms_attention(ins, attrs, ctx):
         proj = proj + bias
     q, k, v = _split(proj, 2, list(sizes))
     q, k, v = _heads(q, n), _heads(k, n), _heads(v, n)
-    b, s, t = x.shape[0], q.shape[2], k.shape[2]
-    filter_value = attrs.get("mask_filter_value", -10000.0)
-    additive = np.zeros((b, 1, s, t))
-    if mask is not None:
-        additive = additive + _ms_key_mask(mask, b, s, t, filter_value)
-    if attrs.get("unidirectional", 0):
-        additive = additive + _ms_causal(s, t, filter_value)
-    if attention_bias is not None:
-        additive = additive + attention_bias
-    scale = attrs.get("scale", 1.0 / math.sqrt(q.shape[3]))
-    return [_merge_heads(_attend(q, k, v, scale, additive))]
+    return [_ms_attend(q, k, v, mask, attention_bias, attrs)]
 
 
 def op_ms_multi_head_attention(ins, attrs, ctx):
@@ -564,17 +571,7 @@ def op_ms_multi_head_attention(ins, attrs, ctx):
         dq, dk = query.shape[2], key.shape[2]
         query, key, value = query + bias[:dq], key + bias[dq:dq + dk], value + bias[dq + dk:]
     q, k, v = _heads(query, n), _heads(key, n), _heads(value, n)
-    b, s, t = query.shape[0], q.shape[2], k.shape[2]
-    filter_value = attrs.get("mask_filter_value", -10000.0)
-    additive = np.zeros((b, 1, s, t))
-    if mask is not None:
-        additive = additive + _ms_key_mask(mask, b, s, t, filter_value)
-    if attrs.get("unidirectional", 0):
-        additive = additive + _ms_causal(s, t, filter_value)
-    if attention_bias is not None:
-        additive = additive + attention_bias
-    scale = attrs.get("scale", 1.0 / math.sqrt(q.shape[3]))
-    out = _merge_heads(_attend(q, k, v, scale, additive))
+    out = _ms_attend(q, k, v, mask, attention_bias, attrs)
     return [out, k, v]          # output, present_key, present_value (no past: just k and v)
 
 

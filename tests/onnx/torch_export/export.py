@@ -40,6 +40,10 @@ from transformers.models.bert.modeling_bert import BertSelfAttention
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 
+# The importer's output-file rule and the checks' helpers, as the synthetic models use them.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from make_models import op_list, output_file_name, rel_err  # noqa: E402
+
 SEED = 1234
 TOLERANCE = 1e-4
 BATCH = 2
@@ -199,22 +203,6 @@ def export_dynamo(module, inputs, opset, path):
 # Writing and checking
 
 
-def output_file_name(onnx_name):
-    """The importer's rule: characters outside [A-Za-z0-9_] become '_', and 'v_' is prefixed
-    when the result is empty or starts with a digit."""
-    ident = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in onnx_name)
-    if not ident or ident[0].isdigit():
-        ident = "v_" + ident
-    return ident + ".npy"
-
-
-def op_list(model):
-    ops = set()
-    for n in model.graph.node:
-        ops.add(n.op_type if n.domain in ("", "ai.onnx") else "%s.%s" % (n.domain, n.op_type))
-    return sorted(ops)
-
-
 def op_counts(model):
     c = collections.Counter()
     for n in model.graph.node:
@@ -225,12 +213,6 @@ def op_counts(model):
 NP_OF_ONNX = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
               onnx.TensorProto.INT32: np.int32, onnx.TensorProto.BOOL: np.bool_,
               onnx.TensorProto.DOUBLE: np.float64}
-
-
-def rel_err(out, ref):
-    ref = ref.astype(np.float64)
-    n = np.linalg.norm(ref)
-    return float(np.linalg.norm(out.astype(np.float64) - ref) / (n if n else 1.0))
 
 
 def reference(module, inputs):
