@@ -48,6 +48,11 @@ int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
 
+/// The register block of depthInLanesScores: rows × keys accumulators whose
+/// sums fill exactly one vector of `width` lanes.
+int64_t depthRows(int64_t width) { return std::min<int64_t>(width, 4); }
+int64_t depthKeys(int64_t width) { return width / depthRows(width); }
+
 } // namespace
 
 AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
@@ -257,6 +262,30 @@ public:
       for (auto [c, column] : llvm::enumerate(columns))
         next.push_back(fma(row, column, accs[r * columns.size() + c]));
     return next;
+  }
+  /// One vector whose lane n is the sum of the lanes of parts[n], for as
+  /// many parts as lanes (a power of two): a tree of even/odd shuffles and
+  /// adds, log2(W) levels, never a horizontal reduction per part.
+  Value sumEach(ArrayRef<Value> parts) {
+    int64_t width = cast<VectorType>(parts[0].getType()).getNumElements();
+    if (int64_t(parts.size()) != width || !llvm::isPowerOf2_64(width))
+      throw std::logic_error("sumEach: needs as many parts as lanes, a "
+                             "power of two");
+    SmallVector<int64_t> evens, odds;
+    for (int64_t lane = 0; lane < 2 * width; lane += 2) {
+      evens.push_back(lane);
+      odds.push_back(lane + 1);
+    }
+    SmallVector<Value> level(parts);
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t n = 0; n < level.size(); n += 2)
+        next.push_back(b.create<arith::AddFOp>(
+            b.create<vector::ShuffleOp>(level[n], level[n + 1], evens),
+            b.create<vector::ShuffleOp>(level[n], level[n + 1], odds)));
+      level = std::move(next);
+    }
+    return level[0];
   }
   /// Stores a rows × columns register block (row-major, as outerProduct
   /// makes it) at offset(row, column) of `buffer`.
@@ -484,10 +513,14 @@ private:
   Value batch, kvHead, group, r0, nq, offset; // offset = T - S.
   // Queries the products and the softmax cover: nq rounded up to the
   // register blocks, so a short tile (decoding, S = 1) skips the padding.
-  Value liveQueries;
+  // A tile of at most one vector of rows (`oneVector`) covers one vector.
+  Value liveQueries, oneVector;
   RowLayout kRows, vRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
+  // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
+  // each row padded with zeros to qRowLength (Dk rounded up to W).
+  Value qRows, qRowLength;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
   Value softcapScale; // c·log2(e) when softcap, else null.
@@ -531,12 +564,35 @@ private:
     return known ? alloca(*known * factor) : alloca(e.mul(size, factor));
   }
 
+  /// Prefetches the cache lines of `length` elements of `buffer` from
+  /// `offset` (64-byte lines).
+  void prefetchRow(Value buffer, Value offset, Value length,
+                   std::optional<int64_t> staticLength) {
+    int64_t elementBytes =
+        cast<MemRefType>(buffer.getType()).getElementTypeBitWidth() / 8;
+    int64_t perLine = std::max<int64_t>(1, 64 / elementBytes);
+    auto fetch = [&](Value at) {
+      e.b.create<memref::PrefetchOp>(buffer, ValueRange{at}, /*isWrite=*/false,
+                                     /*localityHint=*/3, /*isDataCache=*/true);
+    };
+    if (staticLength) {
+      for (int64_t n = 0; n < *staticLength; n += perLine)
+        fetch(e.add(offset, n));
+      return;
+    }
+    e.loop(e.index(0), length, perLine,
+           [&](Value n) { fetch(e.add(offset, n)); });
+  }
+
   void computeScales();
   void packQueries();
   void packRaw(Value into, double factor);
   void projectQueries(Value weights, Value outputs, Value into,
                       function_ref<Value(Value, Value)> weightIndex);
+  void packQueryRows();
   void dotScores(Value j0, Value nk);
+  void queriesInLanesScores(Value j0, Value nk);
+  void depthInLanesScores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
@@ -569,8 +625,12 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   nq = rowCount;
   int64_t queryBlock =
       std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
-  liveQueries = e.min(e.index(t.queryTile),
-                      e.mul(e.ceilDiv(nq, queryBlock), queryBlock));
+  oneVector = b.create<arith::CmpIOp>(arith::CmpIPredicate::ule, nq,
+                                      e.index(W));
+  liveQueries = b.create<arith::SelectOp>(
+      oneVector, e.index(W),
+      e.min(e.index(t.queryTile),
+            e.mul(e.ceilDiv(nq, queryBlock), queryBlock)));
   offset = e.sub(T, S);
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
@@ -583,7 +643,8 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   } else {
     dvPaddedValue = e.mul(e.ceilDiv(Dv, W), W);
   }
-  scores = alloca(BK * BQ);
+  // Whole blocks of depthInLanesScores' keys, which may pass BK.
+  scores = alloca(roundUp(BK, depthKeys(W)) * BQ);
   acc = staticDv ? alloca(BQ * dvPadded) : alloca(e.mul(dvPaddedValue, BQ));
   rowMax = alloca(BQ);
   rowSum = alloca(BQ);
@@ -605,6 +666,8 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
 
   computeScales();
   packQueries();
+  if (score != attn::ScoreKind::additive)
+    packQueryRows();
 
   // Running state: m = -inf, l = 0, O = 0.
   Value minusInf =
@@ -616,6 +679,10 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   });
   e.loop(e.index(0), e.mul(dvPaddedValue, BQ), W,
          [&](Value i) { b.create<vector::StoreOp>(zero, acc, i); });
+  // Score lanes no product writes (depthInLanesScores leaves the rows past
+  // nq) must still hold numbers.
+  e.loop(e.index(0), e.index(roundUp(BK, depthKeys(W)) * BQ), W,
+         [&](Value i) { b.create<vector::StoreOp>(zero, scores, i); });
 }
 
 /// The rows of a q or k tile: the offset and size of the first axis an
@@ -871,14 +938,33 @@ void AttentionTaskBuilder::scoreTile(Value j0, Value nk) {
     dotScores(j0, nk);
 }
 
-/// SC[j][i] = sum_d K[j0+j][d] · QT[d][i]: score blocks of `scoreKeys` keys
-/// × `scoreVectors` query vectors, accumulated in registers over d. Keys
-/// past the tile read the last key instead (their scores are never used).
-void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
+/// qRows[i][d] = QT[d][i] for one vector of rows, zero past Dk: the queries
+/// as depthInLanesScores reads them. Only a tile of at most one vector of
+/// rows uses them.
+void AttentionTaskBuilder::packQueryRows() {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
-  int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  Value lastKey = e.sub(T, e.index(1));
+  qRowLength = staticDk ? e.index(roundUp(*staticDk, W))
+                        : e.mul(e.ceilDiv(Dk, W), W);
+  qRows = staticDk ? alloca(roundUp(*staticDk, W) * W)
+                   : alloca(e.mul(qRowLength, W));
+  e.ifThen(oneVector, [&] {
+    Value lastDepth = e.sub(Dk, e.index(1));
+    e.loop(e.index(0), e.index(W), 1, [&](Value i) {
+      e.loop(e.index(0), qRowLength, 1, [&](Value d) {
+        Value x = b.create<memref::LoadOp>(
+            qt, e.add(e.mul(e.min(d, lastDepth), BQ), i));
+        x = b.create<arith::SelectOp>(e.lt(d, Dk), x, e.f32Constant(0.0));
+        b.create<memref::StoreOp>(x, qRows, e.add(e.mul(i, qRowLength), d));
+      });
+    });
+  });
+}
+
+/// SC[j][i] = sum_d K[j0+j][d] · Q[i][d] (Q prescaled). Keys past the tile
+/// read the last key instead (their scores are never used).
+void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
   if (keyScale) {
     // Cosine: 1 / max(|k_j|, 1e-12) per key of the tile.
     e.loop(e.index(0), nk, 1, [&](Value j) {
@@ -895,6 +981,21 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
           b.create<arith::DivFOp>(e.f32Constant(1.0), norm), keyScale, j);
     });
   }
+  // Queries in lanes need a full vector of rows to use the lanes; a decode
+  // step has only the group's heads (Llama-3: 4), so it puts depth in lanes.
+  e.ifThen(
+      oneVector, [&] { depthInLanesScores(j0, nk); },
+      [&] { queriesInLanesScores(j0, nk); });
+}
+
+/// Score blocks of `scoreKeys` keys × `scoreVectors` query vectors,
+/// accumulated in registers over d (docs/design/cpu-codegen-notes.md,
+/// point 2).
+void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t SK = t.scoreKeys, SV = t.scoreVectors;
+  Value lastKey = e.sub(T, e.index(1));
   e.loop(e.index(0), nk, SK, [&](Value jb) {
     SmallVector<Value> keyRows;
     for (int64_t k = 0; k < SK; ++k)
@@ -918,6 +1019,80 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk) {
       e.storeBlock(sums, SK, SV, scores, [&](int64_t k, int64_t s) {
         return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
       });
+    });
+  });
+}
+
+/// For at most one vector of rows: blocks of depthKeys(W) keys × depthRows(W)
+/// rows, each accumulator a vector over d (K rows and qRows read as
+/// vectors, no broadcasts), then summed into one vector of scores by
+/// sumEach: lane k·RB + r is key k, row r.
+void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t RB = depthRows(W), KB = depthKeys(W);
+  Value lastKey = e.sub(T, e.index(1));
+  Value fullDepth = staticDk ? e.index(*staticDk / W * W)
+                             : e.mul(e.div(Dk, e.index(W)), W);
+  Value rowEnd = e.mul(e.ceilDiv(nq, RB), RB);
+  e.loop(e.index(0), nk, KB, [&](Value jb) {
+    SmallVector<Value> keyRows;
+    for (int64_t k = 0; k < KB; ++k)
+      keyRows.push_back(
+          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+    // Decoding streams K and V once, so it is bound by memory: ask for the
+    // next tile's K rows and this tile's V rows (read by the P·V step after
+    // the softmax) while these products run. (V of the next tile asked for
+    // during P·V, or both a tile ahead, measured slower: L1 holds about two
+    // tiles.)
+    for (int64_t k = 0; k < KB; ++k) {
+      Value key = e.add(e.add(j0, jb), k);
+      prefetchRow(buf.key.data,
+                  rowOffset(kRows, e.min(e.add(key, t.keyTile), lastKey)),
+                  Dk, staticDk);
+      prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,
+                  staticDv);
+    }
+    e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
+      // One step of W depths; `count` masks the last, partial one.
+      auto step = [&](Value d, ValueRange accs, Value count) {
+        SmallVector<Value> keys, queries;
+        for (int64_t k = 0; k < KB; ++k)
+          keys.push_back(e.loadVector(buf.key.data, e.add(keyRows[k], d), W,
+                                      count));
+        for (int64_t r = 0; r < RB; ++r)
+          queries.push_back(b.create<vector::LoadOp>(
+              vec, qRows, e.add(e.mul(e.add(rb, r), qRowLength), d)));
+        return e.outerProduct(keys, queries, accs);
+      };
+      SmallVector<Value> init(KB * RB, e.constant(0.0, vec));
+      SmallVector<Value> sums = llvm::to_vector(e.loop(
+          e.index(0), fullDepth, W, init, [&](Value d, ValueRange accs) {
+            return step(d, accs, nullptr);
+          }));
+      if (!staticDk || *staticDk % W) {
+        SmallVector<Type> types(sums.size(), vec);
+        auto tail = b.create<scf::IfOp>(types, e.lt(fullDepth, Dk),
+                                        /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          for (Region *region : {&tail.getThenRegion(), &tail.getElseRegion()})
+            if (!region->front().empty())
+              region->front().back().erase();
+          b.setInsertionPointToEnd(&tail.getThenRegion().front());
+          b.create<scf::YieldOp>(step(fullDepth, sums, e.sub(Dk, fullDepth)));
+          b.setInsertionPointToEnd(&tail.getElseRegion().front());
+          b.create<scf::YieldOp>(sums);
+        }
+        sums.assign(tail.getResults().begin(), tail.getResults().end());
+      }
+      Value total = e.sumEach(sums);
+      for (int64_t k = 0; k < KB; ++k)
+        b.create<vector::StoreOp>(
+            b.create<vector::ExtractStridedSliceOp>(
+                total, ArrayRef<int64_t>{k * RB}, ArrayRef<int64_t>{RB},
+                ArrayRef<int64_t>{1}),
+            scores, e.add(e.mul(e.add(jb, k), BQ), rb));
     });
   });
 }
