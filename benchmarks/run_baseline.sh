@@ -9,8 +9,9 @@
 # and 2 threads, R (default 5) timed runs after a warm-up, the median
 # reported. attention_baseline checks every method at a small size first, then
 # runs each method in its own process, so each peak RSS is that method's.
-# Needs build/bin/attention_baseline (cmake --build build --target
-# attention_baseline) and python3 (standard library only) for the table.
+# Builds build/bin/attention_baseline first (cmake --build DIR --target
+# attention_baseline; not part of the default build) and needs python3
+# (standard library only) for the table.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,8 +29,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 bin="$build_dir/bin/attention_baseline"
-if [[ ! -x "$bin" ]]; then
-  echo "run_baseline.sh: $bin not found; build it: cmake --build $build_dir --target attention_baseline" >&2
+if ! cmake --build "$build_dir" --target attention_baseline >&2; then
+  echo "run_baseline.sh: building attention_baseline in $build_dir failed (configured? scripts/build.sh; OpenBLAS: libopenblas-dev)" >&2
   exit 1
 fi
 python=python3
