@@ -28,7 +28,7 @@ GRAPH = {
 SPACE = {
     "attnc_schedule_space": 1, "version": 1,
     "query_tile": [16, 32, 48, 64, 96, 128], "key_tile": [48],
-    "score_block": [[2, 6]], "pv_block": [[4, 2]],
+    "score_block": [[2, 6]], "pv_block": [[4, 3]],
     "registers": {"x86-64": 16, "x86-64-avx2": 16, "x86-64-avx512": 32},
 }
 
