@@ -1051,11 +1051,17 @@ def fam_primitives(rng, b, i):
         b.outputs.append(y)
         return "matmul " + form
     if plan == 2:
-        x = b.add_input("x", [3, 5, 8], dt)
-        w = b.add_input("w", [6, 8], dt)
-        args = {"b": b.add_input("bias", [6], dt)} if coin(rng) else {}
+        # Rows below and above the packed GEMM's 16 (its 6- and 3-row tiles
+        # and single rows), columns around its 16-column panels, depths
+        # around its 8-depth transposes and 256-depth blocks.
+        rows = choice(rng, [5, 16, 23, 61])
+        depth = choice(rng, [8, 13, 257, 300])
+        cols = choice(rng, [6, 16, 33])
+        x = b.add_input("x", [3, rows, depth], dt)
+        w = b.add_input("w", [cols, depth], dt)
+        args = {"b": b.add_input("bias", [cols], dt)} if coin(rng) else {}
         b.outputs.append(b.node("y", "linear", x=x, w=w, **args))
-        return "linear" + (" +b" if args else "")
+        return "linear %dx%dx%d" % (3 * rows, depth, cols) + (" +b" if args else "")
     if plan == 3:
         x = b.add_input("x", [2, 3, 4, 5], dt, std=2.0)
         axis = choice(rng, [-1, 0, 1, 2, 3, -3])
