@@ -8,6 +8,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   llvm-19-dev libmlir-19-dev mlir-19-tools clang-19 llvm-19-tools
+  libclang-rt-19-dev
   libhalide14-0-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpthreadpool-dev libopenblas-dev libsqlite3-dev
