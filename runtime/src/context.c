@@ -58,18 +58,26 @@ size_t attnrt_dtype_size(attnrt_dtype dtype) {
 
 /*===-- Errors ------------------------------------------------------------===*/
 
-void attnrt_impl_set_error(attnrt_context *context, const char *format, ...) {
+/* The calling thread's last error, and the context it belongs to. */
+static _Thread_local struct {
+  const attnrt_context *context;
+  char message[ATTNRT_MESSAGE_CAPACITY];
+} last_error;
+
+void attnrt_impl_set_error(const attnrt_context *context, const char *format,
+                           ...) {
   va_list args;
   va_start(args, format);
+  last_error.context = context;
   /* vsnprintf cuts long messages short and always terminates. */
-  if (vsnprintf(context->last_error, sizeof context->last_error, format, args) <
+  if (vsnprintf(last_error.message, sizeof last_error.message, format, args) <
       0)
-    strcpy(context->last_error, "(message could not be formatted)");
+    strcpy(last_error.message, "(message could not be formatted)");
   va_end(args);
 }
 
 const char *attnrt_context_last_error(const attnrt_context *context) {
-  return context ? context->last_error : "";
+  return context && last_error.context == context ? last_error.message : "";
 }
 
 /*===-- Contexts ----------------------------------------------------------===*/
@@ -129,6 +137,9 @@ attnrt_status attnrt_context_create(const attnrt_context_options *options,
 void attnrt_context_release(attnrt_context *context) {
   if (!context)
     return;
+  /* A later context at the same address must not show this one's error. */
+  if (last_error.context == context)
+    last_error.context = NULL;
   if (context->pool)
     pthreadpool_destroy(context->pool);
   free(context->kernels);
@@ -153,7 +164,7 @@ attnrt_status attnrt_register_kernel(attnrt_context *context,
                                      const attnrt_kernel *kernel) {
   if (!context)
     return ATTNRT_INVALID_ARGUMENT;
-  attnrt_status status = attnrt_impl_check_descriptor(context, kernel);
+  attnrt_status status = attnrt_impl_validate_once(context, kernel);
   if (status != ATTNRT_OK)
     return status;
   if (lookup(context, kernel->name)) {
@@ -182,14 +193,11 @@ attnrt_status attnrt_register_kernel(attnrt_context *context,
   return ATTNRT_OK;
 }
 
-attnrt_status attnrt_find_kernel(const attnrt_context *const_context,
+attnrt_status attnrt_find_kernel(const attnrt_context *context,
                                  const char *name,
                                  const attnrt_kernel **out_kernel) {
-  if (!const_context)
+  if (!context)
     return ATTNRT_INVALID_ARGUMENT;
-  /* The last error is the one piece of state a lookup changes; contexts are
-   * always allocated by attnrt_context_create, never const objects. */
-  attnrt_context *context = (attnrt_context *)const_context;
   if (!out_kernel) {
     attnrt_impl_set_error(context, "attnrt_find_kernel: out_kernel is null");
     return ATTNRT_INVALID_ARGUMENT;

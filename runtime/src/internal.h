@@ -25,6 +25,11 @@
 /* Bytes of attnrt_context_last_error; longer messages are cut short. */
 #define ATTNRT_MESSAGE_CAPACITY 1024
 
+/* Descriptors a context remembers as validated, so that repeated invokes of
+ * a kernel check its arguments only (beyond, a descriptor is checked on
+ * every call, which is correct, only slower). */
+#define ATTNRT_VALIDATED_CAPACITY 64
+
 /* Alignment of attnrt_allocate blocks. */
 #define ATTNRT_ALLOCATION_ALIGNMENT 64
 
@@ -34,7 +39,9 @@ struct attnrt_context {
   const attnrt_kernel **kernels; /* registry, in registration order */
   size_t num_kernels;
   size_t kernel_capacity;
-  char last_error[ATTNRT_MESSAGE_CAPACITY];
+  /* Descriptors that passed attnrt_impl_check_descriptor: filled once each,
+   * lock-free, by whichever thread validates first. */
+  _Atomic(const attnrt_kernel *) validated[ATTNRT_VALIDATED_CAPACITY];
 };
 
 /* One scratch block of attnrt_allocate; the caller's bytes start
@@ -49,8 +56,10 @@ struct attnrt_invocation {
   atomic_int in_parallel_for;     /* nested parallel_for runs inline */
 };
 
-/* Replaces the context's last error with the formatted message. */
-ATTNRT_HIDDEN void attnrt_impl_set_error(attnrt_context *context,
+/* Replaces the calling thread's last error on `context` with the formatted
+ * message (per thread, so that threads sharing a context never read each
+ * other's). */
+ATTNRT_HIDDEN void attnrt_impl_set_error(const attnrt_context *context,
                                          const char *format, ...)
     ATTNRT_PRINTF(2, 3);
 
@@ -62,6 +71,11 @@ ATTNRT_HIDDEN void attnrt_impl_invocation_end(attnrt_invocation *invocation);
 /* Checks a descriptor's own consistency; on a problem sets the context's
  * error and returns ATTNRT_INVALID_ARGUMENT. */
 ATTNRT_HIDDEN attnrt_status attnrt_impl_check_descriptor(
-    attnrt_context *context, const attnrt_kernel *kernel);
+    const attnrt_context *context, const attnrt_kernel *kernel);
+
+/* attnrt_impl_check_descriptor once per descriptor and context: later calls
+ * with a descriptor that passed return ATTNRT_OK at once. */
+ATTNRT_HIDDEN attnrt_status
+attnrt_impl_validate_once(attnrt_context *context, const attnrt_kernel *kernel);
 
 #endif /* ATTNRT_INTERNAL_H */

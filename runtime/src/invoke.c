@@ -99,7 +99,7 @@ static void format_expected(char *out, const attnrt_kernel *kernel,
 
 /*===-- Descriptor checks -------------------------------------------------===*/
 
-static attnrt_status check_arg_info(attnrt_context *context,
+static attnrt_status check_arg_info(const attnrt_context *context,
                                     const attnrt_kernel *kernel,
                                     size_t argument) {
   char label[LABEL_CAPACITY];
@@ -195,7 +195,33 @@ static attnrt_status check_divisibilities(attnrt_context *context,
   return ATTNRT_OK;
 }
 
-attnrt_status attnrt_impl_check_descriptor(attnrt_context *context,
+attnrt_status attnrt_impl_validate_once(attnrt_context *context,
+                                        const attnrt_kernel *kernel) {
+  for (size_t i = 0; i < ATTNRT_VALIDATED_CAPACITY; ++i) {
+    const attnrt_kernel *known =
+        atomic_load_explicit(&context->validated[i], memory_order_acquire);
+    if (known == kernel && kernel)
+      return ATTNRT_OK;
+    if (!known)
+      break;
+  }
+  attnrt_status status = attnrt_impl_check_descriptor(context, kernel);
+  if (status != ATTNRT_OK)
+    return status;
+  /* Remember it in the first free slot (another thread may take it first;
+   * then try the next). A full table only means checking again. */
+  for (size_t i = 0; i < ATTNRT_VALIDATED_CAPACITY; ++i) {
+    const attnrt_kernel *expected = NULL;
+    if (atomic_compare_exchange_strong_explicit(
+            &context->validated[i], &expected, kernel, memory_order_acq_rel,
+            memory_order_acquire) ||
+        expected == kernel)
+      break;
+  }
+  return ATTNRT_OK;
+}
+
+attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
                                            const attnrt_kernel *kernel) {
   if (!kernel) {
     attnrt_impl_set_error(context, "kernel is null");
@@ -448,6 +474,15 @@ static attnrt_status check_tensor(attnrt_context *context,
 
 /*===-- attnrt_invoke -----------------------------------------------------===*/
 
+/* Bytes of argument bookkeeping attnrt_invoke keeps on its stack: enough for
+ * 64 run-time sizes and 64 arguments. */
+#define ATTNRT_LOCAL_WORKSPACE 4096
+
+static void release_workspace(void *workspace, const unsigned char *local) {
+  if (workspace != (const void *)local)
+    free(workspace);
+}
+
 static int overlaps(const void *a, int64_t a_bytes, const void *b,
                     int64_t b_bytes) {
   uintptr_t a0 = (uintptr_t)a, b0 = (uintptr_t)b;
@@ -460,7 +495,7 @@ attnrt_status attnrt_invoke(attnrt_context *context,
                             attnrt_tensor *outputs, size_t num_outputs) {
   if (!context)
     return ATTNRT_INVALID_ARGUMENT;
-  attnrt_status status = attnrt_impl_check_descriptor(context, kernel);
+  attnrt_status status = attnrt_impl_validate_once(context, kernel);
   if (status != ATTNRT_OK)
     return status;
   const char *name = kernel->name;
@@ -499,7 +534,10 @@ attnrt_status attnrt_invoke(attnrt_context *context,
   size_t num_dims = (size_t)kernel->num_dims;
   size_t size = num_dims * (sizeof(binding) + sizeof(int64_t)) +
                 num_args * (sizeof(int64_t) + sizeof(void *));
-  void *workspace = malloc(size ? size : 1);
+  /* On the stack for any ordinary kernel: repeated invokes allocate
+   * nothing. */
+  _Alignas(16) unsigned char local[ATTNRT_LOCAL_WORKSPACE];
+  void *workspace = size <= sizeof local ? (void *)local : malloc(size);
   if (!workspace) {
     attnrt_impl_set_error(context,
                           "kernel %s: out of memory validating its "
@@ -535,7 +573,7 @@ attnrt_status attnrt_invoke(attnrt_context *context,
     }
   }
   if (status != ATTNRT_OK) {
-    free(workspace);
+    release_workspace(workspace, local);
     return status;
   }
 
@@ -543,14 +581,14 @@ attnrt_status attnrt_invoke(attnrt_context *context,
     dims[i] = bindings[i].value;
   status = check_divisibilities(context, kernel, dims);
   if (status != ATTNRT_OK) {
-    free(workspace);
+    release_workspace(workspace, local);
     return status;
   }
   attnrt_invocation invocation;
   attnrt_impl_invocation_begin(&invocation, context->pool);
   int32_t result = kernel->entry(&invocation, dims, buffers);
   attnrt_impl_invocation_end(&invocation);
-  free(workspace);
+  release_workspace(workspace, local);
 
   if (result == ATTNRT_OK)
     return ATTNRT_OK;

@@ -255,6 +255,53 @@ TEST(RegistryTest, RejectsNullArguments) {
   EXPECT_EQ(context.error(), "attnrt_find_kernel: out_kernel is null");
 }
 
+TEST(ErrorTest, ThreadsSharingAContextEachSeeTheirOwnError) {
+  Context context;
+  ASSERT_EQ(attnrt_register_kernel(context.get(), &fake_axpy_kernel),
+            ATTNRT_OK);
+  // Each thread fails its own way many times over and must always read its
+  // own message, never the other's.
+  std::atomic<int> wrong{0};
+  auto failWith = [&](const char *name) {
+    std::string expected =
+        std::string("no kernel named '") + name + "' (registered: axpy)";
+    for (int n = 0; n < 2000; ++n) {
+      const attnrt_kernel *kernel = nullptr;
+      if (attnrt_find_kernel(context.get(), name, &kernel) !=
+              ATTNRT_NOT_FOUND ||
+          attnrt_context_last_error(context.get()) != expected)
+        ++wrong;
+    }
+  };
+  std::thread first(failWith, "first"), second(failWith, "second");
+  first.join();
+  second.join();
+  EXPECT_EQ(wrong.load(), 0);
+  // This thread failed nothing on this context.
+  EXPECT_EQ(context.error(), "");
+}
+
+TEST(ErrorTest, AnotherContextsErrorIsNotShown) {
+  Context a, b;
+  const attnrt_kernel *kernel = nullptr;
+  EXPECT_EQ(attnrt_find_kernel(a.get(), "x", &kernel), ATTNRT_NOT_FOUND);
+  EXPECT_THAT(a.error(), HasSubstr("no kernel named 'x'"));
+  EXPECT_EQ(b.error(), "");
+}
+
+TEST(RegistryTest, AFailedDescriptorIsCheckedAgainEveryTime) {
+  // Only descriptors that passed are remembered: a bad one fails on every
+  // call with its message.
+  Context context;
+  attnrt_kernel bad = fake_axpy_kernel;
+  bad.abi_version = ATTNRT_ABI_VERSION + 1;
+  for (int n = 0; n < 3; ++n) {
+    EXPECT_EQ(attnrt_register_kernel(context.get(), &bad),
+              ATTNRT_INVALID_ARGUMENT);
+    EXPECT_THAT(context.error(), HasSubstr("ABI version"));
+  }
+}
+
 TEST(RegistryTest, UnknownNameIsNotFound) {
   Context context;
   const attnrt_kernel *kernel = &fake_axpy_kernel;

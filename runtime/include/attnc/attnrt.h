@@ -19,8 +19,14 @@
  * strides or alignment give a status code and a message naming the argument
  * (attnrt_context_last_error).
  *
- * Thread safety: a context may be used from one thread at a time; distinct
- * contexts are independent. Kernel descriptors are immutable.
+ * Thread safety, per function below: attnrt_invoke, attnrt_find_kernel and
+ * the context queries may be called from any number of threads at once on
+ * one context (kernels then take turns on its thread pool, whose parallel
+ * calls pthreadpool serializes), and each thread reads its own last error.
+ * attnrt_register_kernel belongs to set-up: not while other calls on the
+ * same context run. Distinct contexts are independent. Kernel descriptors
+ * are immutable: a context checks a descriptor once, on first use, and
+ * trusts it from then on.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef ATTNC_ATTNRT_H
@@ -143,26 +149,31 @@ typedef struct attnrt_context_options {
 void attnrt_context_options_initialize(attnrt_context_options *options);
 
 /* Creates a context with its thread pool. The context must be released by
- * the caller with attnrt_context_release. */
+ * the caller with attnrt_context_release, when no other call on it runs.
+ * Thread-safe (contexts are independent). */
 attnrt_status attnrt_context_create(const attnrt_context_options *options,
                                     attnrt_context **out_context);
 void attnrt_context_release(attnrt_context *context);
 
-/* The threads the context runs kernels on (>= 1). */
+/* The threads the context runs kernels on (>= 1). Thread-safe. */
 size_t attnrt_context_threads(const attnrt_context *context);
 
-/* The message of the last call on this context that failed, naming the
- * argument at fault ("input q: shape [2, 5] does not match [2, 4]"); "" if
- * none failed. Valid until the next call on the context. */
+/* The message of the calling thread's last call on this context that
+ * failed, naming the argument at fault ("input q: shape [2, 5] does not
+ * match [2, 4]"); "" if none failed. Per thread, so threads sharing a
+ * context never read each other's; valid until the calling thread's next
+ * failing call on any context. Thread-safe. */
 const char *attnrt_context_last_error(const attnrt_context *context);
 
 /*===-- Registry and invocation -------------------------------------------===*/
 
 /* Makes `kernel` findable by name in this context. Fails with
  * ATTNRT_INVALID_ARGUMENT for a descriptor of another ABI version or a name
- * already registered. */
+ * already registered. Set-up: not while other calls on the context run. */
 attnrt_status attnrt_register_kernel(attnrt_context *context,
                                      const attnrt_kernel *kernel);
+/* The registered kernel called `name` (ATTNRT_NOT_FOUND, naming those
+ * registered, when there is none). Thread-safe. */
 attnrt_status attnrt_find_kernel(const attnrt_context *context,
                                  const char *name,
                                  const attnrt_kernel **out_kernel);
@@ -171,7 +182,10 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
  * sizes, run-time sizes consistent across arguments, >= 1 and meeting the
  * kernel's divisibilities, dense strides,
  * alignment, non-null data), binds the run-time sizes, and runs the kernel on
- * the context's threads. Outputs must not alias inputs. */
+ * the context's threads. Outputs must not alias inputs. The descriptor
+ * itself is checked on its first use with the context only, and the call
+ * allocates nothing for kernels of up to 64 run-time sizes and 64
+ * arguments. Thread-safe. */
 attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
