@@ -481,8 +481,10 @@ public:
   /// `op`: the forall's body with each tile op lowered by the methods below
   /// and its index values (rows, key loop bounds, the partial-tile test)
   /// computed by TiledValues.
+  /// With `merge`, merge task `taskIndex` of the key split instead.
   void lowerTiled(scf::ForallOp forall,
-                  ArrayRef<AttentionBuffers::Buffer> operands, Value taskIndex);
+                  ArrayRef<AttentionBuffers::Buffer> operands, Value taskIndex,
+                  const KeySplit &split, bool merge);
   /// The task's rows, from the tiled IR: packed rows [r0, r0 + nq) of
   /// (batch, kv head). Allocates the scratch tiles, packs the queries and
   /// sets m = -inf, l = 0, O = 0.
@@ -496,6 +498,10 @@ public:
   void accumulateValues(Value j0, Value nk);
   /// attn.tile_normalize and the writes of the output and lse rows.
   void finish();
+  /// A split task's rows (O, m, l) into its block of the partials.
+  void writePartials(Value iteration, Value part, const KeySplit &split);
+  /// O, m and l of every row from the parts' partials, for finish().
+  void mergePartials(Value iteration, const KeySplit &split);
 
 private:
   Emitter e;
@@ -704,13 +710,15 @@ std::pair<OpFoldResult, OpFoldResult> tileRows(Value tile) {
 
 void AttentionTaskBuilder::lowerTiled(
     scf::ForallOp forall, ArrayRef<AttentionBuffers::Buffer> operands,
-    Value taskIndex) {
+    Value taskIndex, const KeySplit &split, bool merge) {
   ImplicitLocOpBuilder &b = e.b;
   TiledValues values(b, b.getLoc(), forall, operands);
-  // task = ((b · Hkv) + kv head) · row tiles + row tile.
+  // A split task is part (task % parts) of forall iteration (task / parts);
+  // iteration = ((b · Hkv) + kv head) · row tiles + row tile.
+  Value iteration = merge ? taskIndex : e.div(taskIndex, split.parts);
   SmallVector<OpFoldResult> bounds = forall.getMixedUpperBound();
   SmallVector<Value> coordinates(bounds.size());
-  Value rest = taskIndex;
+  Value rest = iteration;
   for (int64_t d = bounds.size() - 1; d > 0; --d) {
     Value bound = values.get(bounds[d]);
     coordinates[d] = e.rem(rest, bound);
@@ -735,10 +743,24 @@ void AttentionTaskBuilder::lowerTiled(
   auto [rowStart, rowCount] = tileRows(firstScores.getQuery());
   beginRows(coordinates[0], coordinates[1], values.get(rowStart),
             values.get(rowCount));
+  if (merge) {
+    mergePartials(iteration, split);
+    finish();
+    return;
+  }
 
-  auto keyLoop = b.create<scf::ForOp>(values.get(loop.getLowerBound()),
-                                      values.get(loop.getUpperBound()),
-                                      values.get(loop.getStep()));
+  // This part's share of the iteration's key tiles.
+  Value part = e.rem(taskIndex, split.parts);
+  Value lb = values.get(loop.getLowerBound()),
+        ub = values.get(loop.getUpperBound()),
+        step = values.get(loop.getStep());
+  Value span = e.max(e.sub(ub, lb), e.index(0));
+  Value tiles = e.div(e.add(span, e.sub(step, e.index(1))), step);
+  auto tileStart = [&](Value p) {
+    return e.add(lb, e.mul(e.div(e.mul(tiles, p), split.parts), step));
+  };
+  auto keyLoop = b.create<scf::ForOp>(
+      tileStart(part), e.min(ub, tileStart(e.add(part, 1))), step);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(keyLoop.getBody());
@@ -786,7 +808,10 @@ void AttentionTaskBuilder::lowerTiled(
         [&] { steps(j0, nk, false); });
     values.exitLoop();
   }
-  finish();
+  Value whole = b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, split.parts,
+                                        e.index(1));
+  e.ifThen(
+      whole, [&] { finish(); }, [&] { writePartials(iteration, part, split); });
 }
 
 void AttentionTaskBuilder::computeScales() {
@@ -1457,7 +1482,101 @@ void AttentionTaskBuilder::finish() {
   });
 }
 
+/// Rows of the partials: O padded to dvPadded, then m and l.
+void AttentionTaskBuilder::writePartials(Value iteration, Value part,
+                                         const KeySplit &split) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  Value rowFloats = e.add(dvPaddedValue, 2);
+  Value block =
+      e.mul(e.mul(e.add(e.mul(iteration, split.parts), part), t.queryTile),
+            rowFloats);
+  e.loop(e.index(0), nq, 1, [&](Value i) {
+    Value row = e.add(block, e.mul(i, rowFloats));
+    e.loop(e.index(0), dvPaddedValue, W, [&](Value d) {
+      Value o =
+          b.create<vector::LoadOp>(vec, acc, e.add(e.mul(i, dvPaddedValue), d));
+      b.create<vector::StoreOp>(o, split.partials, e.add(row, d));
+    });
+    b.create<memref::StoreOp>(b.create<memref::LoadOp>(rowMax, i),
+                              split.partials, e.add(row, dvPaddedValue));
+    b.create<memref::StoreOp>(b.create<memref::LoadOp>(rowSum, i),
+                              split.partials,
+                              e.add(row, e.add(dvPaddedValue, 1)));
+  });
+}
+
+/// m = max_p m_p, l = sum_p 2^(m_p - m) l_p, O = sum_p 2^(m_p - m) O_p
+/// (a row no part saw keep m = -inf, l = 0, O = 0: finish() writes 0).
+void AttentionTaskBuilder::mergePartials(Value iteration,
+                                         const KeySplit &split) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  Value rowFloats = e.add(dvPaddedValue, 2);
+  Value parts = split.parts;
+  e.loop(e.index(0), nq, 1, [&](Value i) {
+    auto rowOf = [&](Value p) {
+      Value block = e.mul(e.add(e.mul(iteration, parts), p), t.queryTile);
+      return e.mul(e.add(block, i), rowFloats);
+    };
+    Value minusInf = e.f32Constant(-std::numeric_limits<double>::infinity());
+    Value max = e.loop(e.index(0), parts, 1, ValueRange{minusInf},
+                       [&](Value p, ValueRange args) {
+                         Value m = b.create<memref::LoadOp>(
+                             split.partials, e.add(rowOf(p), dvPaddedValue));
+                         return SmallVector<Value>{e.fmax(m, args[0])};
+                       })[0];
+    Value empty =
+        b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, max, minusInf);
+    Value safeMax = b.create<arith::SelectOp>(empty, e.f32Constant(0.0), max);
+    Value sum = e.loop(
+        e.index(0), parts, 1, ValueRange{e.f32Constant(0.0)},
+        [&](Value p, ValueRange args) {
+          Value row = rowOf(p);
+          Value m = b.create<memref::LoadOp>(split.partials,
+                                             e.add(row, dvPaddedValue));
+          Value l = b.create<memref::LoadOp>(
+              split.partials, e.add(row, e.add(dvPaddedValue, 1)));
+          Value weight =
+              e.exp2(e.broadcast(b.create<arith::SubFOp>(m, safeMax), W));
+          e.loop(e.index(0), dvPaddedValue, W, [&](Value d) {
+            Value at = e.add(e.mul(i, dvPaddedValue), d);
+            Value o =
+                b.create<vector::LoadOp>(vec, split.partials, e.add(row, d));
+            b.create<vector::StoreOp>(
+                e.fma(weight, o, b.create<vector::LoadOp>(vec, acc, at)), acc,
+                at);
+          });
+          Value w = b.create<vector::ExtractOp>(weight, ArrayRef<int64_t>{0});
+          return SmallVector<Value>{
+              b.create<math::FmaOp>(w, l, args[0]).getResult()};
+        })[0];
+    b.create<memref::StoreOp>(max, rowMax, i);
+    b.create<memref::StoreOp>(sum, rowSum, i);
+  });
+}
+
 } // namespace
+
+KeySplitPlan planKeySplit(OpBuilder &builder, Location loc, AttentionOp op,
+                          ArrayRef<Value> keySizes, ArrayRef<Value> valueSizes,
+                          const AttentionTiling &tiling, Value tasks,
+                          Value threads) {
+  Emitter e(builder, loc);
+  attn::semantics::LayoutAxes axes = op.getLayoutAxes();
+  Value T = keySizes[axes.length], Dv = valueSizes[axes.depth];
+  int64_t W = tiling.vectorWidth;
+  // Parts of at least two key tiles each, enough for every thread.
+  Value tiles = e.ceilDiv(T, tiling.keyTile);
+  Value most = e.max(e.div(tiles, e.index(2)), e.index(1));
+  Value wanted = e.div(e.add(threads, e.sub(tasks, e.index(1))), tasks);
+  Value parts = builder.create<arith::SelectOp>(
+      loc, e.lt(tasks, threads), e.min(wanted, most), e.index(1));
+  Value rowFloats = e.add(e.mul(e.ceilDiv(Dv, W), W), 2);
+  Value bytes =
+      e.mul(e.mul(e.mul(e.mul(tasks, parts), tiling.queryTile), rowFloats), 4);
+  return {parts, bytes};
+}
 
 Value tiledTaskCount(OpBuilder &builder, Location loc, scf::ForallOp forall,
                      ArrayRef<AttentionBuffers::Buffer> operands) {
@@ -1472,9 +1591,18 @@ void emitAttentionTask(OpBuilder &builder, Location loc, AttentionOp op,
                        const AttentionBuffers &buffers,
                        ArrayRef<AttentionBuffers::Buffer> operands,
                        const AttentionTiling &tiling, scf::ForallOp forall,
-                       Value taskIndex) {
+                       Value taskIndex, const KeySplit &split) {
   AttentionTaskBuilder(builder, loc, op, buffers, tiling)
-      .lowerTiled(forall, operands, taskIndex);
+      .lowerTiled(forall, operands, taskIndex, split, /*merge=*/false);
+}
+
+void emitAttentionMerge(OpBuilder &builder, Location loc, AttentionOp op,
+                        const AttentionBuffers &buffers,
+                        ArrayRef<AttentionBuffers::Buffer> operands,
+                        const AttentionTiling &tiling, scf::ForallOp forall,
+                        Value iteration, const KeySplit &split) {
+  AttentionTaskBuilder(builder, loc, op, buffers, tiling)
+      .lowerTiled(forall, operands, iteration, split, /*merge=*/true);
 }
 
 } // namespace attnc

@@ -47,6 +47,29 @@ struct AttentionTiling {
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 
+/// How each iteration of the tiled forall splits its keys (FlashDecoding):
+/// `parts` tasks (an index, 1 = unsplit), each over its share of the key
+/// tiles, leaving every row's unnormalised output, running max and sum in
+/// `partials` (memref<?xf32>, rows of roundUp(Dv, W) + 2 floats, queryTile
+/// rows per part); a merge task per iteration combines them.
+struct KeySplit {
+  mlir::Value parts, partials;
+};
+
+/// The split the entry chooses at run time: parts = 1 when there are at
+/// least as many tasks as threads, else enough parts to give every thread
+/// work, each part at least two key tiles; `bytes` of partials (0 when
+/// unsplit).
+struct KeySplitPlan {
+  mlir::Value parts, bytes;
+};
+KeySplitPlan planKeySplit(mlir::OpBuilder &builder, mlir::Location loc,
+                          mlir::attn::AttentionOp op,
+                          llvm::ArrayRef<mlir::Value> keySizes,
+                          llvm::ArrayRef<mlir::Value> valueSizes,
+                          const AttentionTiling &tiling, mlir::Value tasks,
+                          mlir::Value threads);
+
 /// The tasks of the packed scf.forall that attn::tileAttention made of an
 /// attention op: the product of its bounds. The forall's function has the
 /// op's operands as arguments, in order; `operands` are their buffers
@@ -59,12 +82,26 @@ mlir::Value tiledTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
 /// form of `op`, at the builder's insertion point, which must be in the
 /// entry block of the task function (the scratch tiles are allocas).
 /// `buffers` names the op's buffers, `operands` lists them in operand order.
+/// With split.parts > 1, task taskIndex is part (taskIndex % parts) of
+/// iteration (taskIndex / parts) and writes partials instead of outputs.
 void emitAttentionTask(mlir::OpBuilder &builder, mlir::Location loc,
                        mlir::attn::AttentionOp op,
                        const AttentionBuffers &buffers,
                        llvm::ArrayRef<AttentionBuffers::Buffer> operands,
                        const AttentionTiling &tiling,
-                       mlir::scf::ForallOp forall, mlir::Value taskIndex);
+                       mlir::scf::ForallOp forall, mlir::Value taskIndex,
+                       const KeySplit &split);
+
+/// Merge task `iteration` of a split: combines the parts' partials of each
+/// row (rescaled to the largest running max) and writes the outputs as an
+/// unsplit task would.
+void emitAttentionMerge(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::attn::AttentionOp op,
+                        const AttentionBuffers &buffers,
+                        llvm::ArrayRef<AttentionBuffers::Buffer> operands,
+                        const AttentionTiling &tiling,
+                        mlir::scf::ForallOp forall, mlir::Value iteration,
+                        const KeySplit &split);
 
 } // namespace attnc
 

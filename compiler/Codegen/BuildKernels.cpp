@@ -60,13 +60,15 @@ struct BufferRef {
 };
 
 /// The words a task's closure holds, in order: the data pointer of every
-/// tensor operand then result, the sizes of each, then the index operands.
+/// tensor operand then result, the sizes of each, the index operands, then
+/// for an attention op its key split (parts per task, partials pointer).
 struct ClosureLayout {
   SmallVector<RankedTensorType> tensors; ///< Operands then results.
   int64_t indexOperands = 0;
+  bool keySplit = false;
 
   int64_t words() const {
-    int64_t count = tensors.size() + indexOperands;
+    int64_t count = tensors.size() + indexOperands + (keySplit ? 2 : 0);
     for (RankedTensorType type : tensors)
       count += type.getRank();
     return count;
@@ -97,7 +99,7 @@ private:
   Location loc;
   Type ptrType;
   func::FuncOp entry;
-  LLVM::LLVMFuncOp parallelFor, allocate;
+  LLVM::LLVMFuncOp parallelFor, allocate, invocationThreads;
   Block *outOfMemory = nullptr;
   Value invocation;
   DenseMap<Value, BufferRef> buffers;
@@ -127,10 +129,13 @@ private:
   }
 
   void declareRuntime();
+  Value allocateBytes(Value bytes);
   BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
   void buildKernel(Operation *op);
+  /// The task function of `op`; for an attention op with `merge`, the one
+  /// that merges its key split's partial results instead.
   func::FuncOp buildTask(Operation *op, const ClosureLayout &layout,
-                         scf::ForallOp tiled);
+                         scf::ForallOp tiled, bool merge = false);
 };
 
 void KernelModuleBuilder::declareRuntime() {
@@ -145,13 +150,14 @@ void KernelModuleBuilder::declareRuntime() {
   allocate = builder.create<LLVM::LLVMFuncOp>(
       loc, "attnrt_allocate",
       LLVM::LLVMFunctionType::get(ptrType, {ptrType, i64Type}));
+  invocationThreads = builder.create<LLVM::LLVMFuncOp>(
+      loc, "attnrt_invocation_threads",
+      LLVM::LLVMFunctionType::get(i64Type, {ptrType}));
 }
 
-/// Scratch for an intermediate; an invocation without memory returns
+/// attnrt_allocate(bytes); an invocation without memory returns
 /// ATTNRT_OUT_OF_MEMORY from the entry.
-BufferRef KernelModuleBuilder::allocateBuffer(RankedTensorType type,
-                                              SmallVector<Value> sizes) {
-  Value bytes = byteSize(type, sizes);
+Value KernelModuleBuilder::allocateBytes(Value bytes) {
   Value pointer =
       builder.create<LLVM::CallOp>(loc, allocate, ValueRange{invocation, bytes})
           .getResult();
@@ -163,7 +169,13 @@ BufferRef KernelModuleBuilder::allocateBuffer(RankedTensorType type,
   builder.setInsertionPointToEnd(current);
   builder.create<cf::CondBranchOp>(loc, failed, outOfMemory, next);
   builder.setInsertionPointToStart(next);
-  return {pointer, std::move(sizes)};
+  return pointer;
+}
+
+/// Scratch for an intermediate.
+BufferRef KernelModuleBuilder::allocateBuffer(RankedTensorType type,
+                                              SmallVector<Value> sizes) {
+  return {allocateBytes(byteSize(type, sizes)), std::move(sizes)};
 }
 
 /// Rebuilds a memref from a data pointer and sizes: an LLVM memref
@@ -292,11 +304,13 @@ scf::ForallOp tileForTasks(attn::AttentionOp op, const AttentionTiling &tiling,
 
 func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
                                             const ClosureLayout &layout,
-                                            scf::ForallOp tiled) {
+                                            scf::ForallOp tiled, bool merge) {
   MLIRContext *context = module.getContext();
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(entry);
-  std::string name = this->name + "_k" + std::to_string(kernelCount++);
+  std::string name = this->name + "_k" +
+                     std::to_string(merge ? kernelCount - 1 : kernelCount++) +
+                     (merge ? "_merge" : "");
   // func.func rather than llvm.func: its conversion also converts the index
   // block arguments of the loops inside.
   auto task = builder.create<func::FuncOp>(
@@ -343,8 +357,25 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
     SmallVector<AttentionBuffers::Buffer> inOrder;
     AttentionBuffers attentionOperands =
         attentionBuffers(builder, opLoc, attention, pointers, sizes, inOrder);
-    emitAttentionTask(builder, opLoc, attention, attentionOperands, inOrder,
-                      tiling, tiled, taskIndex);
+    KeySplit split;
+    split.parts = builder.create<arith::IndexCastOp>(
+        opLoc, builder.getIndexType(),
+        builder.create<LLVM::LoadOp>(opLoc, builder.getI64Type(),
+                                     word(closure, slot++)));
+    Value partials =
+        builder.create<LLVM::LoadOp>(opLoc, ptrType, word(closure, slot++));
+    // The task does not know the block's length (the entry sized it by
+    // planKeySplit); a 1-D view of the largest length, read within it.
+    split.partials = memrefFromPointer(
+        builder, opLoc, partials,
+        MemRefType::get({ShapedType::kDynamic}, builder.getF32Type()),
+        {indexConstant(int64_t(1) << 60)});
+    if (merge)
+      emitAttentionMerge(builder, opLoc, attention, attentionOperands, inOrder,
+                         tiling, tiled, taskIndex, split);
+    else
+      emitAttentionTask(builder, opLoc, attention, attentionOperands, inOrder,
+                        tiling, tiled, taskIndex, split);
   } else {
     SmallVector<Value> operands, results;
     size_t tensor = 0, index = 0;
@@ -420,6 +451,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   }
 
   // The closure: an array of words in the entry's frame.
+  layout.keySplit = isa<attn::AttentionOp>(op);
   Value closure;
   {
     OpBuilder::InsertionGuard guard(builder);
@@ -439,24 +471,74 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   Value count;
   OwningOpRef<ModuleOp> scratch;
   scf::ForallOp tiled;
-  if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
+  auto attention = dyn_cast<attn::AttentionOp>(op);
+  Value parts;
+  if (attention) {
     tiled = tileForTasks(attention, tiling, scratch);
     SmallVector<AttentionBuffers::Buffer> shapes;
     for (Value operand : op->getOperands())
       shapes.push_back({Value(), buffers.at(operand).sizes});
     count = tiledTaskCount(builder, loc, tiled, shapes);
+    // Fewer tasks than threads (decoding a few heads): split each task's
+    // keys into parts run in parallel, then merge (FlashDecoding).
+    KeySplitPlan plan = planKeySplit(
+        builder, loc, attention, buffers.at(attention.getKey()).sizes,
+        buffers.at(attention.getValue()).sizes, tiling, count,
+        builder.create<arith::IndexCastOp>(
+            loc, builder.getIndexType(),
+            builder
+                .create<LLVM::CallOp>(loc, invocationThreads,
+                                      ValueRange{invocation})
+                .getResult()));
+    parts = plan.parts;
+    // Scratch for the partial results only when split: an unsplit call
+    // allocates nothing.
+    Value partials;
+    {
+      Block *current = builder.getInsertionBlock();
+      Region *region = current->getParent();
+      Block *join =
+          builder.createBlock(region, region->end(), {ptrType}, {loc});
+      Block *split = builder.createBlock(join);
+      builder.setInsertionPointToEnd(current);
+      builder.create<cf::CondBranchOp>(
+          loc,
+          builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt, parts,
+                                        indexConstant(1)),
+          split, ValueRange{}, join,
+          ValueRange{builder.create<LLVM::ZeroOp>(loc, ptrType)});
+      builder.setInsertionPointToStart(split);
+      Value pointer = allocateBytes(i64(plan.bytes));
+      builder.create<cf::BranchOp>(loc, join, ValueRange{pointer});
+      builder.setInsertionPointToStart(join);
+      partials = join->getArgument(0);
+    }
+    builder.create<LLVM::StoreOp>(loc, i64(parts), word(closure, slot++));
+    builder.create<LLVM::StoreOp>(loc, partials, word(closure, slot++));
   } else {
     count = primitiveTaskCount(builder, loc, op, operandSizes);
   }
-  func::FuncOp task = buildTask(op, layout, tiled);
-  Value function = builder.create<func::ConstantOp>(
-      loc, task.getFunctionType(), task.getSymName());
-  function = builder
-                 .create<UnrealizedConversionCastOp>(loc, TypeRange{ptrType},
-                                                     ValueRange{function})
-                 .getResult(0);
-  builder.create<LLVM::CallOp>(
-      loc, parallelFor, ValueRange{invocation, i64(count), function, closure});
+  auto run = [&](func::FuncOp task, Value tasks) {
+    Value function = builder.create<func::ConstantOp>(
+        loc, task.getFunctionType(), task.getSymName());
+    function = builder
+                   .create<UnrealizedConversionCastOp>(loc, TypeRange{ptrType},
+                                                       ValueRange{function})
+                   .getResult(0);
+    builder.create<LLVM::CallOp>(
+        loc, parallelFor,
+        ValueRange{invocation, i64(tasks), function, closure});
+  };
+  run(buildTask(op, layout, tiled),
+      attention ? builder.create<arith::MulIOp>(loc, count, parts).getResult()
+                : count);
+  if (attention) {
+    // The merge: one task per tiled iteration, none when unsplit.
+    Value split = builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::sgt,
+                                                parts, indexConstant(1));
+    run(buildTask(op, layout, tiled, /*merge=*/true),
+        builder.create<arith::SelectOp>(loc, split, count, indexConstant(0)));
+  }
 }
 
 LogicalResult KernelModuleBuilder::build() {

@@ -27,6 +27,12 @@ void attnrt_impl_invocation_end(attnrt_invocation *invocation) {
   }
 }
 
+int64_t attnrt_invocation_threads(const attnrt_invocation *invocation) {
+  if (!invocation || !invocation->pool)
+    return 1;
+  return (int64_t)pthreadpool_get_threads_count(invocation->pool);
+}
+
 /*===-- attnrt_parallel_for -----------------------------------------------===*/
 
 typedef struct trampoline {

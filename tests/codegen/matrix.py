@@ -52,6 +52,7 @@ import json
 import math
 import os
 import random
+import re
 import shlex
 import shutil
 import subprocess
@@ -683,6 +684,33 @@ def make_cases(seed, count, full):
     return [Case(i, r, seed) for i, r in enumerate(rows)], first
 
 
+SCHEDULE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schedules", "cpu")
+
+
+def host_class():
+    with open("/proc/cpuinfo") as f:
+        flags = f.read()
+    return "x86-64-avx512" if " avx512f" in flags else "x86-64-avx2"
+
+
+def splits_keys(case):
+    """Whether the MLIR kernel splits this case's keys over threads
+    (FlashDecoding; planKeySplit in compiler/Codegen/AttentionKernel.cpp):
+    fewer tasks (batch x kv heads x row tiles) than threads, and at least two
+    key tiles per part for two parts."""
+    ax = case.axes
+    threads = ax["threads"] or os.cpu_count()
+    target = host_class() if ax["target"] == "host" else ax["target"]
+    if ax["schedule"] == "default":
+        with open(os.path.join(SCHEDULE_DIR, target + ".json")) as f:
+            sched = json.load(f)
+    else:
+        sched = schedule_for(ax["schedule"], target)
+    query_tile, key_tile = sched["query_tile"], sched["key_tile"]
+    tasks = case.B * case.Hkv * -(-(case.Hq // case.Hkv) * case.S // query_tile)
+    return tasks < threads and -(-case.T // key_tile) // 2 >= 2
+
+
 def coverage(cases):
     """Values of each axis that no case has, and uncovered pairs (counts)."""
     missing = []
@@ -710,13 +738,23 @@ def main():
     ap.add_argument("--count", type=int, help="number of cases (default %d)" % DEFAULT_COUNT)
     ap.add_argument("--full", action="store_true", help="run %d cases" % FULL_COUNT)
     ap.add_argument("--only", help="comma list of case indices to run")
+    ap.add_argument("--split", type=int, metavar="N",
+                    help="with 4 threads each, run the first N cases of the first %d whose "
+                         "keys the MLIR kernel splits over those threads" % FULL_COUNT)
     ap.add_argument("--list", action="store_true", help="print the cases and coverage, run nothing")
     ap.add_argument("--keep", metavar="DIR", help="keep every case's files under DIR")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel attnc processes (default 2)")
     ap.add_argument("-v", "--verbose", action="store_true", help="print the graph of every case")
     a = ap.parse_args()
 
-    cases, n_pairwise = make_cases(a.seed, a.count, a.full)
+    if a.split:
+        cases, n_pairwise = make_cases(a.seed, FULL_COUNT, False)
+        for c in cases:
+            c.axes["threads"] = 4
+            c.desc = [re.sub(r"^threads=\d+", "threads=4", d) for d in c.desc]
+        cases = [c for c in cases if splits_keys(c)][:a.split]
+    else:
+        cases, n_pairwise = make_cases(a.seed, a.count, a.full)
     missing, covered, total = coverage(cases)
     print("%d cases (the first covering array, seed %d, has %d); %d of %d value pairs covered%s" % (
         len(cases), a.seed, n_pairwise, covered, total,

@@ -199,6 +199,11 @@ void attnrt_parallel_for(attnrt_invocation *invocation, int64_t count,
                          void (*task)(void *closure, int64_t index),
                          void *closure);
 
+/* The threads attnrt_parallel_for spreads this invocation's tasks over
+ * (>= 1; 1 for a null invocation): a kernel with fewer tasks than threads
+ * may split them further (attention over a long key sequence splits it). */
+int64_t attnrt_invocation_threads(const attnrt_invocation *invocation);
+
 /* Scratch memory for intermediates of one invocation, aligned to 64 bytes;
  * freed when the invocation ends. Null when out of memory. */
 void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
