@@ -15,9 +15,11 @@
 
 #include "Driver/Commands.h"
 #include "Driver/Options.h"
+#include "Halide/HalideBackend.h"
 #include "Support/Error.h"
 
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Signals.h"
 
 #include <cstdio>
 #include <cstring>
@@ -66,6 +68,14 @@ int main(int argc, char **argv) {
                    command.c_str(), names.c_str());
     return 1;
   }
+  // The files Halide writes for the Halide backend go when a signal ends
+  // attnc, like the driver's own temporaries.
+  attnc::setTemporaryFileObserver([](const std::string &path, bool live) {
+    if (live)
+      llvm::sys::RemoveFileOnSignal(path);
+    else
+      llvm::sys::DontRemoveFileOnSignal(path);
+  });
   // InitLLVM installs an out-of-memory handler that aborts; attnc reports
   // std::bad_alloc as a user error instead.
   std::set_new_handler(nullptr);

@@ -11,6 +11,8 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+
+#include <unistd.h>
 #include <utility>
 
 namespace attnc {
@@ -27,21 +29,33 @@ std::string halideTarget(const std::string &targetClass) {
   return "x86-64-linux";
 }
 
-/// A directory for Halide's output files, removed on destruction.
-struct TemporaryDirectory {
-  std::filesystem::path path;
-  TemporaryDirectory() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "attnc-halide-XXXXXX")
-            .string();
-    if (!mkdtemp(pattern.data()))
-      throw std::runtime_error("cannot create a temporary directory");
+TemporaryFileObserver temporaryFileObserver = nullptr;
+
+/// A file for Halide to write, in the temporary directory, removed on
+/// destruction (and on SIGINT or SIGTERM through the observer).
+struct TemporaryFile {
+  std::string path;
+  explicit TemporaryFile(const std::string &suffix) {
+    std::string pattern = (std::filesystem::temp_directory_path() /
+                           ("attnc-halide-XXXXXX" + suffix))
+                              .string();
+    int fd = mkstemps(pattern.data(), int(suffix.size()));
+    if (fd < 0)
+      throw std::runtime_error("cannot create a temporary file in " +
+                               std::filesystem::temp_directory_path().string());
+    close(fd);
     path = pattern;
+    if (temporaryFileObserver)
+      temporaryFileObserver(path, true);
   }
-  ~TemporaryDirectory() {
+  ~TemporaryFile() {
     std::error_code error;
-    std::filesystem::remove_all(path, error);
+    std::filesystem::remove(path, error);
+    if (temporaryFileObserver)
+      temporaryFileObserver(path, false);
   }
+  TemporaryFile(const TemporaryFile &) = delete;
+  TemporaryFile &operator=(const TemporaryFile &) = delete;
 };
 
 /// The bytes of a file Halide wrote.
@@ -63,10 +77,9 @@ std::string compileObject(Halide::Pipeline &pipeline,
                               .with_feature(Halide::Target::NoRuntime);
   if (strictFloat)
     target = target.with_feature(Halide::Target::StrictFloat);
-  TemporaryDirectory directory;
-  std::string path = (directory.path / (function + ".o")).string();
-  pipeline.compile_to_object(path, arguments, function, target);
-  return readFile(path);
+  TemporaryFile object(".o");
+  pipeline.compile_to_object(object.path, arguments, function, target);
+  return readFile(object.path);
 }
 
 /// Sets an environment variable the user has not set, until destruction.
@@ -180,13 +193,16 @@ HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
   return library;
 }
 
+void setTemporaryFileObserver(TemporaryFileObserver observer) {
+  temporaryFileObserver = observer;
+}
+
 std::string compileHalideRuntime(const std::string &targetClass) {
   try {
-    TemporaryDirectory directory;
-    std::string path = (directory.path / "halide_runtime.o").string();
+    TemporaryFile object(".o");
     Halide::compile_standalone_runtime(
-        path, Halide::Target(halideTarget(targetClass)));
-    return readFile(path);
+        object.path, Halide::Target(halideTarget(targetClass)));
+    return readFile(object.path);
   } catch (const Halide::Error &error) {
     throw std::logic_error(std::string("halide backend: compiling the "
                                        "runtime failed: ") +

@@ -99,6 +99,13 @@ HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
 /// (compile_standalone_runtime), shared by all pipelines of a library.
 std::string compileHalideRuntime(const std::string &targetClass);
 
+/// Told of every temporary file the backend has Halide write, with `live`
+/// true once it exists and false once it is removed, so that the driver can
+/// remove the live ones should SIGINT or SIGTERM end the process (this
+/// library is built without LLVM's signal handling). Null: nobody is told.
+using TemporaryFileObserver = void (*)(const std::string &path, bool live);
+void setTemporaryFileObserver(TemporaryFileObserver observer);
+
 } // namespace attnc
 
 #endif // ATTNC_HALIDE_HALIDEBACKEND_H
