@@ -100,6 +100,13 @@ def _decode(dtype, t):
                  "decode", graph, dtype, 32, 8, 1, t, 128, True)
 
 
+def _mqa_decode(t):
+    """One kv head for 8 query heads: one task per decode step, so attnc splits
+    the keys over the threads (FlashDecoding)."""
+    return Shape(f"decode-f32-mqa-t{t}", f"decode f32 MQA 8/1 heads D=128 T={t}", "decode",
+                 "benchmarks/graphs/mqa_decode_f32.json", "f32", 8, 1, 1, t, 128, True)
+
+
 SHAPES = [
     _prefill("prefill-d64", "attention_d64.json", 64, 2048, False),
     _prefill("prefill-d64-causal", "attention_d64_causal.json", 64, 2048, True),
@@ -108,6 +115,7 @@ SHAPES = [
     _decode("bf16", 32768),
     _decode("f32", 4096),
     _decode("f32", 32768),
+    _mqa_decode(32768),
 ]
 QUICK_SHAPES = ("prefill-d64", "decode-bf16-t4096", "decode-f32-t4096")
 
