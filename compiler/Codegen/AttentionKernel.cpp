@@ -155,19 +155,27 @@ public:
                  function_ref<Value()> full, function_ref<Value()> partial) {
     Value isFull =
         b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, count, index(width));
-    auto op = b.create<scf::IfOp>(type ? TypeRange{type} : TypeRange{},
-                                  isFull, /*withElseRegion=*/true);
+    ValueRange results = choose(
+        isFull, type ? TypeRange{type} : TypeRange{},
+        [&] { return resultsOf(full()); },
+        [&] { return resultsOf(partial()); });
+    return type ? results[0] : Value();
+  }
+  /// An scf.if yielding then() or otherwise() (values of `types`).
+  ValueRange choose(Value condition, TypeRange types,
+                    function_ref<SmallVector<Value>()> then,
+                    function_ref<SmallVector<Value>()> otherwise) {
+    auto op = b.create<scf::IfOp>(types, condition, /*addThenBlock=*/true,
+                                  /*addElseBlock=*/true);
     OpBuilder::InsertionGuard guard(b);
-    for (auto [region, body] : {std::pair{&op.getThenRegion(), full},
-                                std::pair{&op.getElseRegion(), partial}}) {
-      Block &block = region->front();
-      if (!block.empty())
-        block.back().erase(); // The implicit empty yield.
-      b.setInsertionPointToEnd(&block);
-      Value result = body();
-      b.create<scf::YieldOp>(result ? ValueRange{result} : ValueRange{});
-    }
-    return type ? op.getResult(0) : Value();
+    b.setInsertionPointToStart(op.thenBlock());
+    b.create<scf::YieldOp>(then());
+    b.setInsertionPointToStart(op.elseBlock());
+    b.create<scf::YieldOp>(otherwise());
+    return op.getResults();
+  }
+  static SmallVector<Value> resultsOf(Value value) {
+    return value ? SmallVector<Value>{value} : SmallVector<Value>{};
   }
 
   Value toF32(Value value) {
@@ -337,6 +345,12 @@ public:
   }
 };
 
+/// Floats of one row of a key split's partials: its output padded to
+/// `paddedDv`, then the running max and sum.
+Value partialRowFloats(Emitter &e, Value paddedDv) {
+  return e.add(paddedDv, 2);
+}
+
 /// The semantics rules (Attn/IR/AttnSemantics.h) on MLIR values of one type:
 /// `index` scalars (loop bounds, tile ranges) or vectors of i64 (one position
 /// or key per lane). Only constants depend on which.
@@ -500,6 +514,14 @@ public:
   void finish();
   /// A split task's rows (O, m, l) into its block of the partials.
   void writePartials(Value iteration, Value part, const KeySplit &split);
+  /// Where row `row` of part `part` of forall iteration `iteration` starts
+  /// in the partials: blocks of queryTile rows per (iteration, part).
+  Value partialRow(const KeySplit &split, Value iteration, Value part,
+                   Value row) {
+    Value block = e.add(e.mul(iteration, split.parts), part);
+    return e.mul(e.add(e.mul(block, t.queryTile), row),
+                 partialRowFloats(e, dvPaddedValue));
+  }
   /// O, m and l of every row from the parts' partials, for finish().
   void mergePartials(Value iteration, const KeySplit &split);
 
@@ -1118,19 +1140,10 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
           }));
       if (!staticDk || *staticDk % W) {
         SmallVector<Type> types(sums.size(), vec);
-        auto tail = b.create<scf::IfOp>(types, e.lt(fullDepth, Dk),
-                                        /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          for (Region *region : {&tail.getThenRegion(), &tail.getElseRegion()})
-            if (!region->front().empty())
-              region->front().back().erase();
-          b.setInsertionPointToEnd(&tail.getThenRegion().front());
-          b.create<scf::YieldOp>(step(fullDepth, sums, e.sub(Dk, fullDepth)));
-          b.setInsertionPointToEnd(&tail.getElseRegion().front());
-          b.create<scf::YieldOp>(sums);
-        }
-        sums.assign(tail.getResults().begin(), tail.getResults().end());
+        sums = llvm::to_vector(e.choose(
+            e.lt(fullDepth, Dk), types,
+            [&] { return step(fullDepth, sums, e.sub(Dk, fullDepth)); },
+            [&] { return sums; }));
       }
       Value total = e.sumEach(sums);
       for (int64_t k = 0; k < KB; ++k)
@@ -1487,12 +1500,8 @@ void AttentionTaskBuilder::writePartials(Value iteration, Value part,
                                          const KeySplit &split) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
-  Value rowFloats = e.add(dvPaddedValue, 2);
-  Value block =
-      e.mul(e.mul(e.add(e.mul(iteration, split.parts), part), t.queryTile),
-            rowFloats);
   e.loop(e.index(0), nq, 1, [&](Value i) {
-    Value row = e.add(block, e.mul(i, rowFloats));
+    Value row = partialRow(split, iteration, part, i);
     e.loop(e.index(0), dvPaddedValue, W, [&](Value d) {
       Value o =
           b.create<vector::LoadOp>(vec, acc, e.add(e.mul(i, dvPaddedValue), d));
@@ -1512,13 +1521,9 @@ void AttentionTaskBuilder::mergePartials(Value iteration,
                                          const KeySplit &split) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
-  Value rowFloats = e.add(dvPaddedValue, 2);
   Value parts = split.parts;
   e.loop(e.index(0), nq, 1, [&](Value i) {
-    auto rowOf = [&](Value p) {
-      Value block = e.mul(e.add(e.mul(iteration, parts), p), t.queryTile);
-      return e.mul(e.add(block, i), rowFloats);
-    };
+    auto rowOf = [&](Value p) { return partialRow(split, iteration, p, i); };
     Value minusInf = e.f32Constant(-std::numeric_limits<double>::infinity());
     Value max = e.loop(e.index(0), parts, 1, ValueRange{minusInf},
                        [&](Value p, ValueRange args) {
@@ -1572,7 +1577,7 @@ KeySplitPlan planKeySplit(OpBuilder &builder, Location loc, AttentionOp op,
   Value wanted = e.div(e.add(threads, e.sub(tasks, e.index(1))), tasks);
   Value parts = builder.create<arith::SelectOp>(
       loc, e.lt(tasks, threads), e.min(wanted, most), e.index(1));
-  Value rowFloats = e.add(e.mul(e.ceilDiv(Dv, W), W), 2);
+  Value rowFloats = partialRowFloats(e, e.mul(e.ceilDiv(Dv, W), W));
   Value bytes =
       e.mul(e.mul(e.mul(e.mul(tasks, parts), tiling.queryTile), rowFloats), 4);
   return {parts, bytes};

@@ -855,10 +855,12 @@ constexpr int64_t kDepthBlock = 256;
 /// rows, packed 6.8 / 8.4 / 10.5 / 13.5).
 constexpr int64_t kPackedMinRows = 16;
 
-void emitPackedLinear(Emitter &e, Value input, Value weight, Value bias,
-                      Value result, Value first, Value rows, Value depth,
-                      Value cols, Value packed) {
+/// `gemm` is the same product as dot products, for the columns past the
+/// last whole panel; rows [first, first + gemm.rows) of input and result.
+void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
+                      Value bias, Value result, Value first, Value packed) {
   OpBuilder &b = e.b;
+  Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
   Location loc = e.loc;
   auto vectorType = VectorType::get({kLanes}, b.getF32Type());
   auto add = [&](Value x, Value y) {
@@ -896,15 +898,13 @@ void emitPackedLinear(Emitter &e, Value input, Value weight, Value bias,
     // The first depth block starts from 0, later ones from C.
     SmallVector<Type> types(tileRows * 2, vectorType);
     auto start = b.create<scf::IfOp>(loc, types, firstBlock,
-                                     /*withElseRegion=*/true);
+                                     /*addThenBlock=*/true,
+                                     /*addElseBlock=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
-      for (Region *region : {&start.getThenRegion(), &start.getElseRegion()})
-        if (!region->front().empty())
-          region->front().back().erase();
-      b.setInsertionPointToEnd(&start.getThenRegion().front());
+      b.setInsertionPointToStart(start.thenBlock());
       b.create<scf::YieldOp>(loc, SmallVector<Value>(tileRows * 2, zero));
-      b.setInsertionPointToEnd(&start.getElseRegion().front());
+      b.setInsertionPointToStart(start.elseBlock());
       SmallVector<Value> loaded;
       for (Value row : rowIndex)
         for (int64_t v = 0; v < 2; ++v)
@@ -1005,18 +1005,6 @@ void emitPackedLinear(Emitter &e, Value input, Value weight, Value bias,
   });
 
   // Columns past the last whole panel: dot products over k.
-  Gemm gemm;
-  gemm.rows = rows;
-  gemm.cols = cols;
-  gemm.depth = depth;
-  auto row = [&](Value i) { return add(first, i); };
-  gemm.a = [&](Value i, Value k) { return e.load(input, {row(i), k}); };
-  gemm.b = [&](Value k, Value j) { return e.load(weight, {j, k}); };
-  gemm.store = [&](Value i, Value j, Value sum) {
-    if (bias)
-      sum = b.create<arith::AddFOp>(loc, sum, e.load(bias, {j}));
-    e.store(sum, result, {row(i), j});
-  };
   e.loop(fullCols, cols, e.index(1), [&](Value j) {
     e.loop(e.index(0), roundDown(rows, kTileRows), e.index(kTileRows),
            [&](Value i0) { emitDotTile(e, gemm, i0, kTileRows, j, 1); });
@@ -1057,9 +1045,6 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   // A few rows (decoding) cannot repay packing the weight: dot products.
   Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt, count,
                                         e.index(kPackedMinRows));
-  auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
-  OpBuilder::InsertionGuard guard(e.b);
-  e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
   Gemm gemm;
   gemm.rows = count;
   gemm.cols = w[0];
@@ -1074,10 +1059,12 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
       sum = e.b.create<arith::AddFOp>(e.loc, sum, e.load(bias, {j}));
     e.store(sum, result2, {row(i), j});
   };
+  auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
   emitDotGemm(e, gemm);
   e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-  emitPackedLinear(e, input2, weight, bias, result2, first, count, depth, w[0],
-                   packed);
+  emitPackedLinear(e, gemm, input2, weight, bias, result2, first, packed);
 }
 
 } // namespace
