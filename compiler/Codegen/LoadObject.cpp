@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,18 +16,46 @@
 namespace attnc {
 namespace {
 
-/// Removes a file when it goes out of scope.
-/// Removed on destruction, and by LLVM's handler if SIGINT or SIGTERM
-/// (a timeout) stops attnc first.
+/// A new file in the temporary directory, removed on destruction, and by
+/// LLVM's handler if SIGINT or SIGTERM (a timeout) stops attnc first. The
+/// path is registered for that before the file exists: a signal that lands
+/// between creating and registering (a preempted process gets it exactly
+/// there) would leave the file behind.
 struct TemporaryFile {
   llvm::SmallString<128> path;
-  void removeOnSignal() { llvm::sys::RemoveFileOnSignal(path); }
+  int fd = -1;
+
+  explicit TemporaryFile(llvm::StringRef suffix) {
+    llvm::SmallString<128> model;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, model);
+    llvm::sys::path::append(model, "attnc-kernel-%%%%%%." + suffix);
+    for (int attempt = 0; attempt < 128 && fd < 0; ++attempt) {
+      llvm::sys::fs::createUniquePath(model, path, /*MakeAbsolute=*/false);
+      llvm::sys::RemoveFileOnSignal(path);
+      std::error_code error = llvm::sys::fs::openFileForWrite(
+          path, fd, llvm::sys::fs::CD_CreateNew);
+      if (!error)
+        return;
+      llvm::sys::DontRemoveFileOnSignal(path);
+      if (error != std::errc::file_exists)
+        break;
+    }
+    throw std::runtime_error(
+        "cannot create a temporary file for the kernel in " +
+        std::string(model.str().rsplit('/').first));
+  }
+  void closeDescriptor() {
+    if (fd >= 0)
+      llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+    fd = -1;
+  }
   ~TemporaryFile() {
-    if (path.empty())
-      return;
+    closeDescriptor();
     llvm::sys::fs::remove(path);
     llvm::sys::DontRemoveFileOnSignal(path);
   }
+  TemporaryFile(const TemporaryFile &) = delete;
+  TemporaryFile &operator=(const TemporaryFile &) = delete;
 };
 
 std::string linker() {
@@ -59,18 +89,11 @@ LoadedObject::loadArchive(const std::string &archive) {
 
 std::unique_ptr<LoadedObject> LoadedObject::link(const std::string &object,
                                                  bool isArchive) {
-  TemporaryFile objectFile, libraryFile;
-  int fd;
-  if (llvm::sys::fs::createTemporaryFile("attnc-kernel", isArchive ? "a" : "o",
-                                         fd,
-                                         objectFile.path) ||
-      llvm::sys::fs::createTemporaryFile("attnc-kernel", "so",
-                                         libraryFile.path))
-    throw std::runtime_error("cannot create temporary files for the kernel");
-  objectFile.removeOnSignal();
-  libraryFile.removeOnSignal();
+  TemporaryFile objectFile(isArchive ? "a" : "o"), libraryFile("so");
+  libraryFile.closeDescriptor(); // The linker writes it by name.
   {
-    llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
+    llvm::raw_fd_ostream stream(objectFile.fd, /*shouldClose=*/true);
+    objectFile.fd = -1;
     stream << object;
   }
   std::string program = linker();

@@ -95,11 +95,13 @@ void writeAll(const std::string &directory,
     }
     fs::path temporary = final;
     temporary += ".tmp";
+    // SIGINT or SIGTERM (a timeout) mid-write leaves none behind. Registered
+    // before the file exists: a signal between creating and registering
+    // would leave it.
+    temporaries.push_back(temporary);
+    llvm::sys::RemoveFileOnSignal(temporary.string());
     errno = 0;
     std::ofstream stream(temporary, std::ios::binary);
-    temporaries.push_back(temporary);
-    // SIGINT or SIGTERM (a timeout) mid-write leaves none behind.
-    llvm::sys::RemoveFileOnSignal(temporary.string());
     stream.write(contents.data(), std::streamsize(contents.size()));
     stream.close();
     if (!stream) {
@@ -176,8 +178,8 @@ int compileCommand() {
     if (kind == "mlir")
       files.push_back({graph.name + ".mlir", compiled.mlir.at("kernels")});
     else if (kind.consume_front("mlir:"))
-      files.push_back(
-          {graph.name + "." + kind.str() + ".mlir", compiled.mlir.at(kind.str())});
+      files.push_back({graph.name + "." + kind.str() + ".mlir",
+                       compiled.mlir.at(kind.str())});
   }
   if (settings.emitLlvm)
     files.push_back({graph.name + ".ll", compiled.llvm});

@@ -4,14 +4,18 @@
 #include "Halide/PrimitiveFuncs.h"
 #include "Support/Error.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
+#include <fcntl.h>
 #include <unistd.h>
 #include <utility>
 
@@ -32,21 +36,34 @@ std::string halideTarget(const std::string &targetClass) {
 TemporaryFileObserver temporaryFileObserver = nullptr;
 
 /// A file for Halide to write, in the temporary directory, removed on
-/// destruction (and on SIGINT or SIGTERM through the observer).
+/// destruction (and on SIGINT or SIGTERM through the observer, which is told
+/// of the path before the file exists: a signal between creating and telling
+/// would leave it behind).
 struct TemporaryFile {
   std::string path;
   explicit TemporaryFile(const std::string &suffix) {
-    std::string pattern = (std::filesystem::temp_directory_path() /
-                           ("attnc-halide-XXXXXX" + suffix))
-                              .string();
-    int fd = mkstemps(pattern.data(), int(suffix.size()));
-    if (fd < 0)
-      throw std::runtime_error("cannot create a temporary file in " +
-                               std::filesystem::temp_directory_path().string());
-    close(fd);
-    path = pattern;
-    if (temporaryFileObserver)
-      temporaryFileObserver(path, true);
+    std::filesystem::path directory = std::filesystem::temp_directory_path();
+    std::random_device random;
+    for (int attempt = 0; attempt < 128; ++attempt) {
+      char name[32];
+      std::snprintf(name, sizeof name, "attnc-halide-%08x", random());
+      path = (directory / (name + suffix)).string();
+      if (temporaryFileObserver)
+        temporaryFileObserver(path, true);
+      int fd =
+          open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) {
+        close(fd);
+        return;
+      }
+      int reason = errno;
+      if (temporaryFileObserver)
+        temporaryFileObserver(path, false);
+      if (reason != EEXIST)
+        break;
+    }
+    throw std::runtime_error("cannot create a temporary file in " +
+                             directory.string());
   }
   ~TemporaryFile() {
     std::error_code error;
@@ -142,8 +159,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
       std::optional<DefaultEnvironment> permitFailedUnroll;
       if (schedule.isAuto())
         permitFailedUnroll.emplace("HL_PERMIT_FAILED_UNROLL", "1");
-      library.object = compileObject(pipeline, arguments, function,
-                                     targetClass, /*strictFloat=*/false);
+      library.object = compileObject(pipeline, arguments, function, targetClass,
+                                     /*strictFloat=*/false);
     }
   } catch (const Halide::Error &error) {
     // An autoscheduler's schedule that Halide rejects is a limit of that
@@ -159,8 +176,7 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
   }
   library.arguments = funcs.params.values;
   library.cropAt = int(library.arguments.size());
-  library.arguments.insert(library.arguments.end(),
-                           funcs.resultValues.begin(),
+  library.arguments.insert(library.arguments.end(), funcs.resultValues.begin(),
                            funcs.resultValues.end());
   return library;
 }
