@@ -315,13 +315,19 @@ public:
     return b.create<arith::SelectOp>(greater, x, y);
   }
 
-  /// 2^x for x <= 0, exactly 0 for x = -inf: 2^round(x) by exponent
-  /// insertion times a degree-6 polynomial of the fraction (relative error
-  /// about 1.2e-7), so no libm call and no scalarised llvm.exp.
+  /// 2^x for x <= 0, exactly 0 for x = -inf, NaN for NaN: 2^round(x) by
+  /// exponent insertion times a degree-6 polynomial of the fraction (relative
+  /// error about 1.2e-7), so no libm call and no scalarised llvm.exp.
   Value exp2(Value x) {
     auto type = cast<VectorType>(x.getType());
     auto intType = VectorType::get(type.getShape(), b.getI32Type());
-    x = fmax(x, constant(-127.0, type));
+    // Clamped below as select(x < -127, -127, x), which lets a NaN score
+    // through to the row's sum and output (IEEE propagation); fmax would
+    // turn it into a weight of 0. The same compare and blend either way.
+    Value lowest = constant(-127.0, type);
+    x = b.create<arith::SelectOp>(
+        b.create<arith::CmpFOp>(arith::CmpFPredicate::OLT, x, lowest), lowest,
+        x);
     Value whole = b.create<math::RoundEvenOp>(x);
     Value fraction = b.create<arith::SubFOp>(x, whole);
     static constexpr double kCoefficients[] = {
@@ -1456,17 +1462,20 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk) {
   });
 }
 
-/// out = acc / l (0 for a row without keys), lse = (m + log2 l) · ln 2.
+/// out = acc / l (0 for a row without keys, NaN for a row that saw a NaN
+/// score), lse = (m + log2 l) · ln 2.
 void AttentionTaskBuilder::finish() {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
   e.loop(e.index(0), nq, 1, [&](Value i) {
     Value sum = b.create<memref::LoadOp>(rowSum, i);
-    Value hasKeys = b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, sum,
-                                            e.f32Constant(0.0));
+    // l = 0 only for a row without keys; a NaN l (a NaN score) must reach
+    // the output and lse, so the test is l == 0, not l > 0.
+    Value noKeys = b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, sum,
+                                           e.f32Constant(0.0));
     Value inverse = b.create<arith::SelectOp>(
-        hasKeys, b.create<arith::DivFOp>(e.f32Constant(1.0), sum),
-        e.f32Constant(0.0));
+        noKeys, e.f32Constant(0.0),
+        b.create<arith::DivFOp>(e.f32Constant(1.0), sum));
     Value scale = e.broadcast(inverse, W);
     auto [head, query] = headAndQuery(i);
     Value outRow = queryOffset(head, query, Dv);
@@ -1487,8 +1496,8 @@ void AttentionTaskBuilder::finish() {
           b.create<arith::AddFOp>(max, b.create<math::Log2Op>(sum)),
           e.f32Constant(0.6931471805599453));
       Value value = b.create<arith::SelectOp>(
-          hasKeys, logSum,
-          e.f32Constant(-std::numeric_limits<double>::infinity()));
+          noKeys, e.f32Constant(-std::numeric_limits<double>::infinity()),
+          logSum);
       Value at = e.add(e.mul(e.add(e.mul(batch, Hq), head), S), query);
       b.create<memref::StoreOp>(value, lse, at);
     }

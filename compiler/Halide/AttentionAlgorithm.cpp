@@ -317,11 +317,18 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   c.rowMax(i, h, b) = kDropped;
   c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.masked(i, rj, h, b));
   Expr s = c.masked(i, j, h, b);
+  // IEEE propagation: a NaN score, a NaN row max or +inf against a +inf max
+  // makes s - m NaN, and its weight NaN, so the row's output is NaN. Halide's
+  // exp does not return NaN for NaN, hence the explicit test, and Halide
+  // marks float arithmetic fast-math (no NaN), hence strict_float for it.
+  Expr shifted = strict_float(s - c.rowMax(i, h, b));
   c.probabilities(i, j, h, b) =
-      select(s > kDroppedBelow, exp(s - c.rowMax(i, h, b)), 0.0f);
+      select(is_nan(shifted), shifted,
+             select(s > kDroppedBelow, exp(shifted), 0.0f));
   c.rowSum(i, h, b) = 0.0f;
   c.rowSum(i, h, b) += c.probabilities(i, rj, h, b);
-  // A row with no kept key has sum 0: it is exactly 0, its lse -inf.
+  // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
+  // that saw a NaN score has sum NaN, which passes the l == 0 test.
   Expr sum = c.rowSum(i, h, b);
   if (!c.isLse) {
     c.accumulator(d, i, h, b) = 0.0f;
@@ -329,7 +336,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
         c.probabilities(i, rj, h, b) *
         f32(at(v, valueDepth(d, Dv), rj, kvHead, clampB(b)));
     c.normalized(d, i, h, b) =
-        select(sum > 0.0f, c.accumulator(d, i, h, b) / sum, 0.0f);
+        select(sum == 0.0f, 0.0f, c.accumulator(d, i, h, b) / sum);
   }
 
   Var x = f.x, y = f.y;
@@ -341,7 +348,9 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     Expr negativeInfinity =
         reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
     c.result(i, h, b) =
-        select(sum > 0.0f, c.rowMax(i, h, b) + log(sum), negativeInfinity);
+        strict_float(select(sum == 0.0f, negativeInfinity,
+                            select(is_nan(sum), sum,
+                                   c.rowMax(i, h, b) + log(sum))));
   }
 }
 

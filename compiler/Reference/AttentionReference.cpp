@@ -10,6 +10,7 @@
 
 #include "Attn/IR/AttnSemantics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -202,6 +203,7 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
         }
 
         double rowMax = negInf;
+        bool nanScore = false;
         for (int64_t j = 0; j < T; ++j) {
           bool keep = semantics::keyVisible(arith, visibility, aligned, j, T,
                                             length);
@@ -245,6 +247,7 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
           for (const std::vector<double> &slopes : alibis)
             score -= slopes[h] * std::abs(double(aligned - j));
           scores[j] = score;
+          nanScore |= std::isnan(score);
           rowMax = std::max(rowMax, score);
         }
 
@@ -252,6 +255,14 @@ evaluateAttention(const Graph &graph, const AttentionOp &op,
                                                 ? ((b * Hq + h) * S + i) * Dv
                                                 : ((b * S + i) * Hq + h) * Dv);
         double &rowLse = lse.data[(b * Hq + h) * S + i];
+        if (nanScore) {
+          // IEEE propagation: a NaN among the scores a row sees (a NaN in
+          // its query or a visible key) makes its softmax, output and lse
+          // NaN. Masked keys are not seen, so their NaNs do not count.
+          std::fill_n(out, Dv, std::numeric_limits<double>::quiet_NaN());
+          rowLse = std::numeric_limits<double>::quiet_NaN();
+          continue;
+        }
         if (rowMax == negInf) {
           // No kept key (or every kept score is -inf): defined as 0.
           rowLse = negInf;

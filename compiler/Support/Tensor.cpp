@@ -127,8 +127,12 @@ double relativeError(const std::vector<double> &actual,
     return std::numeric_limits<double>::infinity();
   double difference = 0, norm = 0;
   for (size_t i = 0; i < actual.size(); ++i) {
-    if (std::isnan(actual[i]) || std::isnan(expected[i]))
+    // A NaN must be where the reference has one (its row saw a NaN score),
+    // and nowhere else.
+    if (std::isnan(expected[i]) != std::isnan(actual[i]))
       return std::nan("");
+    if (std::isnan(expected[i]))
+      continue;
     if (std::isinf(expected[i])) {
       if (actual[i] != expected[i])
         return std::numeric_limits<double>::infinity();

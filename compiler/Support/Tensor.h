@@ -41,8 +41,9 @@ std::string formatShape(const std::vector<int64_t> &shape);
 
 /// Normwise relative error ||actual - expected|| / ||expected|| over the
 /// finite entries of `expected` (an infinite entry, such as the lse of a
-/// fully masked row, must match exactly, else the error is infinite). NaN
-/// anywhere gives NaN, which passes no tolerance.
+/// fully masked row, must match exactly, else the error is infinite). A NaN
+/// entry must be matched by a NaN (and is then left out); a NaN on one side
+/// only gives NaN, which passes no tolerance.
 double relativeError(const std::vector<double> &actual,
                      const std::vector<double> &expected);
 
