@@ -10,6 +10,7 @@
 
 #include "attnc/attnrt.h"
 
+#include <pthread.h>
 #include <pthreadpool.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -33,26 +34,40 @@
 /* Alignment of attnrt_allocate blocks. */
 #define ATTNRT_ALLOCATION_ALIGNMENT 64
 
-struct attnrt_context {
-  pthreadpool_t pool; /* null when threads == 1: everything runs inline */
-  size_t threads;
-  const attnrt_kernel **kernels; /* registry, in registration order */
-  size_t num_kernels;
-  size_t kernel_capacity;
-  /* Descriptors that passed attnrt_impl_check_descriptor: filled once each,
-   * lock-free, by whichever thread validates first. */
-  _Atomic(const attnrt_kernel *) validated[ATTNRT_VALIDATED_CAPACITY];
-};
+/* The alignment the context struct and the registry ask the allocator for
+ * (a cache line: the scratch lock and the validated table are hot). */
+#define ATTNRT_CONTEXT_ALIGNMENT 64
 
 /* One scratch block of attnrt_allocate; the caller's bytes start
  * ATTNRT_ALLOCATION_ALIGNMENT bytes after it. */
 typedef struct attnrt_block {
   struct attnrt_block *next;
+  size_t capacity; /* the caller's bytes it holds */
 } attnrt_block;
 
+struct attnrt_context {
+  pthreadpool_t pool; /* null when threads == 1: everything runs inline */
+  int owns_pool;      /* 0: the caller's (attnrt_context_options) */
+  size_t threads;
+  attnrt_allocator allocator;    /* never with null functions */
+  const attnrt_kernel **kernels; /* registry, in registration order */
+  size_t num_kernels;
+  size_t kernel_capacity;
+  /* Scratch blocks of ended invocations, by capacity ascending, for the
+   * next attnrt_allocate: invokes on one context may run concurrently, so
+   * the list is under a lock (statically initialized: it allocates
+   * nothing). */
+  pthread_mutex_t cache_lock;
+  attnrt_block *cache;
+  /* Descriptors that passed attnrt_impl_check_descriptor: filled once each,
+   * lock-free, by whichever thread validates first. */
+  _Atomic(const attnrt_kernel *) validated[ATTNRT_VALIDATED_CAPACITY];
+};
+
 struct attnrt_invocation {
+  attnrt_context *context;        /* its allocator and scratch cache */
   pthreadpool_t pool;             /* null: run parallel_for inline */
-  _Atomic(attnrt_block *) blocks; /* pushed lock-free, freed at the end */
+  _Atomic(attnrt_block *) blocks; /* pushed lock-free, cached at the end */
   atomic_int in_parallel_for;     /* nested parallel_for runs inline */
 };
 
@@ -63,10 +78,21 @@ ATTNRT_HIDDEN void attnrt_impl_set_error(const attnrt_context *context,
                                          const char *format, ...)
     ATTNRT_PRINTF(2, 3);
 
-/* Sets up and tears down an invocation (frees its scratch blocks). */
+/* Memory from the context's allocator: null when out of memory (or for a
+ * size no object may have). `alignment`: a power of two, at most 4096. */
+ATTNRT_HIDDEN void *attnrt_impl_allocate(const attnrt_context *context,
+                                         size_t bytes, size_t alignment);
+ATTNRT_HIDDEN void attnrt_impl_release(const attnrt_context *context,
+                                       void *pointer);
+
+/* Sets up and tears down an invocation on `context` (its scratch blocks go
+ * back to the context's cache). */
 ATTNRT_HIDDEN void attnrt_impl_invocation_begin(attnrt_invocation *invocation,
-                                                pthreadpool_t pool);
+                                                attnrt_context *context);
 ATTNRT_HIDDEN void attnrt_impl_invocation_end(attnrt_invocation *invocation);
+
+/* Releases every cached scratch block to the context's allocator. */
+ATTNRT_HIDDEN void attnrt_impl_release_cache(attnrt_context *context);
 
 /* Checks a descriptor's own consistency; on a problem sets the context's
  * error and returns ATTNRT_INVALID_ARGUMENT. */

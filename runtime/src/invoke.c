@@ -478,9 +478,10 @@ static attnrt_status check_tensor(attnrt_context *context,
  * 64 run-time sizes and 64 arguments. */
 #define ATTNRT_LOCAL_WORKSPACE 4096
 
-static void release_workspace(void *workspace, const unsigned char *local) {
+static void release_workspace(const attnrt_context *context, void *workspace,
+                              const unsigned char *local) {
   if (workspace != (const void *)local)
-    free(workspace);
+    attnrt_impl_release(context, workspace);
 }
 
 static int overlaps(const void *a, int64_t a_bytes, const void *b,
@@ -537,7 +538,9 @@ attnrt_status attnrt_invoke(attnrt_context *context,
   /* On the stack for any ordinary kernel: repeated invokes allocate
    * nothing. */
   _Alignas(16) unsigned char local[ATTNRT_LOCAL_WORKSPACE];
-  void *workspace = size <= sizeof local ? (void *)local : malloc(size);
+  void *workspace = size <= sizeof local
+                        ? (void *)local
+                        : attnrt_impl_allocate(context, size, 16);
   if (!workspace) {
     attnrt_impl_set_error(context,
                           "kernel %s: out of memory validating its "
@@ -573,7 +576,7 @@ attnrt_status attnrt_invoke(attnrt_context *context,
     }
   }
   if (status != ATTNRT_OK) {
-    release_workspace(workspace, local);
+    release_workspace(context, workspace, local);
     return status;
   }
 
@@ -581,14 +584,14 @@ attnrt_status attnrt_invoke(attnrt_context *context,
     dims[i] = bindings[i].value;
   status = check_divisibilities(context, kernel, dims);
   if (status != ATTNRT_OK) {
-    release_workspace(workspace, local);
+    release_workspace(context, workspace, local);
     return status;
   }
   attnrt_invocation invocation;
-  attnrt_impl_invocation_begin(&invocation, context->pool);
+  attnrt_impl_invocation_begin(&invocation, context);
   int32_t result = kernel->entry(&invocation, dims, buffers);
   attnrt_impl_invocation_end(&invocation);
-  release_workspace(workspace, local);
+  release_workspace(context, workspace, local);
 
   if (result == ATTNRT_OK)
     return ATTNRT_OK;

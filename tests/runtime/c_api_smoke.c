@@ -2,7 +2,8 @@
  *
  * Compiled as C99 (not C++): a kernel descriptor written by hand the way
  * attnc writes one, registered, found by name and invoked on two threads,
- * then one misuse. Exits 0 on success.
+ * then one misuse, a trim of the scratch cache and one more invoke. Exits 0
+ * on success.
  *
  *===----------------------------------------------------------------------===*/
 #include "attnc/attnrt.h"
@@ -69,6 +70,8 @@ int main(void) {
   int i;
 
   attnrt_context_options_initialize(&options);
+  CHECK(options.thread_pool == NULL && options.allocator.allocate == NULL &&
+        options.allocator.release == NULL);
   options.threads = 2;
   CHECK(attnrt_context_create(&options, &context) == ATTNRT_OK);
   CHECK(attnrt_context_threads(context) == 2);
@@ -98,6 +101,9 @@ int main(void) {
                "ATTNRT_DTYPE_MISMATCH") == 0);
   CHECK(attnrt_dtype_size(ATTNRT_BF16) == 2);
 
+  attnrt_context_trim(context);
+  input.dtype = ATTNRT_F32;
+  CHECK(attnrt_invoke(context, kernel, &input, 1, &output, 1) == ATTNRT_OK);
   attnrt_context_release(context);
   attnrt_context_release(NULL);
   puts("c_api_smoke: ok");

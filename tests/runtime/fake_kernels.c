@@ -237,6 +237,59 @@ const attnrt_kernel fake_probe_kernel = {
     .entry = probe_entry,
 };
 
+/*===-- scratch -----------------------------------------------------------===*/
+
+static const char *const scratch_dim_names[] = {"N"};
+static const int64_t scratch_n[] = {-1};
+static const int64_t scratch_one[] = {1};
+static const attnrt_arg_info scratch_inputs[] = {
+    {"seed", ATTNRT_I32, 1, scratch_one}};
+static const attnrt_arg_info scratch_outputs[] = {
+    {"y", ATTNRT_I32, 1, scratch_n}};
+
+static int32_t scratch_entry(attnrt_invocation *invocation, const int64_t *dims,
+                             void *const *buffers) {
+  int64_t n = dims[0];
+  int32_t seed = *(const int32_t *)buffers[0];
+  int32_t *y = buffers[1];
+  int32_t *first = attnrt_allocate(invocation, n * (int64_t)sizeof(int32_t));
+  int32_t *second = attnrt_allocate(invocation, n * (int64_t)sizeof(int32_t));
+  void *empty = attnrt_allocate(invocation, 0);
+  if (!first || !second || !empty)
+    return ATTNRT_OUT_OF_MEMORY;
+  if ((uintptr_t)first % 64 || (uintptr_t)second % 64 ||
+      (uintptr_t)empty % 64 || first == second || empty == first ||
+      empty == second)
+    return ATTNRT_INTERNAL;
+  /* Unsigned arithmetic: the patterns may wrap. */
+  for (int64_t i = 0; i < n; ++i)
+    first[i] = (int32_t)((uint32_t)seed + (uint32_t)i);
+  for (int64_t i = 0; i < n; ++i)
+    second[i] = (int32_t) ~((uint32_t)seed + (uint32_t)i);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t expected = (uint32_t)seed + (uint32_t)i;
+    if ((uint32_t)first[i] != expected || (uint32_t)second[i] != ~expected)
+      return ATTNRT_INTERNAL;
+    y[i] = first[i];
+  }
+  return ATTNRT_OK;
+}
+
+const attnrt_kernel fake_scratch_kernel = {
+    .abi_version = ATTNRT_ABI_VERSION,
+    .name = "scratch",
+    .num_dims = 1,
+    .dim_names = scratch_dim_names,
+    .num_inputs = 1,
+    .inputs = scratch_inputs,
+    .num_outputs = 1,
+    .outputs = scratch_outputs,
+    .alignment = 4,
+    .target = "x86-64",
+    .manifest = "{}",
+    .entry = scratch_entry,
+};
+
 /*===-- Out-of-range enum values ------------------------------------------===*/
 
 const char *fake_status_name_raw(int status) {

@@ -42,6 +42,20 @@ extern const attnrt_kernel fake_probe_kernel;
 extern fake_probe_fn fake_probe_hook;
 extern int fake_probe_calls;
 
+/* Scratch checked for exclusive use. Run-time dim N; input seed i32[1];
+ * output y i32[N]. Takes two attnrt_allocate blocks of N int32 and one of 0
+ * bytes, fills the first with seed + i and the second with ~(seed + i),
+ * reads both back after both are full (a block handed to two invocations at
+ * once shows another's pattern) and writes y[i] = seed + i. Returns
+ * ATTNRT_OUT_OF_MEMORY when a block is null, ATTNRT_INTERNAL when one is
+ * misaligned or was overwritten. */
+extern const attnrt_kernel fake_scratch_kernel;
+
+/* Calls of malloc, calloc, realloc, aligned_alloc and posix_memalign made by
+ * code linked statically into the test (libattnrt.a among it), counted by
+ * the linker's --wrap (heap_calls.c). */
+long fake_heap_calls(void);
+
 /* Enum values outside the enumerators, made in C where they are plain ints
  * (in C++ such values are undefined behaviour, which UBSan reports). */
 const char *fake_status_name_raw(int status);

@@ -19,14 +19,28 @@
  * strides or alignment give a status code and a message naming the argument
  * (attnrt_context_last_error).
  *
+ * Embedding: a context may run on the caller's pthreadpool instead of one of
+ * its own (attnrt_context_options::thread_pool) and take all its memory from
+ * the caller's allocator (attnrt_context_options::allocator): the context
+ * itself, its kernel registry and the scratch blocks of attnrt_allocate.
+ * Scratch blocks are kept by the context when an invocation ends and reused
+ * by the next, so repeated invokes of a kernel at a given size allocate
+ * nothing after the first; attnrt_context_trim gives the cache back.
+ *
  * Thread safety, per function below: attnrt_invoke, attnrt_find_kernel and
  * the context queries may be called from any number of threads at once on
  * one context (kernels then take turns on its thread pool, whose parallel
- * calls pthreadpool serializes), and each thread reads its own last error.
- * attnrt_register_kernel belongs to set-up: not while other calls on the
- * same context run. Distinct contexts are independent. Kernel descriptors
- * are immutable: a context checks a descriptor once, on first use, and
- * trusts it from then on.
+ * calls pthreadpool serializes; the scratch cache is shared under a lock),
+ * and each thread reads its own last error. attnrt_register_kernel and
+ * attnrt_context_trim belong to set-up: not while other calls on the same
+ * context run. Distinct contexts are independent, also when they share a
+ * caller's thread pool or allocator. Kernel descriptors are immutable: a
+ * context checks a descriptor once, on first use, and trusts it from then on.
+ *
+ * Binary compatibility: libattnrt.so versions its symbols. Applications built
+ * against the header of ATTNRT_1 (attnrt_context_options held `threads` only)
+ * keep running: they bind attnrt_context_options_initialize@ATTNRT_1 and
+ * attnrt_context_create@ATTNRT_1, which read and write that field only.
  *
  *===----------------------------------------------------------------------===*/
 #ifndef ATTNC_ATTNRT_H
@@ -140,20 +154,54 @@ typedef struct attnrt_context attnrt_context;
  * refused up front. */
 #define ATTNRT_MAX_THREADS 1024
 
+/* pthreadpool's pthreadpool_t is `struct pthreadpool *`; declared here so
+ * that this header needs no pthreadpool.h. */
+struct pthreadpool;
+
+/* Where a context takes its memory from. `allocate` returns `bytes` bytes
+ * aligned to `alignment` (a power of two, at most 4096), or null when out of
+ * memory (the call that needed them then fails with ATTNRT_OUT_OF_MEMORY);
+ * `release` gives back a pointer `allocate` returned, never null. Both are
+ * called with `self`, which must outlive the context, from any thread that
+ * invokes kernels, also from several at once: they must be thread-safe. */
+typedef struct attnrt_allocator {
+  void *self;
+  void *(*allocate)(void *self, size_t bytes, size_t alignment);
+  void (*release)(void *self, void *pointer);
+} attnrt_allocator;
+
 typedef struct attnrt_context_options {
-  size_t threads; /* worker threads; 0 = one per core; at most
-                     ATTNRT_MAX_THREADS */
+  size_t threads; /* worker threads; 0 = one per core (or the thread_pool's
+                     count); at most ATTNRT_MAX_THREADS */
+  /* A caller's pthreadpool to run kernels on instead of a pool of the
+   * context's own; null = the context creates one. Not owned: it must
+   * outlive the context. `threads` must then be 0 or its thread count. Its
+   * other users take turns with the context's kernels (pthreadpool runs one
+   * parallel call at a time), so do not invoke from a task running on it. */
+  struct pthreadpool *thread_pool;
+  /* Both functions null = the heap (aligned_alloc, free); one of them null is
+   * ATTNRT_INVALID_ARGUMENT. */
+  attnrt_allocator allocator;
 } attnrt_context_options;
 
-/* Sets the defaults (threads = 0). */
+/* Sets the defaults (threads = 0, no thread_pool, the heap allocator). */
 void attnrt_context_options_initialize(attnrt_context_options *options);
 
-/* Creates a context with its thread pool. The context must be released by
- * the caller with attnrt_context_release, when no other call on it runs.
- * Thread-safe (contexts are independent). */
+/* Creates a context with its thread pool (or on the caller's). The context
+ * must be released by the caller with attnrt_context_release, when no other
+ * call on it runs. Thread-safe (contexts are independent). A pool the context
+ * creates itself is allocated by pthreadpool from the heap; everything else
+ * the context allocates comes from options->allocator. */
 attnrt_status attnrt_context_create(const attnrt_context_options *options,
                                     attnrt_context **out_context);
+/* Releases the context, its registry and its cached scratch blocks; a
+ * caller's thread pool stays as it is. */
 void attnrt_context_release(attnrt_context *context);
+
+/* Gives the scratch blocks the context keeps for reuse back to its
+ * allocator (after a burst of invokes at a size that will not come again).
+ * Set-up: not while other calls on the context run. */
+void attnrt_context_trim(attnrt_context *context);
 
 /* The threads the context runs kernels on (>= 1). Thread-safe. */
 size_t attnrt_context_threads(const attnrt_context *context);
@@ -183,9 +231,11 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
  * kernel's divisibilities, dense strides,
  * alignment, non-null data), binds the run-time sizes, and runs the kernel on
  * the context's threads. Outputs must not alias inputs. The descriptor
- * itself is checked on its first use with the context only, and the call
- * allocates nothing for kernels of up to 64 run-time sizes and 64
- * arguments. Thread-safe. */
+ * itself is checked on its first use with the context only. The call
+ * allocates nothing for kernels of up to 64 run-time sizes and 64 arguments
+ * (beyond, its bookkeeping comes from the context's allocator), and the
+ * kernel's scratch comes from the context's cache once an invoke at that
+ * size has run. Thread-safe. */
 attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
@@ -205,7 +255,10 @@ void attnrt_parallel_for(attnrt_invocation *invocation, int64_t count,
 int64_t attnrt_invocation_threads(const attnrt_invocation *invocation);
 
 /* Scratch memory for intermediates of one invocation, aligned to 64 bytes;
- * freed when the invocation ends. Null when out of memory. */
+ * handed back to the context when the invocation ends. Null when out of
+ * memory. Blocks come from the context's cache (the smallest block that
+ * fits) before its allocator; tasks of one parallel_for may call it at
+ * once. */
 void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
 
 /* Scratch memory a kernel's own code allocates and releases, often the same
@@ -213,7 +266,8 @@ void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
  * released blocks are kept for reuse by the same thread (a few per thread,
  * freed when the thread exits), so steady-state calls fault no new pages.
  * Aligned to 64 bytes; null when out of memory. Release from the thread that
- * allocated, or any thread: blocks are plain heap memory. */
+ * allocated, or any thread. These calls have no context: their blocks come
+ * from the heap (aligned_alloc), never from a context's allocator. */
 void *attnrt_scratch_allocate(size_t bytes);
 void attnrt_scratch_release(void *pointer);
 
