@@ -19,6 +19,7 @@
 #include "Codegen/AttentionKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -70,6 +71,7 @@ AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
                                 schedule.pvRows);
   tiling.queryTile = roundUp(schedule.queryTile, queryBlock);
   tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
+  tiling.bf16Dot = schedule.bf16Dot && schedule.vectorWidth == 16;
   return tiling;
 }
 
@@ -556,6 +558,11 @@ private:
   RowLayout kRows, vRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
+  // bf16 dot scores (t.bf16Dot with bf16 q and k): the raw queries as pairs
+  // of depths, qPairs[m][i] = q[i][2m] | q[i][2m + 1] << 16 (i32, unscaled,
+  // zero past Dk), the operand layout of vdpbf16ps with queries in lanes.
+  bool bf16Dot = false;
+  Value qPairs;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to qRowLength (Dk rounded up to W).
   Value qRows, qRowLength;
@@ -630,6 +637,8 @@ private:
   void packQueryRows();
   void dotScores(Value j0, Value nk, bool depthInLanes);
   void queriesInLanesScores(Value j0, Value nk);
+  void packQueryPairs();
+  void bf16DotScores(Value j0, Value nk);
   void depthInLanesScores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
@@ -706,6 +715,13 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   packQueries();
   if (score != attn::ScoreKind::additive)
     packQueryRows();
+  auto isBf16 = [](Value buffer) {
+    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
+  };
+  bf16Dot = t.bf16Dot && score == attn::ScoreKind::dot &&
+            isBf16(buf.query.data) && isBf16(buf.key.data);
+  if (bf16Dot)
+    packQueryPairs();
 
   // Running state: m = -inf, l = 0, O = 0.
   Value minusInf =
@@ -1059,8 +1075,137 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk, bool depthInLanes) {
   // step has only the group's heads (Llama-3: 4), so it puts depth in lanes.
   if (depthInLanes)
     depthInLanesScores(j0, nk);
+  else if (bf16Dot)
+    bf16DotScores(j0, nk);
   else
     queriesInLanesScores(j0, nk);
+}
+
+/// qPairs[m][i] for m < ceil(Dk / 2), i < BQ: the bits of q[i][2m] in the
+/// low half, q[i][2m + 1] (or 0 past Dk) in the high half, rows past the
+/// tile 0.
+void AttentionTaskBuilder::packQueryPairs() {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile;
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  Value pairs = e.ceilDiv(Dk, 2);
+  qPairs = b.create<memref::AllocaOp>(
+      MemRefType::get({ShapedType::kDynamic}, i32),
+      ValueRange{e.mul(pairs, BQ)}, b.getI64IntegerAttr(64));
+  Value zero = b.create<arith::ConstantIntOp>(0, 32);
+  Value sixteen = b.create<arith::ConstantIntOp>(16, 32);
+  Value lastDepth = e.sub(Dk, e.index(1));
+  e.loop(e.index(0), e.index(BQ), 1, [&](Value i) {
+    Value inside = e.lt(i, nq);
+    auto [head, query] = headAndQuery(e.min(i, e.sub(nq, e.index(1))));
+    Value row = queryOffset(head, query, Dk);
+    auto bitsAt = [&](Value d) {
+      Value x = b.create<memref::LoadOp>(buf.query.data,
+                                         e.add(row, e.min(d, lastDepth)));
+      Value bits = b.create<arith::ExtUIOp>(
+          i32, b.create<arith::BitcastOp>(i16, x));
+      return b.create<arith::SelectOp>(
+          b.create<arith::AndIOp>(inside, e.lt(d, Dk)), bits, zero);
+    };
+    e.loop(e.index(0), pairs, 1, [&](Value m) {
+      Value d = e.mul(m, 2);
+      Value pair = b.create<arith::OrIOp>(
+          bitsAt(d), b.create<arith::ShLIOp>(bitsAt(e.add(d, 1)), sixteen));
+      b.create<memref::StoreOp>(pair, qPairs, e.add(e.mul(m, BQ), i));
+    });
+  });
+}
+
+/// queriesInLanesScores with bf16 q and k on AVX512-BF16: each vdpbf16ps
+/// takes two depths of 16 queries (qPairs) against a broadcast pair of one
+/// key's depths, accumulating in f32, so Q·Kᵀ takes half the instructions of
+/// the f32 FMAs; the exact products of the bf16 inputs are summed in f32 and
+/// scaled once per block (the scale is not folded into bf16 queries, which
+/// would round it).
+void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t SK = t.scoreKeys, SV = t.scoreVectors;
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  auto pairsType = VectorType::get({W}, i32);
+  auto bf16Type = VectorType::get({2 * W}, b.getBF16Type());
+  auto keyPairType = VectorType::get({2}, b.getBF16Type());
+  auto oneWordType = VectorType::get({1}, i32);
+  Value lastKey = e.sub(T, e.index(1));
+  Value wholePairs = b.create<arith::DivUIOp>(Dk, e.index(2));
+  Value oddDepth = b.create<arith::CmpIOp>(
+      arith::CmpIPredicate::ne, b.create<arith::RemUIOp>(Dk, e.index(2)),
+      e.index(0));
+  Value factor = e.broadcast(scoreFactor, W);
+  auto dot = [&](Value acc, Value queries, Value keys) {
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+            ValueRange{acc, queries, keys})
+        .getResult(0);
+  };
+  // One step: pair m of the block's query vectors against its keys' pairs.
+  auto step = [&](Value m, ArrayRef<Value> keyPairs, Value ib,
+                  ValueRange accs) {
+    SmallVector<Value> queries;
+    Value base = e.add(e.mul(m, BQ), ib);
+    for (int64_t s = 0; s < SV; ++s)
+      queries.push_back(b.create<vector::BitCastOp>(
+          bf16Type, b.create<vector::LoadOp>(pairsType, qPairs,
+                                             e.add(base, s * W))));
+    SmallVector<Value> next;
+    for (int64_t k = 0; k < SK; ++k)
+      for (int64_t s = 0; s < SV; ++s)
+        next.push_back(dot(accs[k * SV + s], queries[s], keyPairs[k]));
+    return next;
+  };
+  auto broadcastPair = [&](Value word) {
+    return b.create<vector::BitCastOp>(
+        bf16Type, b.create<vector::BroadcastOp>(pairsType, word));
+  };
+  e.loop(e.index(0), nk, SK, [&](Value jb) {
+    SmallVector<Value> keyRows;
+    for (int64_t k = 0; k < SK; ++k)
+      keyRows.push_back(
+          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+    e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
+      SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
+      SmallVector<Value> sums = llvm::to_vector(e.loop(
+          e.index(0), wholePairs, 1, init, [&](Value m, ValueRange accs) {
+            // Two adjacent bf16 of a key row, loaded as one 32-bit word.
+            SmallVector<Value> keyPairs;
+            for (int64_t k = 0; k < SK; ++k) {
+              Value pair = b.create<vector::LoadOp>(
+                  keyPairType, buf.key.data,
+                  ValueRange{e.add(keyRows[k], e.mul(m, 2))});
+              keyPairs.push_back(broadcastPair(b.create<vector::ExtractOp>(
+                  b.create<vector::BitCastOp>(oneWordType, pair), 0)));
+            }
+            return step(m, keyPairs, ib, accs);
+          }));
+      // An odd Dk: the last depth alone, its pair's high half 0 (never the
+      // next row's first element, which may be anything).
+      SmallVector<Type> types(sums.size(), vec);
+      sums = llvm::to_vector(e.choose(
+          oddDepth, types,
+          [&] {
+            SmallVector<Value> keyPairs;
+            for (int64_t k = 0; k < SK; ++k) {
+              Value x = b.create<memref::LoadOp>(
+                  buf.key.data, e.add(keyRows[k], e.sub(Dk, e.index(1))));
+              keyPairs.push_back(broadcastPair(b.create<arith::ExtUIOp>(
+                  i32, b.create<arith::BitcastOp>(i16, x))));
+            }
+            return step(wholePairs, keyPairs, ib, sums);
+          },
+          [&] { return sums; }));
+      for (Value &sum : sums)
+        sum = b.create<arith::MulFOp>(sum, factor);
+      e.storeBlock(sums, SK, SV, scores, [&](int64_t k, int64_t s) {
+        return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
+      });
+    });
+  });
 }
 
 /// Score blocks of `scoreKeys` keys × `scoreVectors` query vectors,

@@ -44,6 +44,7 @@ struct AttentionBuffers {
 struct AttentionTiling {
   int64_t vectorWidth, queryTile, keyTile;
   int64_t scoreVectors, scoreKeys, pvRows, pvVectors;
+  bool bf16Dot = false; ///< AttentionSchedule::bf16Dot.
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 

@@ -653,6 +653,7 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
     schedule.scoreKeys = scoreKeys;
     schedule.pvRows = pvRows;
     schedule.pvVectors = pvVectors;
+    schedule.bf16Dot = bf16Dot;
     for (int64_t value : {queryTile.getValue(), keyTile.getValue(),
                           vectorWidth.getValue(), scoreVectors.getValue(),
                           scoreKeys.getValue(), pvRows.getValue(),
@@ -709,6 +710,7 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
   options.scoreKeys = schedule.scoreKeys;
   options.pvRows = schedule.pvRows;
   options.pvVectors = schedule.pvVectors;
+  options.bf16Dot = schedule.bf16Dot;
   return options;
 }
 

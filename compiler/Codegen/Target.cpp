@@ -17,6 +17,10 @@ CpuTarget cpuTarget(const std::string &name) {
     return {name, triple, "x86-64-v3", "", 256};
   if (name == "x86-64-avx512")
     return {name, triple, "x86-64-v4", "+prefer-no-gather", 512};
+  // AVX-512 with BF16 dot products (Cooper Lake, Sapphire Rapids, Zen 4
+  // and 5): the avx512 class's schedules, bf16 Q·Kᵀ through vdpbf16ps.
+  if (name == "x86-64-avx512-bf16")
+    return {name, triple, "x86-64-v4", "+prefer-no-gather,+avx512bf16", 512};
   if (name == "host") {
     std::string features;
     const llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
@@ -35,10 +39,21 @@ CpuTarget cpuTarget(const std::string &name) {
   if (name == "cuda-sm80" || name == "cuda-sm90")
     throw UserError("--target " + name +
                     ": the CUDA backend is not built yet; CPU targets: host, "
-                    "x86-64, x86-64-avx2, x86-64-avx512");
+                    "x86-64, x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16");
   throw UserError("--target " + name +
                   ": unknown target; allowed: host, x86-64, x86-64-avx2, "
-                  "x86-64-avx512, cuda-sm80, cuda-sm90");
+                  "x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, cuda-sm90");
+}
+
+bool hasFeature(const CpuTarget &target, const std::string &feature) {
+  llvm::StringRef rest = target.features;
+  while (!rest.empty()) {
+    auto [item, tail] = rest.split(',');
+    if (item == "+" + feature)
+      return true;
+    rest = tail;
+  }
+  return false;
 }
 
 std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
@@ -47,10 +62,14 @@ std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd",
                                    "avx512dq", "avx512vl"};
   std::vector<std::string> needed;
-  if (target.name == "x86-64-avx2" || target.name == "x86-64-avx512")
+  bool avx512 = target.name == "x86-64-avx512" ||
+                target.name == "x86-64-avx512-bf16";
+  if (target.name == "x86-64-avx2" || avx512)
     needed.assign(std::begin(v3), std::end(v3));
-  if (target.name == "x86-64-avx512")
+  if (avx512)
     needed.insert(needed.end(), std::begin(v4), std::end(v4));
+  if (target.name == "x86-64-avx512-bf16")
+    needed.push_back("avx512bf16");
   const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> missing;
   for (const std::string &feature : needed)
@@ -72,6 +91,8 @@ void requireHostRuns(const std::string &targetName) {
 }
 
 std::string targetClassOf(const CpuTarget &target) {
+  if (target.name == "x86-64-avx512-bf16")
+    return "x86-64-avx512";
   if (target.name != "host")
     return target.name;
   return target.vectorBits >= 512   ? "x86-64-avx512"

@@ -27,6 +27,10 @@ struct CpuTarget {
 /// unknown or non-CPU target.
 CpuTarget cpuTarget(const std::string &name);
 
+/// Whether code for `target` may use the LLVM feature `feature` (e.g.
+/// "avx512bf16"): named in its feature string, or implied by its class.
+bool hasFeature(const CpuTarget &target, const std::string &feature);
+
 /// "x86-64", "x86-64-avx2" or "x86-64-avx512": the class whose default
 /// schedules serve `target` (for `host`, by its widest vectors).
 std::string targetClassOf(const CpuTarget &target);

@@ -138,8 +138,8 @@ cl::opt<std::string> backend("backend",
                              cl::sub(compile), cl::sub(run), cl::sub(tune),
                              cl::cat(category));
 cl::opt<std::string> target("target",
-                            cl::desc("host (default), x86-64, x86-64-avx2 "
-                                     "or x86-64-avx512"),
+                            cl::desc("host (default), x86-64, x86-64-avx2, "
+                                     "x86-64-avx512 or x86-64-avx512-bf16"),
                             cl::value_desc("T"), cl::init("host"),
                             cl::sub(compile), cl::sub(run), cl::sub(tune),
                             cl::cat(category));

@@ -104,7 +104,8 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
   } catch (const UserError &error) {
     EXPECT_EQ(std::string(error.what()),
               "--target arm64: unknown target; allowed: host, x86-64, "
-              "x86-64-avx2, x86-64-avx512, cuda-sm80, cuda-sm90");
+              "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, "
+              "cuda-sm90");
   }
   EXPECT_THROW(cpuTarget("cuda-sm90"), UserError);
 }
