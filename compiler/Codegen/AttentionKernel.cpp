@@ -517,7 +517,7 @@ public:
   /// without causal or window) and attn.tile_softmax_update.
   void softmaxStep(Value j0, Value nk, Value needPositionMask);
   /// attn.tile_accumulate: O = alpha·O + P·V.
-  void accumulateValues(Value j0, Value nk);
+  void accumulateValues(Value j0, Value nk, bool depthInLanes);
   /// attn.tile_normalize and the writes of the output and lse rows.
   void finish();
   /// A split task's rows (O, m, l) into its block of the partials.
@@ -561,8 +561,11 @@ private:
   // bf16 dot scores (t.bf16Dot with bf16 q and k): the raw queries as pairs
   // of depths, qPairs[m][i] = q[i][2m] | q[i][2m + 1] << 16 (i32, unscaled,
   // zero past Dk), the operand layout of vdpbf16ps with queries in lanes.
+  // P·V likewise: the tile's probabilities rounded to bf16 pairs of keys,
+  // pPairs[m][i] = p[2m][i] | p[2m + 1][i] << 16, and its values,
+  // vPairs[m][d] = v[2m][d] | v[2m + 1][d] << 16 (Dv padded with zeros).
   bool bf16Dot = false;
-  Value qPairs;
+  Value qPairs, pPairs, vPairs;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to qRowLength (Dk rounded up to W).
   Value qRows, qRowLength;
@@ -644,6 +647,8 @@ private:
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
                   Value j0, Value nk);
+  void packPairs(Value j0, Value nk);
+  void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
 };
 
 void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
@@ -720,8 +725,17 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   };
   bf16Dot = t.bf16Dot && score == attn::ScoreKind::dot &&
             isBf16(buf.query.data) && isBf16(buf.key.data);
-  if (bf16Dot)
+  if (bf16Dot) {
     packQueryPairs();
+    auto words = [&](Value elements) {
+      return b.create<memref::AllocaOp>(
+          MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
+          ValueRange{elements}, b.getI64IntegerAttr(64));
+    };
+    int64_t keyPairs = (BK + 1) / 2;
+    pPairs = words(e.index(keyPairs * BQ));
+    vPairs = words(e.mul(dvPaddedValue, keyPairs));
+  }
 
   // Running state: m = -inf, l = 0, O = 0.
   Value minusInf =
@@ -835,7 +849,7 @@ void AttentionTaskBuilder::lowerTiled(
     auto steps = [&](Value start, Value count, bool depthInLanes) {
       scoreTile(start, count, depthInLanes);
       softmaxStep(start, count, needMask);
-      accumulateValues(start, count);
+      accumulateValues(start, count, depthInLanes);
     };
     // A tile of at most one vector of rows (decoding) streams K and V once
     // and is bound by memory: it takes the key tile in steps of
@@ -1580,10 +1594,147 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
   });
 }
 
-void AttentionTaskBuilder::accumulateValues(Value j0, Value nk) {
+/// pPairs and vPairs of keys [j0, j0 + nk): adjacent keys interleaved, as
+/// vdpbf16ps takes them; a missing odd last key is 0 in both (never the next
+/// row of V, which may hold anything).
+void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  Type bf16 = b.getBF16Type();
+  auto halfType = VectorType::get({W}, bf16);
+  auto pairType = VectorType::get({2 * W}, bf16);
+  auto wordsType = VectorType::get({W}, b.getI32Type());
+  SmallVector<int64_t> interleave;
+  for (int64_t lane = 0; lane < W; ++lane)
+    interleave.append({lane, lane + W});
+  auto store = [&](Value low, Value high, Value buffer, Value at) {
+    Value pair = b.create<vector::ShuffleOp>(low, high, interleave);
+    b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pair),
+                              buffer, at);
+  };
+  Value pairs = e.ceilDiv(nk, 2);
+  Value lastKey = e.sub(T, e.index(1));
+  Value zero = b.create<arith::ConstantOp>(
+      halfType, DenseElementsAttr::get(halfType, b.getFloatAttr(bf16, 0.0)));
+  e.loop(e.index(0), pairs, 1, [&](Value m) {
+    Value first = e.mul(m, 2), second = e.add(first, 1);
+    Value hasSecond = e.lt(second, nk);
+    // The probabilities, rounded to bf16 (vcvtne2ps2bf16 takes two vectors).
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
+      Value low = b.create<vector::LoadOp>(vec, scores,
+                                           e.add(e.mul(first, BQ), i));
+      Value high = b.create<arith::SelectOp>(
+          hasSecond,
+          b.create<vector::LoadOp>(vec, scores,
+                                   e.add(e.mul(e.min(second, e.sub(nk, e.index(1))), BQ), i)),
+          e.constant(0.0, vec));
+      Value both = b.create<LLVM::CallIntrinsicOp>(
+                        pairType,
+                        b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                        ValueRange{high, low})
+                       .getResult(0);
+      // [low 0..W-1, high 0..W-1] -> pairs.
+      Value lowHalf = b.create<vector::ExtractStridedSliceOp>(
+          both, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{W},
+          ArrayRef<int64_t>{1});
+      Value highHalf = b.create<vector::ExtractStridedSliceOp>(
+          both, ArrayRef<int64_t>{W}, ArrayRef<int64_t>{W},
+          ArrayRef<int64_t>{1});
+      store(lowHalf, highHalf, pPairs, e.add(e.mul(m, BQ), i));
+    });
+    // The values, Dv padded with zeros to whole vectors.
+    Value rowA = rowOffset(vRows, e.add(j0, first));
+    Value rowB = rowOffset(vRows, e.min(e.add(j0, second), lastKey));
+    e.loop(e.index(0), dvPaddedValue, W, [&](Value d) {
+      Value count = e.min(e.index(W), e.sub(Dv, d));
+      Value mask = b.create<vector::CreateMaskOp>(
+          VectorType::get({W}, b.getI1Type()), count);
+      Value low = b.create<vector::MaskedLoadOp>(halfType, buf.value.data,
+                                                 e.add(rowA, d), mask, zero);
+      Value high = b.create<arith::SelectOp>(
+          hasSecond,
+          b.create<vector::MaskedLoadOp>(halfType, buf.value.data,
+                                         e.add(rowB, d), mask, zero),
+          zero);
+      store(low, high, vPairs, e.add(e.mul(m, dvPaddedValue), d));
+    });
+  });
+}
+
+/// valueBlock on the pairs: each vdpbf16ps adds two keys' p·v to 16 columns
+/// of a row.
+void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
+                                          Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
+  auto pairType = VectorType::get({2 * W}, b.getBF16Type());
+  auto wordsType = VectorType::get({W}, b.getI32Type());
+  SmallVector<Value> init;
+  for (int64_t r = 0; r < R; ++r) {
+    Value rescale =
+        e.broadcast(b.create<memref::LoadOp>(alpha, e.add(row0, r)), W);
+    for (int64_t v = 0; v < vectors; ++v) {
+      Value offset =
+          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+      init.push_back(b.create<arith::MulFOp>(
+          b.create<vector::LoadOp>(vec, acc, offset), rescale));
+    }
+  }
+  ValueRange sums = e.loop(
+      e.index(0), e.ceilDiv(nk, 2), 1, init, [&](Value m, ValueRange accs) {
+        SmallVector<Value> values;
+        for (int64_t v = 0; v < vectors; ++v)
+          values.push_back(b.create<vector::BitCastOp>(
+              pairType,
+              b.create<vector::LoadOp>(
+                  wordsType, vPairs,
+                  e.add(e.mul(m, dvPaddedValue), e.add(d0, v * W)))));
+        SmallVector<Value> next;
+        for (int64_t r = 0; r < R; ++r) {
+          Value word = b.create<memref::LoadOp>(
+              pPairs, e.add(e.mul(m, BQ), e.add(row0, r)));
+          Value probabilities = b.create<vector::BitCastOp>(
+              pairType, b.create<vector::BroadcastOp>(wordsType, word));
+          for (int64_t v = 0; v < vectors; ++v)
+            next.push_back(
+                b.create<LLVM::CallIntrinsicOp>(
+                     vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                     ValueRange{accs[r * vectors + v], probabilities, values[v]})
+                    .getResult(0));
+        }
+        return next;
+      });
+  e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
+    return e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+  });
+}
+
+void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
+                                            bool depthInLanes) {
   int64_t W = t.vectorWidth, R = t.pvRows, V = t.pvVectors;
   // Rows past nq (rounded to the block) carry nothing.
   Value rows = e.min(e.index(t.queryTile), e.mul(e.ceilDiv(nq, R), R));
+  if (bf16Dot && !depthInLanes) {
+    // bf16 P·V on AVX512-BF16, for tiles of queries in lanes (a decode step
+    // streams V once, where packing would only add work): whole vectors,
+    // since acc and vPairs are padded to them.
+    packPairs(j0, nk);
+    e.loop(e.index(0), rows, R, [&](Value row0) {
+      if (dvPadded) {
+        int64_t vectors = dvPadded / W, blocks = vectors / V;
+        if (blocks > 0)
+          e.loop(e.index(0), e.index(blocks * V * W), V * W, [&](Value d0) {
+            valuePairBlock(row0, d0, V, nk);
+          });
+        if (int64_t rest = vectors - blocks * V)
+          valuePairBlock(row0, e.index(blocks * V * W), rest, nk);
+        return;
+      }
+      e.loop(e.index(0), dvPaddedValue, W,
+             [&](Value d0) { valuePairBlock(row0, d0, 1, nk); });
+    });
+    return;
+  }
   e.loop(e.index(0), rows, R, [&](Value row0) {
     if (staticDv) {
       int64_t vectors = roundUp(*staticDv, W) / W;

@@ -16,7 +16,7 @@ test also checks `attnc reference` and that `run --check` passes exactly when
 the non-finite entries agree.
 
 Each case puts one non-finite value into q, k or v of a small graph (prefill
-with a causal mask, the MHA decode path at S=1 over T=40 with a key-length
+with a causal mask in f32 and in bf16, the MHA decode path at S=1 over T=40 with a key-length
 mask, a GQA decode in bf16, and a key-split decode on 2 threads) and runs it
 through `attnc run --input ... --output-dir`. Prints one line per case and
 exits 1 if any fails.
@@ -60,6 +60,15 @@ GRAPHS = {
         "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v"}],
         "outputs": ["o"],
     },
+    # More rows than one vector: bf16 products with queries in lanes
+    # (vdpbf16ps on a CPU with AVX512-BF16).
+    "prefill_bf16": {
+        "attnc": 1, "name": "prefill_bf16", "dims": {},
+        "inputs": {n: {"shape": [1, 2, 37, 16], "dtype": "bf16"} for n in "qkv"},
+        "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                   "mask": [{"kind": "causal"}]}],
+        "outputs": ["o"],
+    },
     # One kv head and one batch: one task, so 2 threads split its keys.
     "split": {
         "attnc": 1, "name": "split", "dims": {},
@@ -88,6 +97,9 @@ CASES = [
     ("decode", "k", (1, 0, 3, 8), -np.inf),
     ("gqa_bf16", "k", (0, 1, 20, 4), np.nan),    # query heads 4..7
     ("gqa_bf16", "v", (0, 0, 7, 30), np.inf),
+    ("prefill_bf16", "k", (0, 1, 30, 9), np.nan),  # rows >= 30 of head 1
+    ("prefill_bf16", "v", (0, 0, 0, 3), np.inf),   # every row of head 0
+    ("prefill_bf16", "q", (0, 0, 20, 0), np.nan),
     ("split", "k", (0, 0, 2900, 1), np.nan),     # in the second part
     ("split", "v", (0, 0, 100, 3), -np.inf),     # in the first part
 ]
