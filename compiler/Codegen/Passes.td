@@ -50,8 +50,9 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     Option<"pvVectors", "pv-vectors", "int64_t", /*default=*/"2",
            "Vectors of the P.V register block">,
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
-           "bf16 Q.K^T through AVX512-BF16 dot products (vdpbf16ps; the "
-           "target must have avx512bf16 and 16-lane vectors)">,
+           "bf16 Q.K^T and P.V through AVX512-BF16 dot products "
+           "(vdpbf16ps; the target must have avx512bf16 and 16-lane "
+           "vectors)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

@@ -24,8 +24,8 @@ struct AttentionSchedule {
   int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
   int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.
   int64_t threads = 0;  ///< Default threads; 0 = one per core.
-  /// bf16 Q·Kᵀ through AVX512-BF16 dot products (vdpbf16ps): set from the
-  /// target's features when compiling, never read from a schedule file.
+  /// bf16 Q·Kᵀ and P·V through AVX512-BF16 dot products (vdpbf16ps): set
+  /// from the target's features when compiling, never read from a file.
   bool bf16Dot = false;
   std::string measured; ///< What the schedule measured, free text.
   std::string source;   ///< The file it came from, or "default".

@@ -44,7 +44,7 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
     }
   }
   // An ISA choice, not a schedule parameter: every schedule of a target
-  // with AVX512-BF16 takes its bf16 Q·Kᵀ through vdpbf16ps.
+  // with AVX512-BF16 takes its bf16 products through vdpbf16ps.
   result.schedule.bf16Dot = hasFeature(result.target, "avx512bf16");
   result.header = kernelHeader(graph);
   result.manifest =
