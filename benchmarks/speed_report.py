@@ -87,10 +87,10 @@ class Shape:
         return 2.0 * self.hkv * self.t * self.d * (2 if self.dtype == "bf16" else 4)
 
 
-def _prefill(id, graph, d, length, causal):
+def _prefill(id, graph, d, length, causal, dtype="f32"):
     mask = "causal" if causal else "non-causal"
-    return Shape(id, f"prefill f32 {mask} H=8 S=T={length} D={d}", "prefill",
-                 f"benchmarks/graphs/{graph}", "f32", 8, 8, length, length, d, causal)
+    return Shape(id, f"prefill {dtype} {mask} H=8 S=T={length} D={d}", "prefill",
+                 f"benchmarks/graphs/{graph}", dtype, 8, 8, length, length, d, causal)
 
 
 def _decode(dtype, t):
@@ -111,6 +111,9 @@ SHAPES = [
     _prefill("prefill-d64", "attention_d64.json", 64, 2048, False),
     _prefill("prefill-d64-causal", "attention_d64_causal.json", 64, 2048, True),
     _prefill("prefill-d128", "attention_d128.json", 128, 1024, False),
+    # bf16 (judged by the f32 FMA peak too: on AVX512-BF16 attnc exceeds it).
+    _prefill("prefill-bf16-d64", "attention_d64_bf16.json", 64, 2048, False, "bf16"),
+    _prefill("prefill-bf16-d128", "attention_d128_bf16.json", 128, 1024, False, "bf16"),
     _decode("bf16", 4096),
     _decode("bf16", 32768),
     _decode("f32", 4096),
