@@ -607,6 +607,12 @@ private:
     return e.b.create<memref::CastOp>(
         MemRefType::get({ShapedType::kDynamic}, e.f32), fixed);
   }
+  /// `elements` 32-bit words (pairs of bf16).
+  Value allocaWords(Value elements) {
+    return e.b.create<memref::AllocaOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.b.getI32Type()),
+        ValueRange{elements}, e.b.getI64IntegerAttr(64));
+  }
   /// `factor` floats per element of `size` (a compile-time size when known).
   Value allocaTimes(Value size, int64_t factor, std::optional<int64_t> known) {
     return known ? alloca(*known * factor) : alloca(e.mul(size, factor));
@@ -727,14 +733,9 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
             isBf16(buf.query.data) && isBf16(buf.key.data);
   if (bf16Dot) {
     packQueryPairs();
-    auto words = [&](Value elements) {
-      return b.create<memref::AllocaOp>(
-          MemRefType::get({ShapedType::kDynamic}, b.getI32Type()),
-          ValueRange{elements}, b.getI64IntegerAttr(64));
-    };
     int64_t keyPairs = (BK + 1) / 2;
-    pPairs = words(e.index(keyPairs * BQ));
-    vPairs = words(e.mul(dvPaddedValue, keyPairs));
+    pPairs = allocaWords(e.index(keyPairs * BQ));
+    vPairs = allocaWords(e.mul(dvPaddedValue, keyPairs));
   }
 
   // Running state: m = -inf, l = 0, O = 0.
@@ -1103,9 +1104,7 @@ void AttentionTaskBuilder::packQueryPairs() {
   int64_t BQ = t.queryTile;
   Type i16 = b.getI16Type(), i32 = b.getI32Type();
   Value pairs = e.ceilDiv(Dk, 2);
-  qPairs = b.create<memref::AllocaOp>(
-      MemRefType::get({ShapedType::kDynamic}, i32),
-      ValueRange{e.mul(pairs, BQ)}, b.getI64IntegerAttr(64));
+  qPairs = allocaWords(e.mul(pairs, BQ));
   Value zero = b.create<arith::ConstantIntOp>(0, 32);
   Value sixteen = b.create<arith::ConstantIntOp>(16, 32);
   Value lastDepth = e.sub(Dk, e.index(1));
@@ -1607,6 +1606,8 @@ void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
   SmallVector<int64_t> interleave;
   for (int64_t lane = 0; lane < W; ++lane)
     interleave.append({lane, lane + W});
+  // Lanes i and W + i of (low, high) side by side: W-lane halves, or one
+  // 2W-lane vector given twice.
   auto store = [&](Value low, Value high, Value buffer, Value at) {
     Value pair = b.create<vector::ShuffleOp>(low, high, interleave);
     b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pair),
@@ -1619,28 +1620,24 @@ void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
   e.loop(e.index(0), pairs, 1, [&](Value m) {
     Value first = e.mul(m, 2), second = e.add(first, 1);
     Value hasSecond = e.lt(second, nk);
-    // The probabilities, rounded to bf16 (vcvtne2ps2bf16 takes two vectors).
+    // The probabilities, rounded to bf16: vcvtne2ps2bf16 gives the first
+    // key's in lanes [0, W) and the second's in [W, 2W), which interleave.
+    Value secondRow = e.min(second, e.sub(nk, e.index(1)));
     e.loop(e.index(0), liveQueries, W, [&](Value i) {
       Value low = b.create<vector::LoadOp>(vec, scores,
                                            e.add(e.mul(first, BQ), i));
       Value high = b.create<arith::SelectOp>(
           hasSecond,
           b.create<vector::LoadOp>(vec, scores,
-                                   e.add(e.mul(e.min(second, e.sub(nk, e.index(1))), BQ), i)),
+                                   e.add(e.mul(secondRow, BQ), i)),
           e.constant(0.0, vec));
-      Value both = b.create<LLVM::CallIntrinsicOp>(
-                        pairType,
-                        b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
-                        ValueRange{high, low})
-                       .getResult(0);
-      // [low 0..W-1, high 0..W-1] -> pairs.
-      Value lowHalf = b.create<vector::ExtractStridedSliceOp>(
-          both, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{W},
-          ArrayRef<int64_t>{1});
-      Value highHalf = b.create<vector::ExtractStridedSliceOp>(
-          both, ArrayRef<int64_t>{W}, ArrayRef<int64_t>{W},
-          ArrayRef<int64_t>{1});
-      store(lowHalf, highHalf, pPairs, e.add(e.mul(m, BQ), i));
+      Value both =
+          b.create<LLVM::CallIntrinsicOp>(
+               pairType,
+               b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+               ValueRange{high, low})
+              .getResult(0);
+      store(both, both, pPairs, e.add(e.mul(m, BQ), i));
     });
     // The values, Dv padded with zeros to whole vectors.
     Value rowA = rowOffset(vRows, e.add(j0, first));
