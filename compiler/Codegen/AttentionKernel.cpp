@@ -655,6 +655,9 @@ private:
                   Value j0, Value nk);
   void packPairs(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
+  Value accumulatorOffset(Value row0, int64_t r, Value d0, int64_t v);
+  SmallVector<Value> rescaledAccumulators(Value row0, Value d0,
+                                          int64_t vectors);
 };
 
 void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
@@ -1554,6 +1557,31 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
   });
 }
 
+/// Where vector v of row row0 + r of a P·V register block starts in acc.
+Value AttentionTaskBuilder::accumulatorOffset(Value row0, int64_t r, Value d0,
+                                              int64_t v) {
+  return e.add(e.mul(e.add(row0, r), dvPaddedValue),
+               e.add(d0, v * t.vectorWidth));
+}
+
+/// A P·V register block's accumulators, alpha_r · acc[r][...], row-major.
+SmallVector<Value> AttentionTaskBuilder::rescaledAccumulators(Value row0,
+                                                              Value d0,
+                                                              int64_t vectors) {
+  ImplicitLocOpBuilder &b = e.b;
+  SmallVector<Value> block;
+  for (int64_t r = 0; r < t.pvRows; ++r) {
+    Value rescale = e.broadcast(
+        b.create<memref::LoadOp>(alpha, e.add(row0, r)), t.vectorWidth);
+    for (int64_t v = 0; v < vectors; ++v)
+      block.push_back(b.create<arith::MulFOp>(
+          b.create<vector::LoadOp>(vec, acc,
+                                   accumulatorOffset(row0, r, d0, v)),
+          rescale));
+  }
+  return block;
+}
+
 /// acc[r][d0 + v·W ...] = alpha_r · acc + sum_j p[j][r] · V[j][...] for
 /// `vectors` vectors of `pvRows` rows; the last vector holds `lastCount`
 /// lanes when given.
@@ -1561,17 +1589,7 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
                                       Value lastCount, Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
-  SmallVector<Value> init, scalesPerRow;
-  for (int64_t r = 0; r < R; ++r) {
-    Value rescale =
-        e.broadcast(b.create<memref::LoadOp>(alpha, e.add(row0, r)), W);
-    for (int64_t v = 0; v < vectors; ++v) {
-      Value offset =
-          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
-      init.push_back(b.create<arith::MulFOp>(
-          b.create<vector::LoadOp>(vec, acc, offset), rescale));
-    }
-  }
+  SmallVector<Value> init = rescaledAccumulators(row0, d0, vectors);
   ValueRange sums = e.loop(
       e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
         Value row = rowOffset(vRows, e.add(j0, j));
@@ -1589,7 +1607,7 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
         return e.outerProduct(probabilities, values, accs);
       });
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
-    return e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+    return accumulatorOffset(row0, r, d0, v);
   });
 }
 
@@ -1666,17 +1684,7 @@ void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
   auto pairType = VectorType::get({2 * W}, b.getBF16Type());
   auto wordsType = VectorType::get({W}, b.getI32Type());
-  SmallVector<Value> init;
-  for (int64_t r = 0; r < R; ++r) {
-    Value rescale =
-        e.broadcast(b.create<memref::LoadOp>(alpha, e.add(row0, r)), W);
-    for (int64_t v = 0; v < vectors; ++v) {
-      Value offset =
-          e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
-      init.push_back(b.create<arith::MulFOp>(
-          b.create<vector::LoadOp>(vec, acc, offset), rescale));
-    }
-  }
+  SmallVector<Value> init = rescaledAccumulators(row0, d0, vectors);
   ValueRange sums = e.loop(
       e.index(0), e.ceilDiv(nk, 2), 1, init, [&](Value m, ValueRange accs) {
         SmallVector<Value> values;
@@ -1702,7 +1710,7 @@ void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
         return next;
       });
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
-    return e.add(e.mul(e.add(row0, r), dvPaddedValue), e.add(d0, v * W));
+    return accumulatorOffset(row0, r, d0, v);
   });
 }
 
