@@ -646,6 +646,9 @@ private:
   void packQueryRows();
   void dotScores(Value j0, Value nk, bool depthInLanes);
   void queriesInLanesScores(Value j0, Value nk);
+  void forEachScoreBlock(
+      Value j0, Value nk,
+      function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
   void bf16DotScores(Value j0, Value nk);
   void depthInLanesScores(Value j0, Value nk);
@@ -1147,7 +1150,6 @@ void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
   auto bf16Type = VectorType::get({2 * W}, b.getBF16Type());
   auto keyPairType = VectorType::get({2}, b.getBF16Type());
   auto oneWordType = VectorType::get({1}, i32);
-  Value lastKey = e.sub(T, e.index(1));
   Value wholePairs = b.create<arith::DivUIOp>(Dk, e.index(2));
   Value oddDepth = b.create<arith::CmpIOp>(
       arith::CmpIPredicate::ne, b.create<arith::RemUIOp>(Dk, e.index(2)),
@@ -1179,12 +1181,7 @@ void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
     return b.create<vector::BitCastOp>(
         bf16Type, b.create<vector::BroadcastOp>(pairsType, word));
   };
-  e.loop(e.index(0), nk, SK, [&](Value jb) {
-    SmallVector<Value> keyRows;
-    for (int64_t k = 0; k < SK; ++k)
-      keyRows.push_back(
-          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
-    e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
+  forEachScoreBlock(j0, nk, [&](ArrayRef<Value> keyRows, Value ib) {
       SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
       SmallVector<Value> sums = llvm::to_vector(e.loop(
           e.index(0), wholePairs, 1, init, [&](Value m, ValueRange accs) {
@@ -1217,10 +1214,7 @@ void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
           [&] { return sums; }));
       for (Value &sum : sums)
         sum = b.create<arith::MulFOp>(sum, factor);
-      e.storeBlock(sums, SK, SV, scores, [&](int64_t k, int64_t s) {
-        return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
-      });
-    });
+      return sums;
   });
 }
 
@@ -1231,6 +1225,33 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
+  forEachScoreBlock(j0, nk, [&](ArrayRef<Value> keyRows, Value ib) {
+    SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
+    return llvm::to_vector(e.loop(
+        e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
+          SmallVector<Value> queries;
+          Value base = e.add(e.mul(d, BQ), ib);
+          for (int64_t s = 0; s < SV; ++s)
+            queries.push_back(
+                b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
+          SmallVector<Value> keys;
+          for (int64_t k = 0; k < SK; ++k)
+            keys.push_back(e.broadcast(
+                e.loadF32(buf.key.data, e.add(keyRows[k], d)), W));
+          return e.outerProduct(keys, queries, accs);
+        }));
+  });
+}
+
+/// The tile's QKᵀ register blocks, `scoreKeys` keys × `scoreVectors` query
+/// vectors each: `block` gets the keys' row offsets in K (keys past T read
+/// the last key; their scores are never used) and the block's first query,
+/// and returns its accumulators, which go to `scores`.
+void AttentionTaskBuilder::forEachScoreBlock(
+    Value j0, Value nk,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block) {
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t SK = t.scoreKeys, SV = t.scoreVectors;
   Value lastKey = e.sub(T, e.index(1));
   e.loop(e.index(0), nk, SK, [&](Value jb) {
     SmallVector<Value> keyRows;
@@ -1238,23 +1259,10 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
       keyRows.push_back(
           rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
     e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
-      SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
-      ValueRange sums = e.loop(
-          e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
-            SmallVector<Value> queries;
-            Value base = e.add(e.mul(d, BQ), ib);
-            for (int64_t s = 0; s < SV; ++s)
-              queries.push_back(
-                  b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
-            SmallVector<Value> keys;
-            for (int64_t k = 0; k < SK; ++k)
-              keys.push_back(e.broadcast(
-                  e.loadF32(buf.key.data, e.add(keyRows[k], d)), W));
-            return e.outerProduct(keys, queries, accs);
-          });
-      e.storeBlock(sums, SK, SV, scores, [&](int64_t k, int64_t s) {
-        return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
-      });
+      e.storeBlock(block(keyRows, ib), SK, SV, scores,
+                   [&](int64_t k, int64_t s) {
+                     return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
+                   });
     });
   });
 }
