@@ -56,6 +56,13 @@ bool hasFeature(const CpuTarget &target, const std::string &feature) {
   return false;
 }
 
+bool prefersBf16Dot(const CpuTarget &target) {
+  if (!hasFeature(target, "avx512bf16"))
+    return false;
+  return target.name != "host" ||
+         llvm::StringRef(target.cpu).starts_with("znver");
+}
+
 std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   // The x86-64-v3 and -v4 levels' features code generation may use.
   static const char *const v3[] = {"avx", "avx2", "fma", "f16c", "bmi2"};

@@ -31,6 +31,13 @@ CpuTarget cpuTarget(const std::string &name);
 /// "avx512bf16"): named in its feature string, or implied by its class.
 bool hasFeature(const CpuTarget &target, const std::string &feature);
 
+/// Whether `target`'s kernels compute bf16 products with vdpbf16ps: always
+/// for x86-64-avx512-bf16; for `host`, on AMD cores with AVX512-BF16 (Zen 4
+/// and later), where it was measured 1.7-1.9x the f32 path. Intel's cores
+/// run it on the FMA ports and it was measured slower there than converting
+/// to f32, so `host` keeps the f32 path on them.
+bool prefersBf16Dot(const CpuTarget &target);
+
 /// "x86-64", "x86-64-avx2" or "x86-64-avx512": the class whose default
 /// schedules serve `target` (for `host`, by its widest vectors).
 std::string targetClassOf(const CpuTarget &target);

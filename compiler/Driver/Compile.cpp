@@ -43,9 +43,8 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
                             why + "; the default schedule";
     }
   }
-  // An ISA choice, not a schedule parameter: every schedule of a target
-  // with AVX512-BF16 takes its bf16 products through vdpbf16ps.
-  result.schedule.bf16Dot = hasFeature(result.target, "avx512bf16");
+  // An ISA choice, not a schedule parameter.
+  result.schedule.bf16Dot = prefersBf16Dot(result.target);
   result.header = kernelHeader(graph);
   result.manifest =
       kernelManifest(graph, "mlir", result.target, result.schedule);

@@ -2,7 +2,7 @@
 
     bf16_dot.py --attnc PATH [-j N] [--keep DIR]
 
-`--target x86-64-avx512-bf16` (and `host` on a CPU with avx512bf16) computes
+`--target x86-64-avx512-bf16` (and `host` on AMD cores with avx512bf16) computes
 the dot scores of bf16 q and k with vdpbf16ps: depths in pairs, an odd last
 depth alone. These cases cover what that path depends on: even and odd Dk
 (1, 2, 7, 64, 80, 129), Dk as a run-time size, query tiles of one vector and
