@@ -5,7 +5,8 @@
 #                    [BACKEND <mlir|halide>]    # mlir (default)
 #                    [SCHEDULE <schedule.json>]
 #                    [TARGET <cpu target>]      # host (default), x86-64,
-#                                               # x86-64-avx2, x86-64-avx512
+#                                               # x86-64-avx2, x86-64-avx512,
+#                                               # x86-64-avx512-bf16
 #                    [NAME <kernel name>]       # default: "name" in the graph
 #                    [TUNING_DB <tuning.db>     # schedule: the database's best
 #                     [DIMS <N=V>...]]          # record at these sizes
