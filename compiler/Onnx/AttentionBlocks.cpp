@@ -72,6 +72,16 @@ private:
   std::map<std::string, const onnx::ValueInfoProto *> types;
 
   const NodeProto &node(int i) const { return model.graph().node(i); }
+  /// Input or output k of `n`, "" where a malformed model gives it fewer
+  /// (the generated accessors do not check).
+  static const std::string &inputOf(const NodeProto &n, int k) {
+    static const std::string none;
+    return k < n.input_size() ? n.input(k) : none;
+  }
+  static const std::string &outputOf(const NodeProto &n, int k) {
+    static const std::string none;
+    return k < n.output_size() ? n.output(k) : none;
+  }
   /// The node that alone reads `value`'s data, if exactly one does (Shape
   /// nodes read only its shape).
   std::optional<int> soleConsumer(const std::string &value) const {
@@ -118,7 +128,8 @@ std::vector<int> BlockFinder::blockEnds() const {
   for (int i = 0; i < model.graph().node_size(); ++i) {
     const NodeProto &n = node(i);
     if (isFusedAttention(n)) {
-      ends.push_back(i);
+      if (n.output_size() >= 1)
+        ends.push_back(i);
       continue;
     }
     if (n.op_type() != "Softmax" || n.output_size() < 1)
@@ -127,11 +138,12 @@ std::vector<int> BlockFinder::blockEnds() const {
     std::optional<int> next = soleConsumer(probabilities);
     while (next && (node(*next).op_type() == "Cast" ||
                     node(*next).op_type() == "Identity")) {
-      probabilities = node(*next).output(0);
-      next = soleConsumer(probabilities);
+      probabilities = outputOf(node(*next), 0);
+      next = probabilities.empty() ? std::nullopt : soleConsumer(probabilities);
     }
     if (next && node(*next).op_type() == "MatMul" &&
-        node(*next).input(0) == probabilities)
+        node(*next).output_size() >= 1 &&
+        inputOf(node(*next), 0) == probabilities)
       ends.push_back(*next);
   }
   return ends;
@@ -142,8 +154,10 @@ std::vector<int> BlockFinder::blockEnds() const {
 int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   int last = end;
   auto step = [&](auto accept) -> bool {
-    std::optional<int> next = soleConsumer(node(last).output(0));
-    if (!next || !accept(node(*next)))
+    const std::string &value = outputOf(node(last), 0);
+    std::optional<int> next =
+        value.empty() ? std::nullopt : soleConsumer(value);
+    if (!next || node(*next).output_size() < 1 || !accept(node(*next)))
       return false;
     last = *next;
     inside.insert(last);
@@ -157,7 +171,8 @@ int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   if (step([&](const NodeProto &n) { return isProjection(n); }))
     step([&](const NodeProto &n) {
       return n.op_type() == "Add" &&
-             (initializers.count(n.input(0)) || initializers.count(n.input(1)));
+             (initializers.count(inputOf(n, 0)) ||
+              initializers.count(inputOf(n, 1)));
     });
   return last;
 }
@@ -217,7 +232,7 @@ onnx::ModelProto BlockFinder::blockModel(const std::set<int> &nodes, int end,
       *graph.add_input() = *type->second;
     }
   }
-  const std::string &output = node(end).output(0);
+  const std::string &output = outputOf(node(end), 0);
   auto type = types.find(output);
   onnx::ValueInfoProto *info = graph.add_output();
   if (type != types.end())
@@ -242,7 +257,7 @@ OnnxBlocks BlockFinder::run() {
       previous = cuts.size();
       for (int i : nodes)
         if (isProjection(node(i)) && !tail.count(i))
-          cuts.insert(node(i).input(0));
+          cuts.insert(inputOf(node(i), 0));
       nodes = walkBack(end, cuts);
     }
     OnnxBlock block;
@@ -250,7 +265,8 @@ OnnxBlocks BlockFinder::run() {
     for (int i : nodes) {
       const NodeProto &n = node(i);
       block.nodes.push_back(
-          n.name().empty() ? n.op_type() + "(" + n.output(0) + ")" : n.name());
+          n.name().empty() ? n.op_type() + "(" + outputOf(n, 0) + ")"
+                           : n.name());
       covered.insert(i);
     }
     onnx::ModelProto sub = blockModel(nodes, end, block.problem);
