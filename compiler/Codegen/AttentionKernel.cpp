@@ -8,11 +8,12 @@
 //      additive: Wq q instead);
 //   2. for each key tile of the tiled IR's key loop: scores SC[j][i] by a
 //      register-blocked product (tile_scores), then biases and masks, the
-//      running max m and sum l as vectors, p = exp2(s - m) in place
+//      running max m and sum l as vectors, p = exp2(s - m - log2 T) in place
 //      (tile_transform, tile_mask, tile_softmax_update);
 //   3. O[i][:] = alpha_i O[i][:] + sum_j p[j][i] V[j][:] in row layout
 //      (tile_accumulate);
-//   4. out = O / l (0 when l == 0), lse = (m + log2 l) ln 2 (tile_normalize).
+//   4. out = O / l (0 when l == 0), lse = (m + log2 T + log2 l) ln 2
+//      (tile_normalize).
 //
 //===----------------------------------------------------------------------===//
 
@@ -558,6 +559,9 @@ private:
   RowLayout kRows, vRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
+  /// log2 T (f32): p = exp2(s - m - log2 T), so that sum p <= 1 and O, a
+  /// sum of p·v, stays within f32 wherever the output does.
+  Value logKeys;
   // bf16 dot scores (t.bf16Dot with bf16 q and k): the raw queries as pairs
   // of depths, qPairs[m][i] = q[i][2m] | q[i][2m + 1] << 16 (i32, unscaled,
   // zero past Dk), the operand layout of vdpbf16ps with queries in lanes.
@@ -696,6 +700,9 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
       e.min(e.index(t.queryTile),
             e.mul(e.ceilDiv(nq, queryBlock), queryBlock)));
   offset = e.sub(T, S);
+  logKeys = b.create<math::Log2Op>(b.create<arith::UIToFPOp>(
+      b.getF32Type(),
+      b.create<arith::IndexCastUIOp>(b.getI64Type(), e.max(T, e.index(1)))));
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
 
@@ -1491,8 +1498,11 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
   return s;
 }
 
-/// The online-softmax update of the tile: new running max, p = exp2(s - m)
-/// in place of the scores, alpha = exp2(m_old - m_new), l = alpha·l + sum p.
+/// The online-softmax update of the tile: new running max, p = exp2(s - m -
+/// log2 T) in place of the scores, alpha = exp2(m_old - m_new), l = alpha·l +
+/// sum p. The shift by log2 T changes nothing but the range: l <= 1 and
+/// |O| <= max |v|, where exp2(s - m) would let O reach T·max |v| and
+/// overflow f32 for values the output holds (|v| > 3.4e38 / T).
 void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
                                        Value needPositionMask) {
   ImplicitLocOpBuilder &b = e.b;
@@ -1546,6 +1556,7 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
     Value safeMax =
         b.create<arith::SelectOp>(empty, e.constant(0.0, vec), newMax);
     Value rescale = e.exp2(b.create<arith::SubFOp>(oldMax, safeMax));
+    Value shift = b.create<arith::AddFOp>(safeMax, e.broadcast(logKeys, W));
     Value oldSum = b.create<vector::LoadOp>(vec, rowSum, i);
     Value sum = e.loop(e.index(0), nk, 1,
                        ValueRange{b.create<arith::MulFOp>(oldSum, rescale)},
@@ -1554,7 +1565,7 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
                          Value s =
                              b.create<vector::LoadOp>(vec, scores, offset);
                          Value p =
-                             e.exp2(b.create<arith::SubFOp>(s, safeMax));
+                             e.exp2(b.create<arith::SubFOp>(s, shift));
                          b.create<vector::StoreOp>(p, scores, offset);
                          return SmallVector<Value>{
                              b.create<arith::AddFOp>(args[0], p)};
@@ -1772,7 +1783,7 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
 }
 
 /// out = acc / l (0 for a row without keys, NaN for a row that saw a NaN
-/// score), lse = (m + log2 l) · ln 2.
+/// score), lse = (m + log2 T + log2 l) · ln 2.
 void AttentionTaskBuilder::finish() {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
@@ -1802,7 +1813,8 @@ void AttentionTaskBuilder::finish() {
     if (Value lse = buf.lse.data) {
       Value max = b.create<memref::LoadOp>(rowMax, i);
       Value logSum = b.create<arith::MulFOp>(
-          b.create<arith::AddFOp>(max, b.create<math::Log2Op>(sum)),
+          b.create<arith::AddFOp>(b.create<arith::AddFOp>(max, logKeys),
+                                  b.create<math::Log2Op>(sum)),
           e.f32Constant(0.6931471805599453));
       Value value = b.create<arith::SelectOp>(
           noKeys, e.f32Constant(-std::numeric_limits<double>::infinity()),

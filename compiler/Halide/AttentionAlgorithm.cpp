@@ -321,7 +321,11 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   // makes s - m NaN, and its weight NaN, so the row's output is NaN. Halide's
   // exp does not return NaN for NaN, hence the explicit test, and Halide
   // marks float arithmetic fast-math (no NaN), hence strict_float for it.
-  Expr shifted = strict_float(s - c.rowMax(i, h, b));
+  // Shifted by log T as well, so that sum p <= 1: the accumulator, a sum of
+  // p·v, then stays within f32 wherever the output does (with exp(s - m)
+  // alone it reaches T·max |v|).
+  Expr logKeys = log(cast<float>(max(T, 1)));
+  Expr shifted = strict_float(s - (c.rowMax(i, h, b) + logKeys));
   c.probabilities(i, j, h, b) =
       select(is_nan(shifted), shifted,
              select(s > kDroppedBelow, exp(shifted), 0.0f));
@@ -350,7 +354,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     c.result(i, h, b) =
         strict_float(select(sum == 0.0f, negativeInfinity,
                             select(is_nan(sum), sum,
-                                   c.rowMax(i, h, b) + log(sum))));
+                                   c.rowMax(i, h, b) + logKeys + log(sum))));
   }
 }
 

@@ -15,6 +15,9 @@ np.exp propagate NaN), written here independently of attnc's reference; the
 test also checks `attnc reference` and that `run --check` passes exactly when
 the non-finite entries agree.
 
+Five more cases fill v with finite values near f32's limit (about 2e38): the
+output, a weighted mean of v, is finite, and so must the kernels' be.
+
 Each case puts one non-finite value into q, k or v of a small graph (prefill
 with a causal mask in f32 and in bf16, the MHA decode path at S=1 over T=40 with a key-length
 mask, a GQA decode in bf16, and a key-split decode on 2 threads) and runs it
@@ -102,6 +105,14 @@ CASES = [
     ("prefill_bf16", "q", (0, 0, 20, 0), np.nan),
     ("split", "k", (0, 0, 2900, 1), np.nan),     # in the second part
     ("split", "v", (0, 0, 100, 3), -np.inf),     # in the first part
+    # Finite values near f32's limit: the output (a weighted mean of v) is
+    # finite, so the kernels must not overflow on the way (a sum of p·v
+    # with p = exp(s - m) reaches T·max |v|).
+    ("prefill", "v", "all", 2e38),
+    ("decode", "v", "all", 2e38),
+    ("gqa_bf16", "v", "all", 2e38),
+    ("prefill_bf16", "v", "all", -2e38),
+    ("split", "v", "all", 2e38),
 ]
 
 
@@ -196,7 +207,15 @@ def main():
                 if spec["dtype"] == "bf16":
                     x = oracle.decode_from_file(oracle.encode_for_file(x, "bf16"), "bf16").astype(np.float32)
                 inputs[n] = x
-        inputs[where][index] = value
+        if index == "all":
+            # Every value near `value`, within f32 (and bf16) range.
+            x = value * (1 + 0.05 * rng.uniform(-1, 1, inputs[where].shape))
+            x = x.astype(np.float32)
+            if graph["inputs"][where]["dtype"] == "bf16":
+                x = oracle.decode_from_file(oracle.encode_for_file(x, "bf16"), "bf16").astype(np.float32)
+            inputs[where] = x
+        else:
+            inputs[where][index] = value
         ref = expected(graph, inputs)
         tol = 2e-2 if graph["inputs"]["q"]["dtype"] == "bf16" else 1e-4
         r, outs = run(a.attnc, a.backend, "%s%d" % (name, number), graph, inputs, work,
@@ -211,7 +230,8 @@ def main():
             ok, note = agree(outs[n], ref[n], tol)
             if not ok:
                 problems.append("%s: %s" % (n, note))
-        desc = "%s %s%s=%s" % (name, where, list(index), value)
+        desc = "%s %s%s=%s" % (name, where, "" if index == "all" else list(index),
+                               ("~%g" % value) if index == "all" else value)
         print("%-4s %s %s" % ("ok" if not problems else "FAIL", a.backend, desc)
               + ("" if not problems else ": " + "; ".join(problems)))
         failures += bool(problems)
