@@ -21,7 +21,7 @@
 
 #include <onnx/shape_inference/implementation.h>
 
-#include <functional>
+#include <vector>
 #include <map>
 #include <set>
 
@@ -136,8 +136,12 @@ std::vector<int> BlockFinder::blockEnds() const {
       continue;
     std::string probabilities = n.output(0);
     std::optional<int> next = soleConsumer(probabilities);
+    // Each node at most once: a malformed model may loop (a Cast that reads
+    // its own output), which a walk to the next op would follow forever.
+    std::set<int> passed;
     while (next && (node(*next).op_type() == "Cast" ||
-                    node(*next).op_type() == "Identity")) {
+                    node(*next).op_type() == "Identity") &&
+           passed.insert(*next).second) {
       probabilities = outputOf(node(*next), 0);
       next = probabilities.empty() ? std::nullopt : soleConsumer(probabilities);
     }
@@ -180,19 +184,22 @@ int BlockFinder::extendForward(int end, std::set<int> &inside) const {
 /// Every node the block's end depends on, not crossing `cuts`.
 std::set<int> BlockFinder::walkBack(int end,
                                     const std::set<std::string> &cuts) const {
+  // A work list, not recursion: the model's depth is the input's to choose.
   std::set<int> nodes;
-  std::function<void(int)> visit = [&](int i) {
+  std::vector<int> pending{end};
+  while (!pending.empty()) {
+    int i = pending.back();
+    pending.pop_back();
     if (!nodes.insert(i).second)
-      return;
+      continue;
     for (const std::string &input : node(i).input()) {
       if (input.empty() || cuts.count(input))
         continue;
       auto found = producer.find(input);
       if (found != producer.end())
-        visit(found->second);
+        pending.push_back(found->second);
     }
-  };
-  visit(end);
+  }
   return nodes;
 }
 

@@ -12,8 +12,9 @@ SRC/models.json with paths relative to SRC, into DIR instead), then for every mo
     --output-dir DIR/NAME/out-B` must exit 0 and write, for every graph output, the file named
     by the importer's rule (models.json "file") with the expected dtype and shape, no NaN, and a
     normwise relative error ||out - ref|| / ||ref|| (float64) within the model's tolerance.
-With --malformed, `attnc check FILE` on every DIR/malformed case must exit with status 1 (no
-crash) and print exactly one non-empty line on stderr, naming the file.
+With --malformed, `attnc check FILE` and `attnc import FILE --attention-only` on every
+DIR/malformed case must exit with status 1 (no crash, no hang) and print exactly one non-empty
+line on stderr, naming the file; and a valid model of 200,000 chained nodes must pass both.
 
 Prints one line per check (`ok ...` / `FAIL ...`) and a summary; exits 1 if anything failed.
 """
@@ -190,7 +191,42 @@ def check_malformed(attnc, out, case, report):
         return report.fail(what, "expected one line on stderr, got %d: %r" % (len(lines), stderr))
     if case["file"] not in lines[0]:
         return report.fail(what, "stderr does not name the file: %r" % lines[0])
+    # The block finder of --attention-only walks the model on its own: the same verdict.
+    blocks = os.path.join(out, "malformed", case["file"] + ".blocks")
+    rc, _, stderr = execute([attnc, "import", path, "--attention-only", "-o", blocks])
+    blockLines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if rc != 1 or len(blockLines) != 1 or case["file"] not in blockLines[0]:
+        return report.fail(what, "import --attention-only: expected exit 1 and one line naming "
+                           "the file, got %s" % describe_exit(rc, stderr))
     report.ok(what, "(%s)" % lines[0].strip())
+
+
+def check_deep_chain(attnc, out, report):
+    """200,000 Identity nodes before an attention: nothing may recurse once per node."""
+    import onnx
+    from onnx import helper, TensorProto
+    what = "deep chain of 200000 nodes"
+    nodes, previous = [], "q"
+    for i in range(200000):
+        nodes.append(helper.make_node("Identity", [previous], ["x%d" % i]))
+        previous = "x%d" % i
+    nodes += [helper.make_node("MatMul", [previous, "kt"], ["s"]),
+              helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+              helper.make_node("MatMul", ["p", "v"], ["o"])]
+    f32 = TensorProto.FLOAT
+    graph = helper.make_graph(
+        nodes, "deep", [helper.make_tensor_value_info("q", f32, [1, 2, 4, 8]),
+                        helper.make_tensor_value_info("kt", f32, [1, 2, 8, 4]),
+                        helper.make_tensor_value_info("v", f32, [1, 2, 4, 8])],
+        [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])])
+    path = os.path.join(out, "malformed", "deep_chain.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    for cmd in ([attnc, "check", path],
+                [attnc, "import", path, "--attention-only", "-o", path + ".blocks"]):
+        rc, _, stderr = execute(cmd)
+        if rc != 0:
+            return report.fail(what, "%s: %s" % (cmd[1], describe_exit(rc, stderr)))
+    report.ok(what, "(check and import --attention-only)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,6 +301,7 @@ def main():
         with open(os.path.join(args.out, "malformed", "cases.json")) as f:
             for case in json.load(f)["cases"]:
                 check_malformed(attnc, args.out, case, report)
+        check_deep_chain(attnc, args.out, report)
     report.summary()
     return 1 if report.failed else 0
 

@@ -918,6 +918,19 @@ def malformed_cases():
     cases.append(("cycle.onnx", m.SerializeToString(),
                   "nodes /Add and /Add_1 read each other's outputs (a cycle)"))
 
+    # Found by the libFuzzer target: a Cast that reads its own output after a Softmax sent
+    # `import --attention-only`, which follows Casts from the probabilities to P·V, round the
+    # loop forever.
+    m = _tiny([helper.make_node("Softmax", ["x"], ["/Softmax_output_0"], name="/Softmax", axis=-1),
+               helper.make_node("Cast", ["/Softmax_output_0"], ["/Cast_output_0"], name="/Cast",
+                                to=F32),
+               helper.make_node("Cast", ["/Cast_output_0"], ["/Cast_output_0"], name="/Cast_1",
+                                to=F32),
+               helper.make_node("MatMul", ["/Cast_output_0", "x"], ["y"], name="/MatMul")],
+              [x], [y])
+    cases.append(("cast_cycle.onnx", m.SerializeToString(),
+                  "node /Cast_1 reads its own output between a Softmax and a MatMul"))
+
     m = _tiny([helper.make_node("FancyAttention", ["x"], ["y"], name="/FancyAttention",
                                 domain="com.example.custom", num_heads=2)],
               [x], [y], opsets=(("", 17), ("com.example.custom", 1)))
@@ -932,7 +945,7 @@ def malformed_cases():
 
     # the two built ones must really be invalid
     for name, data, _ in cases:
-        if name in ("missing_initializer.onnx", "cycle.onnx"):
+        if name in ("missing_initializer.onnx", "cycle.onnx", "cast_cycle.onnx"):
             try:
                 onnx.checker.check_model(onnx.load_from_string(data), full_check=True)
             except Exception:
