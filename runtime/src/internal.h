@@ -104,4 +104,9 @@ ATTNRT_HIDDEN attnrt_status attnrt_impl_check_descriptor(
 ATTNRT_HIDDEN attnrt_status
 attnrt_impl_validate_once(attnrt_context *context, const attnrt_kernel *kernel);
 
+/* Opens the CUDA driver once per process (cuda_driver.c): ATTNRT_OK, or
+ * ATTNRT_UNAVAILABLE with why in `problem` (cut to `capacity` bytes). */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_driver(char *problem,
+                                                    size_t capacity);
+
 #endif /* ATTNRT_INTERNAL_H */

@@ -500,6 +500,20 @@ attnrt_status attnrt_invoke(attnrt_context *context,
   if (status != ATTNRT_OK)
     return status;
   const char *name = kernel->name;
+  if (kernel->target && strncmp(kernel->target, "cuda-", 5) == 0) {
+    /* No launcher for CUDA kernels in this runtime yet; the missing driver,
+     * when that is the case, is what a user has to act on first. */
+    char problem[512];
+    if (attnrt_impl_cuda_driver(problem, sizeof problem) != ATTNRT_OK)
+      attnrt_impl_set_error(context, "kernel %s targets %s: %s", name,
+                            kernel->target, problem);
+    else
+      attnrt_impl_set_error(context,
+                            "kernel %s targets %s: this libattnrt launches "
+                            "CPU kernels only",
+                            name, kernel->target);
+    return ATTNRT_UNAVAILABLE;
+  }
   if (num_inputs != (size_t)kernel->num_inputs) {
     attnrt_impl_set_error(context,
                           "kernel %s takes %" PRId32 " inputs, got "

@@ -213,6 +213,27 @@ size_t attnrt_context_threads(const attnrt_context *context);
  * failing call on any context. Thread-safe. */
 const char *attnrt_context_last_error(const attnrt_context *context);
 
+/*===-- Devices -----------------------------------------------------------===*/
+
+/* Where kernels run. CUDA kernels (a descriptor whose target starts with
+ * "cuda-") go through NVIDIA's driver, libcuda.so.1, which libattnrt opens at
+ * run time (never links): libattnrt and every application build, link and
+ * run CPU kernels on machines without it. The environment variable
+ * ATTNRT_CUDA_DRIVER names another file to open instead. */
+typedef enum attnrt_device_kind {
+  ATTNRT_DEVICE_CPU = 0,
+  ATTNRT_DEVICE_CUDA = 1
+} attnrt_device_kind;
+
+/* The number of devices of `kind` this process can use, in *out_count: 1 for
+ * the CPU; for CUDA the driver's device count, or ATTNRT_UNAVAILABLE when
+ * there is no driver, it does not start (cuInit fails) or cannot count.
+ * On failure `message` (when not null) receives why, cut to
+ * `message_capacity` bytes with its NUL: "no CUDA driver: cannot open
+ * libcuda.so.1 (...)". The driver is opened once per process. Thread-safe. */
+attnrt_status attnrt_device_count(attnrt_device_kind kind, int32_t *out_count,
+                                  char *message, size_t message_capacity);
+
 /*===-- Registry and invocation -------------------------------------------===*/
 
 /* Makes `kernel` findable by name in this context. Fails with
