@@ -36,13 +36,15 @@ CpuTarget cpuTarget(const std::string &name) {
             : avx2 ? 256
                    : 128};
   }
-  if (name == "cuda-sm80" || name == "cuda-sm90")
+  if (name == "cuda-sm80" || name == "cuda-sm90" || name == "cuda-sm90a")
     throw UserError("--target " + name +
-                    ": the CUDA backend is not built yet; CPU targets: host, "
+                    ": CUDA kernels are compiled to PTX only (attnc compile); "
+                    "libattnrt cannot launch them yet. CPU targets: host, "
                     "x86-64, x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16");
   throw UserError("--target " + name +
                   ": unknown target; allowed: host, x86-64, x86-64-avx2, "
-                  "x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, cuda-sm90");
+                  "x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, cuda-sm90, "
+                  "cuda-sm90a");
 }
 
 bool hasFeature(const CpuTarget &target, const std::string &feature) {

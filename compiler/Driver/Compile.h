@@ -14,6 +14,7 @@
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnc {
@@ -74,6 +75,12 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options);
 /// named the database) why it uses none.
 void reportTunedSchedule(const CompileOptions &options,
                          const CompiledGraph &compiled);
+
+/// `--target cuda-*` (CompileCuda.cpp): NAME.ptx and NAME.json (and the
+/// --emit files), as (file name, contents); `chip` from cudaChip.
+std::vector<std::pair<std::string, std::string>>
+compileForCudaFiles(const Graph &graph, const CompileOptions &options,
+                    const std::string &chip);
 
 /// The halide backend (compileGraph dispatches to it): NAME.a holding
 /// Halide's pipeline and runtime, NAME_entry and NAME_kernel.

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Codegen/GpuKernels.h"
 #include "Driver/Commands.h"
 #include "Driver/Compile.h"
 #include "Driver/Inputs.h"
@@ -150,6 +151,12 @@ int compileCommand() {
       throw UserError("--name " + options::name +
                       ": cannot name the kernel's C symbols: " + *why);
     graph.name = options::name;
+  }
+  if (std::optional<std::string> chip = cudaChip(settings.target)) {
+    if (!options::dims.empty())
+      throw UserError("--dim: a CUDA kernel takes every size at run time");
+    writeAll(options::outputFiles, compileForCudaFiles(graph, settings, *chip));
+    return 0;
   }
   settings.tuningDatabase = options::chosenTuningDatabase();
   if (!options::dims.empty()) {

@@ -110,6 +110,32 @@ def LowerPrimitivesPass
 }
 
 //===----------------------------------------------------------------------===//
+// GPU
+//===----------------------------------------------------------------------===//
+
+def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turns each attn.attention into a CUDA kernel (gpu.func)";
+  let description = [{
+    Replaces every function of fused attention ops by a `gpu.module` with one
+    `gpu.func` kernel per op: one warp per query row, lanes over the head dim,
+    the partial q·k products summed by warp shuffles, the online softmax of
+    the CPU kernels per key (p = exp2(s - m - log2 T)), 8 columns of P·V per
+    lane in registers (Dv in chunks of 256). The op's tensors are global
+    pointers (q, k, v, key_lengths if any, output, lse if any), then B, Hq,
+    Hkv, S, T, Dk, Dv as i64; `attn.params` names them; launch with grid
+    (ceil(S / 4), Hq, B) and 128 threads. Dot scores with scale and softcap,
+    the position masks and key lengths, GQA, both layouts, f32/f16/bf16 and
+    lse; any other op or feature is an error that names it. Then upstream's
+    `convert-gpu-to-nvvm`, `nvvm-attach-target` and `gpu-module-to-binary`
+    give PTX.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::LLVM::LLVMDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+//===----------------------------------------------------------------------===//
 // Lowering to the LLVM dialect
 //===----------------------------------------------------------------------===//
 

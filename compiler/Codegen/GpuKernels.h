@@ -1,0 +1,51 @@
+//===- GpuKernels.h - Fused attention graphs as CUDA kernels ----*- C++ -*-===//
+//
+// `attnc compile --target cuda-sm80|cuda-sm90|cuda-sm90a`: the fused module
+// through attn-lower-to-gpu, NVVM and LLVM's NVPTX back end to PTX, with
+// ptxas's report where the CUDA toolkit is installed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNC_CODEGEN_GPUKERNELS_H
+#define ATTNC_CODEGEN_GPUKERNELS_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attnc {
+
+/// The CUDA architecture of a `cuda-*` target ("cuda-sm90" → "sm_90"),
+/// nullopt for any other target. Throws UserError for an unknown cuda-*.
+std::optional<std::string> cudaChip(const std::string &target);
+
+/// What ptxas says of one kernel.
+struct PtxasReport {
+  int registers = 0;
+  int spillStoreBytes = 0, spillLoadBytes = 0;
+  int sharedBytes = 0, stackBytes = 0;
+};
+
+struct GpuKernel {
+  std::string name;
+  std::vector<std::string> params; ///< Graph values, then the sizes.
+  std::optional<PtxasReport> ptxas;
+};
+
+struct GpuCompiled {
+  std::string ptx;
+  std::vector<GpuKernel> kernels;
+  /// The module before NVVM (gpu.module of gpu.funcs), for --emit.
+  std::string gpuModule;
+  /// Why there is no ptxas report ("" when there is one).
+  std::string ptxasNote;
+};
+
+/// Lowers a fused module (importGraph + runAttnPipeline) to PTX for `chip`.
+/// Throws UserError naming what has no GPU kernel yet.
+GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip);
+
+} // namespace attnc
+
+#endif // ATTNC_CODEGEN_GPUKERNELS_H

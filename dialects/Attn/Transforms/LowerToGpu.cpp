@@ -1,0 +1,396 @@
+//===- LowerToGpu.cpp - attn.attention as a CUDA kernel (SIMT) ------------===//
+//
+// The first GPU kernel of attn.attention: one warp per query row, lanes over
+// the head dim. Per visible key (the rules of AttnSemantics.h), the lanes'
+// partial q·k products meet in a butterfly of shuffles, every lane runs the
+// same online-softmax step (p = exp2(s - m - log2 T), as the CPU kernels) and
+// accumulates its columns of P·V in registers, 8 per lane, so Dv is taken in
+// chunks of 256 columns. Correct for every size known only at run time; not
+// the tensor-core kernel issue 11 asks for (docs/design/gpu.md).
+//
+// Kernel ABI, one gpu.func per attention op: the op's tensors as global
+// pointers (q, k, v, key_lengths if any, the output, lse if returned), then
+// B, Hq, Hkv, S, T, Dk, Dv as i64. Launch: grid (ceil(S / 4), Hq, B), 128
+// threads. `attn.params` names the pointers (graph values) and sizes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attn/IR/AttnSemantics.h"
+#include "Attn/Transforms/IndexArith.h"
+#include "Attn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+#include <limits>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_LOWERTOGPUPASS
+#include "Attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+
+constexpr int64_t kWarpsPerBlock = 4;
+constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
+
+/// Why `op` has no GPU kernel yet, or "".
+std::string unsupported(AttentionOp op) {
+  if (op.getScore() != ScoreKind::dot)
+    return std::string("'") + stringifyScoreKind(op.getScore()).str() +
+           "' scores";
+  if (!op.getBiases().empty())
+    return "tensor biases";
+  if (op.getAlibi())
+    return "ALiBi";
+  if (!op.getMasks().empty())
+    return "tensor masks";
+  return "";
+}
+
+class KernelBuilder {
+public:
+  KernelBuilder(ImplicitLocOpBuilder &b, AttentionOp op, ValueRange args)
+      : b(b), op(op), a{b, b.getLoc()} {
+    size_t n = 0;
+    q = args[n++];
+    k = args[n++];
+    v = args[n++];
+    if (op.getKeyLengths())
+      keyLengths = args[n++];
+    out = args[n++];
+    if (op.getLse())
+      lse = args[n++];
+    auto size = [&] {
+      return b.create<arith::IndexCastOp>(b.getIndexType(), args[n++]);
+    };
+    B = size(), Hq = size(), Hkv = size(), S = size(), T = size();
+    Dk = size(), Dv = size();
+  }
+
+  void build() {
+    Value thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
+    Value lane = a.rem(thread, a.constant(32));
+    Value warp = a.div(thread, a.constant(32));
+    Value query = a.add(
+        a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
+              a.constant(kWarpsPerBlock)),
+        warp);
+    Value head = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
+    Value batch = b.create<gpu::BlockIdOp>(gpu::Dimension::z);
+    auto inside = b.create<scf::IfOp>(a.lt(query, S), /*else=*/false);
+    b.setInsertionPointToStart(&inside.getThenRegion().front());
+    row(lane, query, head, batch);
+  }
+
+private:
+  ImplicitLocOpBuilder &b;
+  AttentionOp op;
+  IndexArith a;
+  Value q, k, v, keyLengths, out, lse;
+  Value B, Hq, Hkv, S, T, Dk, Dv;
+
+  Value f32(double value) {
+    return b.create<arith::ConstantOp>(b.getF32FloatAttr(float(value)));
+  }
+  Value toF32(Value index) {
+    return b.create<arith::UIToFPOp>(
+        b.getF32Type(), b.create<arith::IndexCastUIOp>(b.getI64Type(), index));
+  }
+  /// Element `at` of `buffer` (elements of `type`), as f32.
+  Value load(Value buffer, Type type, Value at) {
+    Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
+    Value pointer = b.create<LLVM::GEPOp>(buffer.getType(), type, buffer,
+                                          ValueRange{i});
+    Value x = b.create<LLVM::LoadOp>(type, pointer);
+    return type.isF32() ? x : b.create<arith::ExtFOp>(b.getF32Type(), x);
+  }
+  void store(Value buffer, Type type, Value at, Value x) {
+    if (!type.isF32())
+      x = b.create<arith::TruncFOp>(type, x);
+    Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
+    Value pointer = b.create<LLVM::GEPOp>(buffer.getType(), type, buffer,
+                                          ValueRange{i});
+    b.create<LLVM::StoreOp>(x, pointer);
+  }
+  /// The element offset of row `position` of head `head` in a [B, H, L, D]
+  /// (bhsd) or [B, L, H, D] (bshd) tensor.
+  Value rowOffset(Value batch, Value head, Value heads, Value position,
+                  Value length, Value depth) {
+    Value row = op.getLayout() == Layout::bhsd
+                    ? a.add(a.mul(a.add(a.mul(batch, heads), head), length),
+                            position)
+                    : a.add(a.mul(a.add(a.mul(batch, length), position), heads),
+                            head);
+    return a.mul(row, depth);
+  }
+  Value select(Value condition, Value x, Value y) {
+    return b.create<arith::SelectOp>(condition, x, y);
+  }
+  /// PTX's own instructions, named as LLVM's NVPTX intrinsics:
+  /// convert-gpu-to-nvvm would turn math ops into libdevice calls, which
+  /// gpu-module-to-binary can link only where the CUDA toolkit is.
+  Value intrinsic(StringRef name, ValueRange operands) {
+    return b
+        .create<LLVM::CallIntrinsicOp>(b.getF32Type(), b.getStringAttr(name),
+                                       operands)
+        .getResult(0);
+  }
+  /// ex2.approx.f32: relative error below 2^-22, +0 for -inf, NaN for NaN.
+  Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.f", x); }
+  Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.f", x); }
+  Value fma(Value x, Value y, Value z) {
+    return intrinsic("llvm.fma.f32", ValueRange{x, y, z});
+  }
+
+  void row(Value lane, Value query, Value head, Value batch) {
+    Type qType = getElementTypeOrSelf(op.getQuery().getType());
+    Type vType = getElementTypeOrSelf(op.getValue().getType());
+    Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
+    semantics::KeyVisibility rule = op.getKeyVisibility();
+    Value position = semantics::alignedPosition(a, query, S, T);
+    std::optional<Value> length;
+    if (keyLengths)
+      length = b.create<arith::IndexCastOp>(
+          b.getIndexType(),
+          b.create<LLVM::LoadOp>(
+              b.getI32Type(),
+              b.create<LLVM::GEPOp>(
+                  keyLengths.getType(), b.getI32Type(), keyLengths,
+                  ValueRange{
+                      b.create<arith::IndexCastOp>(b.getI64Type(), batch)})));
+    semantics::KeyRange<Value> keys =
+        semantics::visibleKeys(a, rule, position, position, T, length);
+    Value first = a.max(keys.first, a.constant(0));
+    Value last = a.max(keys.last, first);
+
+    // Scores in log2 units: raw · scale · log2 e (softcap in natural units
+    // first). Dk may be a run-time size, hence the rule, not its value.
+    semantics::ScaleRule scale = op.getScaleRule();
+    Value factor = f32(scale.factor);
+    if (scale.overSqrtKeyDim)
+      factor = b.create<arith::DivFOp>(
+          factor, intrinsic("llvm.nvvm.sqrt.rn.f", toF32(Dk)));
+    Value logKeys = log2(toF32(a.max(T, a.constant(1))));
+    Value minusInf = f32(-std::numeric_limits<double>::infinity());
+
+    Value queryRow = rowOffset(batch, head, Hq, query, S, Dk);
+    Value outRow = rowOffset(batch, head, Hq, query, S, Dv);
+    Value keyRows = rowOffset(batch, kvHead, Hkv, a.constant(0), T, Dk);
+    Value valueRows = rowOffset(batch, kvHead, Hkv, a.constant(0), T, Dv);
+    // Consecutive keys are Hkv rows apart in bshd, 1 in bhsd.
+    Value keyStride = op.getLayout() == Layout::bhsd ? a.constant(1) : Hkv;
+    Value chunk = a.constant(32 * kColumnsPerLane);
+
+    auto chunks = b.create<scf::ForOp>(a.constant(0), Dv, chunk);
+    b.setInsertionPointToStart(chunks.getBody());
+    Value column0 = chunks.getInductionVar();
+    SmallVector<Value> init{minusInf, f32(0.0)};
+    init.append(kColumnsPerLane, f32(0.0));
+    auto keyLoop = b.create<scf::ForOp>(first, last, a.constant(1), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(keyLoop.getBody());
+      Value key = keyLoop.getInductionVar();
+      Value m = keyLoop.getRegionIterArgs()[0];
+      Value l = keyLoop.getRegionIterArgs()[1];
+      Value keyRow = a.add(keyRows, a.mul(a.mul(key, keyStride), Dk));
+      Value valueRow = a.add(valueRows, a.mul(a.mul(key, keyStride), Dv));
+      // This lane's share of q·k, then the butterfly over the warp.
+      auto depth = b.create<scf::ForOp>(lane, Dk, a.constant(32),
+                                        ValueRange{f32(0.0)});
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(depth.getBody());
+        Value d = depth.getInductionVar();
+        Value product = b.create<arith::MulFOp>(
+            load(q, qType, a.add(queryRow, d)),
+            load(k, qType, a.add(keyRow, d)));
+        b.create<scf::YieldOp>(ValueRange{b.create<arith::AddFOp>(
+            depth.getRegionIterArgs()[0], product)});
+      }
+      Value score = depth.getResult(0);
+      Value width = b.create<arith::ConstantIntOp>(32, 32);
+      for (int offset = 16; offset >= 1; offset /= 2) {
+        Value other =
+            b.create<gpu::ShuffleOp>(score,
+                                     b.create<arith::ConstantIntOp>(offset, 32),
+                                     width, gpu::ShuffleMode::XOR)
+                .getShuffleResult();
+        score = b.create<arith::AddFOp>(score, other);
+      }
+      score = b.create<arith::MulFOp>(score, factor);
+      if (auto softcap = op.getSoftcap()) {
+        double cap = softcap->convertToDouble();
+        // c · tanh(s / c) = c · (1 - 2 / (exp(2 s / c) + 1)).
+        Value twice = b.create<arith::MulFOp>(
+            score, f32(2.0 / cap * 1.4426950408889634));
+        Value tanh = b.create<arith::SubFOp>(
+            f32(1.0),
+            b.create<arith::DivFOp>(
+                f32(2.0), b.create<arith::AddFOp>(exp2(twice), f32(1.0))));
+        score = b.create<arith::MulFOp>(tanh, f32(cap));
+      }
+      score = b.create<arith::MulFOp>(score, f32(1.4426950408889634));
+      // The online-softmax step of the CPU kernels: a NaN score keeps m and
+      // makes p NaN, so it reaches l and the output (IEEE propagation).
+      Value newMax = select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT,
+                                                    score, m),
+                            score, m);
+      Value safeMax =
+          select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax,
+                                         minusInf),
+                 f32(0.0), newMax);
+      Value rescale = exp2(b.create<arith::SubFOp>(m, safeMax));
+      Value p = exp2(b.create<arith::SubFOp>(
+          score, b.create<arith::AddFOp>(safeMax, logKeys)));
+      SmallVector<Value> next{
+          newMax, fma(l, rescale, p)};
+      for (int64_t c = 0; c < kColumnsPerLane; ++c) {
+        Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
+        Value inRange = a.lt(column, Dv);
+        Value value = load(v, vType,
+                           a.add(valueRow, select(inRange, column,
+                                                  a.constant(0))));
+        value = select(inRange, value, f32(0.0));
+        Value accumulator = keyLoop.getRegionIterArgs()[2 + c];
+        next.push_back(
+            fma(p, value, b.create<arith::MulFOp>(accumulator, rescale)));
+      }
+      b.create<scf::YieldOp>(next);
+    }
+    Value m = keyLoop.getResult(0), l = keyLoop.getResult(1);
+    // out = acc / l, exactly 0 for a row without keys (l == 0; a NaN l
+    // passes the test and reaches the output).
+    Value noKeys =
+        b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, l, f32(0.0));
+    Value inverse =
+        b.create<arith::DivFOp>(f32(1.0), select(noKeys, f32(1.0), l));
+    for (int64_t c = 0; c < kColumnsPerLane; ++c) {
+      Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
+      auto inRange = b.create<scf::IfOp>(a.lt(column, Dv), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inRange.getThenRegion().front());
+      Value value = b.create<arith::MulFOp>(keyLoop.getResult(2 + c), inverse);
+      store(out, vType, a.add(outRow, column),
+            select(noKeys, f32(0.0), value));
+    }
+    if (lse) {
+      // Once per row: lane 0 of the first chunk.
+      Value once = b.create<arith::AndIOp>(a.eq(lane, a.constant(0)),
+                                           a.eq(column0, a.constant(0)));
+      auto write = b.create<scf::IfOp>(once, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&write.getThenRegion().front());
+      Value logSum = b.create<arith::MulFOp>(
+          b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys),
+                                  log2(l)),
+          f32(0.6931471805599453));
+      Value at = a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query);
+      store(lse, b.getF32Type(), at, select(noKeys, minusInf, logSum));
+    }
+  }
+};
+
+struct LowerToGpuPass
+    : public mlir::attn::impl::LowerToGpuPassBase<LowerToGpuPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = &getContext();
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp function : functions) {
+      if (failed(lowerFunction(module, function)))
+        return signalPassFailure();
+      function.erase();
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(context));
+  }
+
+  /// The name a function argument or result has in the graph.
+  static std::string graphName(func::FuncOp function, Value value) {
+    if (auto argument = dyn_cast<BlockArgument>(value))
+      if (auto name = function.getArgAttrOfType<StringAttr>(
+              argument.getArgNumber(), "attn.input"))
+        return name.str();
+    for (OpOperand &use : value.getUses())
+      if (auto ret = dyn_cast<func::ReturnOp>(use.getOwner()))
+        if (auto name = function.getResultAttrOfType<StringAttr>(
+                use.getOperandNumber(), "attn.output"))
+          return name.str();
+    return "";
+  }
+
+  LogicalResult lowerFunction(ModuleOp module, func::FuncOp function) {
+    OpBuilder top(module.getBodyRegion());
+    top.setInsertionPointToEnd(module.getBody());
+    auto gpuModule = top.create<gpu::GPUModuleOp>(
+        function.getLoc(), (function.getName() + "_gpu").str());
+    int number = 0;
+    for (Operation &operation : function.getBody().front()) {
+      if (isa<func::ReturnOp, arith::ConstantOp>(operation))
+        continue;
+      auto op = dyn_cast<AttentionOp>(operation);
+      if (!op)
+        return operation.emitError()
+               << operation.getName().stripDialect()
+               << " has no CUDA kernel yet: CUDA targets compile graphs "
+                  "whose nodes all fuse into attention";
+      std::string missing = unsupported(op);
+      if (!missing.empty())
+        return op.emitError("attention with " + missing +
+                            " has no CUDA kernel yet (CUDA targets take dot "
+                            "scores, scale, softcap, causal, window and "
+                            "key_length masks, GQA, both layouts, lse)");
+      // Every operand a function argument, every result returned: the
+      // kernel reads and writes the graph's own tensors.
+      SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
+      if (op.getKeyLengths())
+        tensors.push_back(op.getKeyLengths());
+      tensors.push_back(op.getOutput());
+      if (op.getLse())
+        tensors.push_back(op.getLse());
+      SmallVector<Attribute> names;
+      for (Value tensor : tensors) {
+        std::string name = graphName(function, tensor);
+        if (name.empty())
+          return op.emitError("attention reads or writes a value that is "
+                              "not a graph input or output; CUDA targets "
+                              "compile attention alone for now");
+        names.push_back(top.getStringAttr(name));
+      }
+      for (const char *size : {"B", "Hq", "Hkv", "S", "T", "Dk", "Dv"})
+        names.push_back(top.getStringAttr(size));
+
+      auto pointer = LLVM::LLVMPointerType::get(&getContext(), 1);
+      SmallVector<Type> params(tensors.size(), pointer);
+      params.append(7, top.getI64Type());
+      OpBuilder builder(gpuModule.getBodyRegion());
+      auto kernel = builder.create<gpu::GPUFuncOp>(
+          op.getLoc(),
+          (function.getName() + "_attention" + Twine(number++)).str(),
+          builder.getFunctionType(params, {}));
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      builder.getUnitAttr());
+      kernel->setAttr("attn.params", builder.getArrayAttr(names));
+      // No known_block_size: its .maxntid 128 makes ptxas cap the kernel at
+      // 64 registers, and spill, where it needs about 70.
+      ImplicitLocOpBuilder body(op.getLoc(), builder);
+      body.setInsertionPointToStart(&kernel.getBody().front());
+      KernelBuilder(body, op, kernel.getArguments()).build();
+      body.setInsertionPointToEnd(&kernel.getBody().front());
+      body.create<gpu::ReturnOp>();
+    }
+    return success();
+  }
+};
+
+} // namespace

@@ -1,0 +1,54 @@
+// RUN: attn-opt %s --split-input-file --attn-lower-to-gpu --verify-diagnostics | FileCheck %s
+
+// Tests attn-lower-to-gpu: one gpu.func kernel per attention op, the graph's
+// tensors as global pointers then the seven sizes, one warp per query row
+// (4 per block of 128 threads); the visible keys of the row's aligned
+// position (causal: min(T, p + 1)), the lanes' partial q·k summed by five
+// xor shuffles, the online softmax with p = exp2(s - m - log2 T) through
+// PTX's ex2.approx, 8 accumulators per lane, the key length read per batch,
+// and an op or feature without a kernel named in an error.
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @g_gpu
+// CHECK: gpu.func @g_attention0(%[[Q:.+]]: !llvm.ptr<1>, %[[K:.+]]: !llvm.ptr<1>, %[[V:.+]]: !llvm.ptr<1>, %[[LEN:.+]]: !llvm.ptr<1>, %[[O:.+]]: !llvm.ptr<1>, %[[LSE:.+]]: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
+// CHECK-SAME: attn.params = ["q", "k", "v", "n", "o", "o.lse", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]
+// CHECK: gpu.thread_id x
+// CHECK: gpu.block_id x
+// CHECK: scf.if
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: scf.for {{.*}} step %{{.+}} {
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f16
+// CHECK: arith.extf
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f16, !llvm.ptr<1>
+// CHECK: gpu.return
+// CHECK-NOT: func.func
+module {
+  func.func @g(%B: index {attn.dim = "B"}, %q: tensor<?x4x5x16xf16> {attn.input = "q"},
+               %k: tensor<?x2x7x16xf16> {attn.input = "k"}, %v: tensor<?x2x7x8xf16> {attn.input = "v"},
+               %n: tensor<?xi32> {attn.input = "n"})
+      -> (tensor<?x4x5x8xf16> {attn.output = "o"}, tensor<?x4x5xf32> {attn.output = "o.lse"}) {
+    %o, %lse = attn.attention %q, %k, %v key_lengths(%n) {causal}
+        : (tensor<?x4x5x16xf16>, tensor<?x2x7x16xf16>, tensor<?x2x7x8xf16>, tensor<?xi32>)
+          -> (tensor<?x4x5x8xf16>, tensor<?x4x5xf32>)
+    return %o, %lse : tensor<?x4x5x8xf16>, tensor<?x4x5xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @alibi(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                   %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    // expected-error @+1 {{attention with ALiBi has no CUDA kernel yet}}
+    %o = attn.attention %q, %k, %v {alibi}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}

@@ -1,0 +1,131 @@
+"""CUDA targets without a GPU: PTX, ptxas and clear refusals.
+
+    cuda_ptx.py --attnc PATH [--keep DIR]
+
+`attnc compile --target cuda-sm80|cuda-sm90|cuda-sm90a` on every example graph
+and on generated graphs covering what the CUDA kernel takes (f32/f16/bf16,
+both layouts, causal/window/key_length masks, softcap, lse, GQA, head dims up
+to 300, so more than one 256-column chunk). A graph the kernel takes must give
+NAME.ptx for the right architecture, one entry per attention op, and a
+manifest whose kernels name their parameters; where the CUDA toolkit's ptxas
+is installed, each kernel's report must show no spills and at most 255
+registers (else the manifest must say there is no ptxas). A graph it does not
+take must exit 1 with one line naming the file and what is missing, and write
+nothing. Numerics need a GPU (ctest label gpu).
+"""
+
+import argparse
+import glob
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
+# Example graphs with something the CUDA kernel does not take yet.
+REFUSED = {"alibi_bshd", "bahdanau_additive_exporter", "bahdanau_additive_step",
+           "bert_encoder_attn", "bool_mask_lse", "cosine_attention",
+           "gpt2_block_attn", "llama3_rotary_exporter", "luong_general",
+           "t5_relative_bias"}
+
+
+def generated():
+    """Graphs over the features the kernel takes."""
+    for dtype, layout, mask, extra in itertools.product(
+            ["f32", "f16", "bf16"], ["bhsd", "bshd"],
+            [None, "causal", "window", "key_length"], ["plain", "softcap_lse"]):
+        hq, hkv, dk, dv = (8, 2, 300, 72) if extra == "plain" else (4, 4, 64, 300)
+        def shape(h, length, d):
+            return ["B", h, length, d] if layout == "bhsd" else ["B", length, h, d]
+        inputs = {"q": {"shape": shape(hq, "S", dk), "dtype": dtype},
+                  "k": {"shape": shape(hkv, "T", dk), "dtype": dtype},
+                  "v": {"shape": shape(hkv, "T", dv), "dtype": dtype}}
+        node = {"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                "layout": layout}
+        if mask == "causal":
+            node["mask"] = [{"kind": "causal"}]
+        elif mask == "window":
+            node["mask"] = [{"kind": "window", "left": 16, "right": 0}]
+        elif mask == "key_length":
+            inputs["n"] = {"shape": ["B"], "dtype": "i32"}
+            node["mask"] = [{"kind": "key_length", "input": "n"}]
+        outputs = ["o"]
+        if extra == "softcap_lse":
+            node["softcap"] = 30.0
+            node["return_lse"] = True
+            outputs.append("o.lse")
+        name = "g_%s_%s_%s_%s" % (dtype, layout, mask or "none", extra)
+        yield name, {"attnc": 1, "name": name,
+                     "dims": {"B": None, "S": None, "T": None},
+                     "inputs": inputs, "nodes": [node], "outputs": outputs}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--attnc", required=True)
+    ap.add_argument("--keep")
+    a = ap.parse_args()
+    work = a.keep or tempfile.mkdtemp(prefix="cuda-ptx-")
+    graphs = [(os.path.splitext(os.path.basename(p))[0], p)
+              for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
+    for name, graph in generated():
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            json.dump(graph, f)
+        graphs.append((name, path))
+    failures = checked = 0
+    for (name, path), (target, chip) in itertools.product(graphs, TARGETS.items()):
+        out = os.path.join(work, "out", target, name)
+        r = subprocess.run([a.attnc, "compile", path, "--target", target, "-o", out],
+                           capture_output=True, text=True, timeout=300)
+        problem = None
+        graph_name = json.load(open(path))["name"]
+        if name in REFUSED:
+            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+            if r.returncode != 1 or len(lines) != 1 or path not in lines[0] \
+                    or "no CUDA kernel yet" not in lines[0]:
+                problem = "expected exit 1 and one line naming the file: exit %d, %r" % (
+                    r.returncode, r.stderr)
+            elif os.path.exists(out) and os.listdir(out):
+                problem = "wrote files although it failed: %s" % os.listdir(out)
+        elif r.returncode != 0:
+            problem = "exit %d: %s" % (r.returncode, r.stderr.strip())
+        else:
+            ptx = open(os.path.join(out, graph_name + ".ptx")).read()
+            manifest = json.load(open(os.path.join(out, graph_name + ".json")))
+            kernels = manifest.get("kernels", [])
+            if ".target %s" % chip not in ptx:
+                problem = "PTX is not for %s" % chip
+            elif not kernels:
+                problem = "no kernel in the manifest"
+            for kernel in kernels:
+                if problem:
+                    break
+                if ".entry %s(" % kernel["name"] not in ptx:
+                    problem = "no entry %s in the PTX" % kernel["name"]
+                elif kernel["params"][-7:] != ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]:
+                    problem = "parameters %s" % kernel["params"]
+                elif shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
+                    report = kernel["ptxas"]
+                    if not isinstance(report, dict):
+                        problem = "no ptxas report although ptxas is installed: %r" % report
+                    elif report["spill_store_bytes"] or report["spill_load_bytes"] \
+                            or report["registers"] > 255:
+                        problem = "ptxas: %s" % report
+                elif "no ptxas" not in str(kernel["ptxas"]):
+                    problem = "the manifest does not say ptxas is missing"
+        checked += 1
+        if problem:
+            failures += 1
+            print("FAIL %s %s: %s" % (target, name, problem))
+    print("%d compiles checked, %d failed" % (checked, failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
