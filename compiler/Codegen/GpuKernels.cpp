@@ -82,8 +82,8 @@ void runPtxas(GpuCompiled &compiled, const std::string &chip) {
     stream << compiled.ptx;
   }
   std::string arch = "-arch=" + chip;
-  llvm::SmallVector<llvm::StringRef> args{ptxas, arch, "-v", input, "-o",
-                                          output};
+  llvm::SmallVector<llvm::StringRef> args{ptxas, arch, "-v",
+                                          input, "-o", output};
   std::optional<llvm::StringRef> redirects[] = {std::nullopt, log, log};
   std::string message;
   int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt, redirects,
@@ -94,9 +94,9 @@ void runPtxas(GpuCompiled &compiled, const std::string &chip) {
   cleanUp();
   if (status != 0) {
     // LLVM's PTX that ptxas refuses is a compiler bug, not a user error.
-    throw std::runtime_error("ptxas -arch=" + chip + " refused the PTX attnc made" +
-                        (message.empty() ? "" : " (" + message + ")") + ": " +
-                        text);
+    throw std::runtime_error(
+        "ptxas -arch=" + chip + " refused the PTX attnc made" +
+        (message.empty() ? "" : " (" + message + ")") + ": " + text);
   }
   // "Compiling entry function 'NAME' for 'sm_90'", then "Used 72 registers"
   // and "N bytes stack frame, N bytes spill stores, N bytes spill loads".
@@ -195,10 +195,9 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip) {
     }
 
   mlir::PassManager pm(&context);
-  std::string pipeline =
-      "convert-scf-to-cf,gpu.module(convert-gpu-to-nvvm),"
-      "reconcile-unrealized-casts,nvvm-attach-target{chip=" +
-      chip + " O=3},gpu-module-to-binary{format=isa}";
+  std::string pipeline = "convert-scf-to-cf,gpu.module(convert-gpu-to-nvvm),"
+                         "reconcile-unrealized-casts,nvvm-attach-target{chip=" +
+                         chip + " O=3},gpu-module-to-binary{format=isa}";
   if (mlir::failed(mlir::parsePassPipeline(pipeline, pm)))
     throw std::runtime_error("bad CUDA pass pipeline: " + pipeline);
   if (mlir::failed(pm.run(module)))

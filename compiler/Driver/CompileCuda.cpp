@@ -27,13 +27,15 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
                     const std::string &chip) {
   if (options.backend != "mlir")
     throw UserError("--target " + options.target + ": --backend " +
-                    options.backend + " has no CUDA code generator; use "
+                    options.backend +
+                    " has no CUDA code generator; use "
                     "--backend mlir");
   if (!options.schedulePath.empty())
     throw UserError("--schedule: CUDA targets have no schedule files yet");
   for (const std::string &stage : options.emitMlirStages)
     if (stage != "attn" && stage != "fused" && stage != "kernels")
-      throw UserError("--emit mlir:" + stage + ": CUDA targets print the "
+      throw UserError("--emit mlir:" + stage +
+                      ": CUDA targets print the "
                       "stages attn, fused and kernels (the gpu.module)");
   if (options.emitLlvm)
     throw UserError("--emit llvm: CUDA targets write NAME.ptx instead");
@@ -86,8 +88,9 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
     kernels.push_back(entry);
   }
   manifest["kernels"] = kernels;
-  files.insert(files.begin(), {{graph.name + ".ptx", compiled.ptx},
-                               {graph.name + ".json", manifest.dump(2) + "\n"}});
+  files.insert(files.begin(),
+               {{graph.name + ".ptx", compiled.ptx},
+                {graph.name + ".json", manifest.dump(2) + "\n"}});
   return files;
 }
 

@@ -157,8 +157,8 @@ attnrt_status attnrt_device_count(attnrt_device_kind kind, int32_t *out_count,
     if (result != 0) {
       char reason[256];
       describe(result, reason, sizeof reason);
-      snprintf(message, message_capacity,
-               "cuDeviceGetCount failed with %s", reason);
+      snprintf(message, message_capacity, "cuDeviceGetCount failed with %s",
+               reason);
       return ATTNRT_UNAVAILABLE;
     }
     *out_count = count;

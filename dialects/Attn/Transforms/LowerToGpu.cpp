@@ -80,10 +80,9 @@ public:
     Value thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
     Value lane = a.rem(thread, a.constant(32));
     Value warp = a.div(thread, a.constant(32));
-    Value query = a.add(
-        a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
-              a.constant(kWarpsPerBlock)),
-        warp);
+    Value query = a.add(a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
+                              a.constant(kWarpsPerBlock)),
+                        warp);
     Value head = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
     Value batch = b.create<gpu::BlockIdOp>(gpu::Dimension::z);
     auto inside = b.create<scf::IfOp>(a.lt(query, S), /*else=*/false);
@@ -108,8 +107,8 @@ private:
   /// Element `at` of `buffer` (elements of `type`), as f32.
   Value load(Value buffer, Type type, Value at) {
     Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
-    Value pointer = b.create<LLVM::GEPOp>(buffer.getType(), type, buffer,
-                                          ValueRange{i});
+    Value pointer =
+        b.create<LLVM::GEPOp>(buffer.getType(), type, buffer, ValueRange{i});
     Value x = b.create<LLVM::LoadOp>(type, pointer);
     return type.isF32() ? x : b.create<arith::ExtFOp>(b.getF32Type(), x);
   }
@@ -117,19 +116,18 @@ private:
     if (!type.isF32())
       x = b.create<arith::TruncFOp>(type, x);
     Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
-    Value pointer = b.create<LLVM::GEPOp>(buffer.getType(), type, buffer,
-                                          ValueRange{i});
+    Value pointer =
+        b.create<LLVM::GEPOp>(buffer.getType(), type, buffer, ValueRange{i});
     b.create<LLVM::StoreOp>(x, pointer);
   }
   /// The element offset of row `position` of head `head` in a [B, H, L, D]
   /// (bhsd) or [B, L, H, D] (bshd) tensor.
   Value rowOffset(Value batch, Value head, Value heads, Value position,
                   Value length, Value depth) {
-    Value row = op.getLayout() == Layout::bhsd
-                    ? a.add(a.mul(a.add(a.mul(batch, heads), head), length),
-                            position)
-                    : a.add(a.mul(a.add(a.mul(batch, length), position), heads),
-                            head);
+    Value row =
+        op.getLayout() == Layout::bhsd
+            ? a.add(a.mul(a.add(a.mul(batch, heads), head), length), position)
+            : a.add(a.mul(a.add(a.mul(batch, length), position), heads), head);
     return a.mul(row, depth);
   }
   Value select(Value condition, Value x, Value y) {
@@ -163,10 +161,10 @@ private:
           b.getIndexType(),
           b.create<LLVM::LoadOp>(
               b.getI32Type(),
-              b.create<LLVM::GEPOp>(
-                  keyLengths.getType(), b.getI32Type(), keyLengths,
-                  ValueRange{
-                      b.create<arith::IndexCastOp>(b.getI64Type(), batch)})));
+              b.create<LLVM::GEPOp>(keyLengths.getType(), b.getI32Type(),
+                                    keyLengths,
+                                    ValueRange{b.create<arith::IndexCastOp>(
+                                        b.getI64Type(), batch)})));
     semantics::KeyRange<Value> keys =
         semantics::visibleKeys(a, rule, position, position, T, length);
     Value first = a.max(keys.first, a.constant(0));
@@ -205,34 +203,33 @@ private:
       Value keyRow = a.add(keyRows, a.mul(a.mul(key, keyStride), Dk));
       Value valueRow = a.add(valueRows, a.mul(a.mul(key, keyStride), Dv));
       // This lane's share of q·k, then the butterfly over the warp.
-      auto depth = b.create<scf::ForOp>(lane, Dk, a.constant(32),
-                                        ValueRange{f32(0.0)});
+      auto depth =
+          b.create<scf::ForOp>(lane, Dk, a.constant(32), ValueRange{f32(0.0)});
       {
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(depth.getBody());
         Value d = depth.getInductionVar();
-        Value product = b.create<arith::MulFOp>(
-            load(q, qType, a.add(queryRow, d)),
-            load(k, qType, a.add(keyRow, d)));
-        b.create<scf::YieldOp>(ValueRange{b.create<arith::AddFOp>(
-            depth.getRegionIterArgs()[0], product)});
+        Value product =
+            b.create<arith::MulFOp>(load(q, qType, a.add(queryRow, d)),
+                                    load(k, qType, a.add(keyRow, d)));
+        b.create<scf::YieldOp>(ValueRange{
+            b.create<arith::AddFOp>(depth.getRegionIterArgs()[0], product)});
       }
       Value score = depth.getResult(0);
       Value width = b.create<arith::ConstantIntOp>(32, 32);
       for (int offset = 16; offset >= 1; offset /= 2) {
-        Value other =
-            b.create<gpu::ShuffleOp>(score,
-                                     b.create<arith::ConstantIntOp>(offset, 32),
-                                     width, gpu::ShuffleMode::XOR)
-                .getShuffleResult();
+        Value other = b.create<gpu::ShuffleOp>(
+                           score, b.create<arith::ConstantIntOp>(offset, 32),
+                           width, gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
         score = b.create<arith::AddFOp>(score, other);
       }
       score = b.create<arith::MulFOp>(score, factor);
       if (auto softcap = op.getSoftcap()) {
         double cap = softcap->convertToDouble();
         // c · tanh(s / c) = c · (1 - 2 / (exp(2 s / c) + 1)).
-        Value twice = b.create<arith::MulFOp>(
-            score, f32(2.0 / cap * 1.4426950408889634));
+        Value twice =
+            b.create<arith::MulFOp>(score, f32(2.0 / cap * 1.4426950408889634));
         Value tanh = b.create<arith::SubFOp>(
             f32(1.0),
             b.create<arith::DivFOp>(
@@ -242,24 +239,21 @@ private:
       score = b.create<arith::MulFOp>(score, f32(1.4426950408889634));
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
-      Value newMax = select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT,
-                                                    score, m),
-                            score, m);
-      Value safeMax =
-          select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax,
-                                         minusInf),
-                 f32(0.0), newMax);
+      Value newMax =
+          select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, score, m),
+                 score, m);
+      Value safeMax = select(
+          b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax, minusInf),
+          f32(0.0), newMax);
       Value rescale = exp2(b.create<arith::SubFOp>(m, safeMax));
       Value p = exp2(b.create<arith::SubFOp>(
           score, b.create<arith::AddFOp>(safeMax, logKeys)));
-      SmallVector<Value> next{
-          newMax, fma(l, rescale, p)};
+      SmallVector<Value> next{newMax, fma(l, rescale, p)};
       for (int64_t c = 0; c < kColumnsPerLane; ++c) {
         Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
         Value inRange = a.lt(column, Dv);
-        Value value = load(v, vType,
-                           a.add(valueRow, select(inRange, column,
-                                                  a.constant(0))));
+        Value value = load(
+            v, vType, a.add(valueRow, select(inRange, column, a.constant(0))));
         value = select(inRange, value, f32(0.0));
         Value accumulator = keyLoop.getRegionIterArgs()[2 + c];
         next.push_back(
@@ -280,8 +274,7 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&inRange.getThenRegion().front());
       Value value = b.create<arith::MulFOp>(keyLoop.getResult(2 + c), inverse);
-      store(out, vType, a.add(outRow, column),
-            select(noKeys, f32(0.0), value));
+      store(out, vType, a.add(outRow, column), select(noKeys, f32(0.0), value));
     }
     if (lse) {
       // Once per row: lane 0 of the first chunk.
@@ -291,8 +284,7 @@ private:
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&write.getThenRegion().front());
       Value logSum = b.create<arith::MulFOp>(
-          b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys),
-                                  log2(l)),
+          b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys), log2(l)),
           f32(0.6931471805599453));
       Value at = a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query);
       store(lse, b.getF32Type(), at, select(noKeys, minusInf, logSum));
