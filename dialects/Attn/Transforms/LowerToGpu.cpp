@@ -327,6 +327,17 @@ struct LowerToGpuPass
     auto gpuModule = top.create<gpu::GPUModuleOp>(
         function.getLoc(), (function.getName() + "_gpu").str());
     int number = 0;
+    // Every output an attention result: an output that is an input (or a
+    // constant) would need a copy no kernel makes.
+    auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
+    for (auto [n, value] : llvm::enumerate(ret.getOperands()))
+      if (!value.getDefiningOp<AttentionOp>()) {
+        auto name = function.getResultAttrOfType<StringAttr>(n, "attn.output");
+        return module.emitError()
+               << "output " << (name ? name.getValue() : "#" + Twine(n).str())
+               << " is not computed by an attention op; CUDA targets compile "
+                  "graphs whose outputs all are";
+      }
     for (Operation &operation : function.getBody().front()) {
       if (isa<func::ReturnOp, arith::ConstantOp>(operation))
         continue;
