@@ -105,9 +105,11 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
     EXPECT_EQ(std::string(error.what()),
               "--target arm64: unknown target; allowed: host, x86-64, "
               "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, "
-              "cuda-sm90");
+              "cuda-sm90, cuda-sm90a");
   }
-  EXPECT_THROW(cpuTarget("cuda-sm90"), UserError);
+  // CUDA targets are compile-only (GpuKernels.cpp): no CPU target.
+  for (const char *cuda : {"cuda-sm80", "cuda-sm90", "cuda-sm90a"})
+    EXPECT_THROW(cpuTarget(cuda), UserError);
 }
 
 // Tests that a target this CPU cannot run is refused before anything runs,
