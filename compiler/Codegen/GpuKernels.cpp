@@ -137,7 +137,8 @@ void runPtxas(GpuCompiled &compiled, const std::string &chip) {
 
 } // namespace
 
-GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip) {
+GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
+                           std::string *gpuModule) {
   mlir::MLIRContext &context = *module.getContext();
   {
     mlir::DialectRegistry registry;
@@ -182,8 +183,10 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip) {
       throw UserError(firstError.empty() ? "cannot lower the graph to CUDA"
                                          : firstError);
   }
-  llvm::raw_string_ostream stream(compiled.gpuModule);
-  module.print(stream);
+  if (gpuModule) {
+    llvm::raw_string_ostream stream(*gpuModule);
+    module.print(stream);
+  }
   for (auto gpuModule : module.getOps<mlir::gpu::GPUModuleOp>())
     for (auto kernel : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
       GpuKernel entry{kernel.getName().str(), {}, std::nullopt};

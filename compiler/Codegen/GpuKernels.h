@@ -36,15 +36,15 @@ struct GpuKernel {
 struct GpuCompiled {
   std::string ptx;
   std::vector<GpuKernel> kernels;
-  /// The module before NVVM (gpu.module of gpu.funcs), for --emit.
-  std::string gpuModule;
   /// Why there is no ptxas report ("" when there is one).
   std::string ptxasNote;
 };
 
-/// Lowers a fused module (importGraph + runAttnPipeline) to PTX for `chip`.
+/// Lowers a fused module (importGraph + runAttnPipeline) to PTX for `chip`;
+/// with `gpuModule`, prints the module of gpu.funcs there before NVVM.
 /// Throws UserError naming what has no GPU kernel yet.
-GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip);
+GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
+                           std::string *gpuModule = nullptr);
 
 } // namespace attnc
 

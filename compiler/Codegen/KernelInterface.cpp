@@ -2,6 +2,8 @@
 
 #include "Codegen/KernelInterface.h"
 
+#include "Codegen/GpuKernels.h"
+
 #include <attnc/attnrt.h>
 #include <nlohmann/json.hpp>
 
@@ -77,16 +79,23 @@ std::string kernelHeader(const Graph &graph) {
   return out.str();
 }
 
-std::string kernelManifest(const Graph &graph, const std::string &backend,
-                           const CpuTarget &target,
-                           const AttentionSchedule &schedule) {
-  using json = nlohmann::ordered_json;
+namespace {
+
+using json = nlohmann::ordered_json;
+
+/// What every manifest says: the graph, backend and `target`, the ABI
+/// version, run-time dims, divisibilities and arguments.
+json interfaceManifest(const Graph &graph, const std::string &backend,
+                       json target) {
+  auto size = [](const Dim &dim) {
+    return dim.isFixed() ? json(dim.size) : json(dim.symbol);
+  };
   auto arguments = [&](const std::vector<ValueId> &ids) {
     json list = json::array();
     for (ValueId id : ids) {
       json dims = json::array();
       for (const Dim &dim : graph.type(id).shape)
-        dims.push_back(dim.isFixed() ? json(dim.size) : json(dim.symbol));
+        dims.push_back(size(dim));
       list.push_back({{"name", graph.value(id).name},
                       {"dtype", dtypeName(graph.type(id).dtype)},
                       {"dims", dims}});
@@ -94,26 +103,58 @@ std::string kernelManifest(const Graph &graph, const std::string &backend,
     return list;
   };
   json divisibilities = json::array();
-  for (const SizeDivisibility &rule : graph.divisibilities()) {
-    auto size = [](const Dim &dim) {
-      return dim.isFixed() ? json(dim.size) : json(dim.symbol);
-    };
+  for (const SizeDivisibility &rule : graph.divisibilities())
     divisibilities.push_back({{"multiple", size(rule.multiple)},
                               {"divisor", size(rule.divisor)},
                               {"what", rule.what}});
+  return {{"attnc_manifest", 1},
+          {"name", graph.name},
+          {"graph", graph.file},
+          {"backend", backend},
+          {"target", std::move(target)},
+          {"abi_version", ATTNRT_ABI_VERSION},
+          {"runtime_dims", graph.runtimeDims()},
+          {"divisibilities", divisibilities},
+          {"inputs", arguments(graph.inputs)},
+          {"outputs", arguments(graph.outputs)}};
+}
+
+} // namespace
+
+std::string kernelManifest(const Graph &graph, const std::string &backend,
+                           const CpuTarget &target,
+                           const AttentionSchedule &schedule) {
+  json manifest = interfaceManifest(
+      graph, backend, {{"name", target.name}, {"cpu", target.cpu}});
+  manifest["schedule"] = json::parse(schedule.toJson());
+  manifest["schedule_source"] = schedule.source;
+  return manifest.dump(2) + "\n";
+}
+
+std::string cudaKernelManifest(const Graph &graph, const std::string &target,
+                               const std::string &chip,
+                               const GpuCompiled &compiled) {
+  json manifest =
+      interfaceManifest(graph, "mlir", {{"name", target}, {"chip", chip}});
+  manifest["ptx"] = graph.name + ".ptx";
+  manifest["launcher"] = "none yet: libattnrt runs CPU kernels only";
+  json kernels = json::array();
+  for (const GpuKernel &kernel : compiled.kernels) {
+    json entry = {{"name", kernel.name},
+                  {"params", kernel.params},
+                  {"block", {128, 1, 1}},
+                  {"grid", {"ceil(S / 4)", "Hq", "B"}}};
+    if (kernel.ptxas)
+      entry["ptxas"] = {{"registers", kernel.ptxas->registers},
+                        {"spill_store_bytes", kernel.ptxas->spillStoreBytes},
+                        {"spill_load_bytes", kernel.ptxas->spillLoadBytes},
+                        {"shared_bytes", kernel.ptxas->sharedBytes},
+                        {"stack_bytes", kernel.ptxas->stackBytes}};
+    else
+      entry["ptxas"] = compiled.ptxasNote;
+    kernels.push_back(entry);
   }
-  json manifest = {{"attnc_manifest", 1},
-                   {"name", graph.name},
-                   {"graph", graph.file},
-                   {"backend", backend},
-                   {"target", {{"name", target.name}, {"cpu", target.cpu}}},
-                   {"abi_version", ATTNRT_ABI_VERSION},
-                   {"runtime_dims", graph.runtimeDims()},
-                   {"divisibilities", divisibilities},
-                   {"inputs", arguments(graph.inputs)},
-                   {"outputs", arguments(graph.outputs)},
-                   {"schedule", json::parse(schedule.toJson())},
-                   {"schedule_source", schedule.source}};
+  manifest["kernels"] = kernels;
   return manifest.dump(2) + "\n";
 }
 

@@ -30,6 +30,15 @@ std::string kernelManifest(const Graph &graph, const std::string &backend,
                            const CpuTarget &target,
                            const AttentionSchedule &schedule);
 
+struct GpuCompiled;
+
+/// The manifest of `attnc compile --target cuda-*`: the same graph, dims and
+/// arguments, `target` with its `chip`, and per kernel its parameters,
+/// launch shape and ptxas report (or why there is none).
+std::string cudaKernelManifest(const Graph &graph, const std::string &target,
+                               const std::string &chip,
+                               const GpuCompiled &compiled);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_KERNELINTERFACE_H

@@ -18,7 +18,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <nlohmann/json.hpp>
+#include <deque>
 
 namespace attnc {
 
@@ -42,55 +42,32 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
 
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module = importGraph(graph, context);
-  std::vector<std::pair<std::string, std::string>> files;
-  auto stageDone = [&](const std::string &stage, const std::string &text) {
+  // NAME.STAGE.mlir (NAME.mlir for kernels) of each stage --emit asks for;
+  // a deque, so that the text `asked` hands out stays where it is.
+  std::deque<std::pair<std::string, std::string>> emitted;
+  auto asked = [&](const std::string &stage) -> std::string * {
     if (!llvm::is_contained(options.emitMlirStages, stage))
-      return;
-    files.push_back(
-        {graph.name + (stage == "kernels" ? "" : "." + stage) + ".mlir", text});
+      return nullptr;
+    emitted.push_back(
+        {graph.name + (stage == "kernels" ? "" : "." + stage) + ".mlir", ""});
+    return &emitted.back().second;
   };
-  auto print = [&] {
-    std::string text;
-    llvm::raw_string_ostream stream(text);
-    module->print(stream);
-    return text;
+  auto stageDone = [&](const std::string &stage) {
+    if (std::string *text = asked(stage)) {
+      llvm::raw_string_ostream stream(*text);
+      module->print(stream);
+    }
   };
-  stageDone("attn", print());
+  stageDone("attn");
   runAttnPipeline(*module);
-  stageDone("fused", print());
-  GpuCompiled compiled = compileForCuda(*module, chip);
-  stageDone("kernels", compiled.gpuModule);
+  stageDone("fused");
+  GpuCompiled compiled = compileForCuda(*module, chip, asked("kernels"));
 
-  // The inputs, outputs and run-time sizes as every manifest gives them;
-  // the CPU target and schedule replaced by the CUDA ones.
-  nlohmann::ordered_json manifest = nlohmann::ordered_json::parse(
-      kernelManifest(graph, "mlir", cpuTarget("x86-64"),
-                     defaultSchedule(cpuTarget("x86-64"))));
-  manifest.erase("schedule");
-  manifest["target"] = {{"name", options.target}, {"chip", chip}};
-  manifest["ptx"] = graph.name + ".ptx";
-  manifest["launcher"] = "none yet: libattnrt runs CPU kernels only";
-  nlohmann::ordered_json kernels = nlohmann::ordered_json::array();
-  for (const GpuKernel &kernel : compiled.kernels) {
-    nlohmann::ordered_json entry;
-    entry["name"] = kernel.name;
-    entry["params"] = kernel.params;
-    entry["block"] = {128, 1, 1};
-    entry["grid"] = {"ceil(S / 4)", "Hq", "B"};
-    if (kernel.ptxas)
-      entry["ptxas"] = {{"registers", kernel.ptxas->registers},
-                        {"spill_store_bytes", kernel.ptxas->spillStoreBytes},
-                        {"spill_load_bytes", kernel.ptxas->spillLoadBytes},
-                        {"shared_bytes", kernel.ptxas->sharedBytes},
-                        {"stack_bytes", kernel.ptxas->stackBytes}};
-    else
-      entry["ptxas"] = compiled.ptxasNote;
-    kernels.push_back(entry);
-  }
-  manifest["kernels"] = kernels;
-  files.insert(files.begin(),
-               {{graph.name + ".ptx", compiled.ptx},
-                {graph.name + ".json", manifest.dump(2) + "\n"}});
+  std::vector<std::pair<std::string, std::string>> files{
+      {graph.name + ".ptx", compiled.ptx},
+      {graph.name + ".json",
+       cudaKernelManifest(graph, options.target, chip, compiled)}};
+  files.insert(files.end(), emitted.begin(), emitted.end());
   return files;
 }
 
