@@ -41,6 +41,7 @@ namespace {
 
 constexpr int64_t kWarpsPerBlock = 4;
 constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
+constexpr double kLog2e = 1.4426950408889634;
 
 /// Why `op` has no GPU kernel yet, or "".
 std::string unsupported(AttentionOp op) {
@@ -104,31 +105,35 @@ private:
     return b.create<arith::UIToFPOp>(
         b.getF32Type(), b.create<arith::IndexCastUIOp>(b.getI64Type(), index));
   }
+  /// Element `at` of `buffer`, whose elements are of `type`.
+  Value elementPointer(Value buffer, Type type, Value at) {
+    Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
+    return b.create<LLVM::GEPOp>(buffer.getType(), type, buffer, ValueRange{i});
+  }
   /// Element `at` of `buffer` (elements of `type`), as f32.
   Value load(Value buffer, Type type, Value at) {
-    Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
-    Value pointer =
-        b.create<LLVM::GEPOp>(buffer.getType(), type, buffer, ValueRange{i});
-    Value x = b.create<LLVM::LoadOp>(type, pointer);
+    Value x = b.create<LLVM::LoadOp>(type, elementPointer(buffer, type, at));
     return type.isF32() ? x : b.create<arith::ExtFOp>(b.getF32Type(), x);
   }
   void store(Value buffer, Type type, Value at, Value x) {
     if (!type.isF32())
       x = b.create<arith::TruncFOp>(type, x);
-    Value i = b.create<arith::IndexCastOp>(b.getI64Type(), at);
-    Value pointer =
-        b.create<LLVM::GEPOp>(buffer.getType(), type, buffer, ValueRange{i});
-    b.create<LLVM::StoreOp>(x, pointer);
+    b.create<LLVM::StoreOp>(x, elementPointer(buffer, type, at));
   }
-  /// The element offset of row `position` of head `head` in a [B, H, L, D]
-  /// (bhsd) or [B, L, H, D] (bshd) tensor.
+  /// The element offset of row `position` of head `head` in a q, k, v or
+  /// output tensor, dense in the op's layout (semantics::LayoutAxes).
   Value rowOffset(Value batch, Value head, Value heads, Value position,
                   Value length, Value depth) {
-    Value row =
-        op.getLayout() == Layout::bhsd
-            ? a.add(a.mul(a.add(a.mul(batch, heads), head), length), position)
-            : a.add(a.mul(a.add(a.mul(batch, length), position), heads), head);
-    return a.mul(row, depth);
+    semantics::LayoutAxes axes = op.getLayoutAxes();
+    Value index[4], size[4];
+    index[axes.batch] = batch, size[axes.batch] = B;
+    index[axes.heads] = head, size[axes.heads] = heads;
+    index[axes.length] = position, size[axes.length] = length;
+    index[axes.depth] = a.constant(0), size[axes.depth] = depth;
+    Value offset = index[0];
+    for (int axis = 1; axis < 4; ++axis)
+      offset = a.add(a.mul(offset, size[axis]), index[axis]);
+    return offset;
   }
   Value select(Value condition, Value x, Value y) {
     return b.create<arith::SelectOp>(condition, x, y);
@@ -161,10 +166,7 @@ private:
           b.getIndexType(),
           b.create<LLVM::LoadOp>(
               b.getI32Type(),
-              b.create<LLVM::GEPOp>(keyLengths.getType(), b.getI32Type(),
-                                    keyLengths,
-                                    ValueRange{b.create<arith::IndexCastOp>(
-                                        b.getI64Type(), batch)})));
+              elementPointer(keyLengths, b.getI32Type(), batch)));
     semantics::KeyRange<Value> keys =
         semantics::visibleKeys(a, rule, position, position, T, length);
     Value first = a.max(keys.first, a.constant(0));
@@ -182,10 +184,6 @@ private:
 
     Value queryRow = rowOffset(batch, head, Hq, query, S, Dk);
     Value outRow = rowOffset(batch, head, Hq, query, S, Dv);
-    Value keyRows = rowOffset(batch, kvHead, Hkv, a.constant(0), T, Dk);
-    Value valueRows = rowOffset(batch, kvHead, Hkv, a.constant(0), T, Dv);
-    // Consecutive keys are Hkv rows apart in bshd, 1 in bhsd.
-    Value keyStride = op.getLayout() == Layout::bhsd ? a.constant(1) : Hkv;
     Value chunk = a.constant(32 * kColumnsPerLane);
 
     auto chunks = b.create<scf::ForOp>(a.constant(0), Dv, chunk);
@@ -200,8 +198,8 @@ private:
       Value key = keyLoop.getInductionVar();
       Value m = keyLoop.getRegionIterArgs()[0];
       Value l = keyLoop.getRegionIterArgs()[1];
-      Value keyRow = a.add(keyRows, a.mul(a.mul(key, keyStride), Dk));
-      Value valueRow = a.add(valueRows, a.mul(a.mul(key, keyStride), Dv));
+      Value keyRow = rowOffset(batch, kvHead, Hkv, key, T, Dk);
+      Value valueRow = rowOffset(batch, kvHead, Hkv, key, T, Dv);
       // This lane's share of q·k, then the butterfly over the warp.
       auto depth =
           b.create<scf::ForOp>(lane, Dk, a.constant(32), ValueRange{f32(0.0)});
@@ -228,15 +226,14 @@ private:
       if (auto softcap = op.getSoftcap()) {
         double cap = softcap->convertToDouble();
         // c · tanh(s / c) = c · (1 - 2 / (exp(2 s / c) + 1)).
-        Value twice =
-            b.create<arith::MulFOp>(score, f32(2.0 / cap * 1.4426950408889634));
+        Value twice = b.create<arith::MulFOp>(score, f32(2.0 / cap * kLog2e));
         Value tanh = b.create<arith::SubFOp>(
             f32(1.0),
             b.create<arith::DivFOp>(
                 f32(2.0), b.create<arith::AddFOp>(exp2(twice), f32(1.0))));
         score = b.create<arith::MulFOp>(tanh, f32(cap));
       }
-      score = b.create<arith::MulFOp>(score, f32(1.4426950408889634));
+      score = b.create<arith::MulFOp>(score, f32(kLog2e));
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax =
