@@ -21,9 +21,9 @@
 
 #include <onnx/shape_inference/implementation.h>
 
-#include <vector>
 #include <map>
 #include <set>
+#include <vector>
 
 namespace attnc {
 
