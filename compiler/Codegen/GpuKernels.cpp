@@ -189,11 +189,22 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
   }
   for (auto gpuModule : module.getOps<mlir::gpu::GPUModuleOp>())
     for (auto kernel : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
-      GpuKernel entry{kernel.getName().str(), {}, std::nullopt};
+      GpuKernel entry{kernel.getName().str(), {}, {}, "", std::nullopt};
+      if (auto merge = kernel->getAttrOfType<mlir::StringAttr>("attn.merge"))
+        entry.merge = merge.str();
       if (auto params = kernel->getAttrOfType<mlir::ArrayAttr>("attn.params"))
         for (mlir::Attribute param : params)
           entry.params.push_back(
               mlir::cast<mlir::StringAttr>(param).getValue().str());
+      if (auto sizes =
+              kernel->getAttrOfType<mlir::DictionaryAttr>("attn.sizes"))
+        for (mlir::NamedAttribute size : sizes) {
+          auto source = mlir::cast<mlir::ArrayAttr>(size.getValue());
+          entry.sizes.push_back(
+              {size.getName().str(),
+               {mlir::cast<mlir::StringAttr>(source[0]).getValue().str(),
+                mlir::cast<mlir::IntegerAttr>(source[1]).getInt()}});
+        }
       compiled.kernels.push_back(std::move(entry));
     }
 

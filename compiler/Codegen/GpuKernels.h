@@ -30,8 +30,21 @@ struct PtxasReport {
 struct GpuKernel {
   std::string name;
   std::vector<std::string> params; ///< Graph values, then the sizes.
+  /// Each size (B, Hq, ...) as the tensor and axis it is read from.
+  std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> sizes;
+  /// The kernel that merges this one's key splits ("" for a merge kernel).
+  std::string merge;
   std::optional<PtxasReport> ptxas;
 };
+
+/// Key splits (FlashDecoding) of a CUDA attention kernel, which the launcher
+/// picks at run time from the sizes (the manifest's `key_split`): 1 when the
+/// B·Hq·S rows give target_warps warps, else min(ceil(target_warps /
+/// (B·Hq·S)), ceil(T / min_keys_per_split)), at least 1. 8192 warps are
+/// about 62 on each of an H100's 132 SMs (64 fit): a warp walks its keys one
+/// after another, so K and V stream only with many warps in flight.
+constexpr int64_t kGpuSplitTargetWarps = 8192;
+constexpr int64_t kGpuSplitMinKeys = 64;
 
 struct GpuCompiled {
   std::string ptx;

@@ -138,8 +138,7 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
       interfaceManifest(graph, "mlir", {{"name", target}, {"chip", chip}});
   manifest["ptx"] = graph.name + ".ptx";
   manifest["launcher"] = "none yet: libattnrt runs CPU kernels only";
-  json kernels = json::array();
-  for (const GpuKernel &kernel : compiled.kernels) {
+  auto describe = [&](const GpuKernel &kernel) {
     json entry = {{"name", kernel.name},
                   {"params", kernel.params},
                   {"block", {128, 1, 1}},
@@ -152,6 +151,24 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
                         {"stack_bytes", kernel.ptxas->stackBytes}};
     else
       entry["ptxas"] = compiled.ptxasNote;
+    return entry;
+  };
+  json kernels = json::array();
+  for (const GpuKernel &kernel : compiled.kernels) {
+    if (kernel.merge.empty())
+      continue; // a merge kernel, described with its attention kernel
+    json sizes = json::object();
+    for (const auto &[size, source] : kernel.sizes)
+      sizes[size] = {source.first, source.second};
+    json entry = describe(kernel);
+    entry["sizes"] = sizes;
+    entry["grid"] = {"ceil(S * splits / 4)", "Hq", "B"};
+    entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
+                          {"min_keys_per_split", kGpuSplitMinKeys}};
+    entry["workspace_bytes"] = "4 * splits * B * Hq * S * (Dv + 2)";
+    for (const GpuKernel &merge : compiled.kernels)
+      if (merge.name == kernel.merge)
+        entry["merge"] = describe(merge);
     kernels.push_back(entry);
   }
   manifest["kernels"] = kernels;

@@ -26,6 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+SIZES = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 # Example graphs with something the CUDA kernel does not take yet.
 REFUSED = {"alibi_bshd", "bahdanau_additive_exporter", "bahdanau_additive_step",
@@ -111,12 +112,20 @@ def main():
                 problem = "PTX is not for %s" % chip
             elif not kernels:
                 problem = "no kernel in the manifest"
+            # each attention kernel and the merge of its key splits
+            entries = kernels + [k["merge"] for k in kernels if "merge" in k]
             for kernel in kernels:
+                if "merge" not in kernel or "key_split" not in kernel \
+                        or "workspace_bytes" not in kernel:
+                    problem = "kernel %s without merge, key_split or workspace" % kernel["name"]
+                elif set(kernel.get("sizes", {})) != set(SIZES[:-1]):
+                    problem = "sizes %s" % kernel.get("sizes")
+            for kernel in entries:
                 if problem:
                     break
                 if ".entry %s(" % kernel["name"] not in ptx:
                     problem = "no entry %s in the PTX" % kernel["name"]
-                elif kernel["params"][-7:] != ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]:
+                elif kernel["params"][-8:] != SIZES:
                     problem = "parameters %s" % kernel["params"]
                 elif shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
                     report = kernel["ptxas"]

@@ -127,11 +127,13 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
     the position masks and key lengths, GQA, both layouts, f32/f16/bf16 and
     lse; any other op or feature is an error that names it. Then upstream's
     `convert-gpu-to-nvvm`, `nvvm-attach-target` and `gpu-module-to-binary`
-    give PTX.
+    give PTX. The softcap's tanh is the CPU kernels' rational approximation
+    (attn-approximate-math's patterns), with PTX's fma and abs: no libdevice.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

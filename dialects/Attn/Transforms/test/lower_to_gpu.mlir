@@ -6,12 +6,16 @@
 // position (causal: min(T, p + 1)), the lanes' partial q·k summed by five
 // xor shuffles, the online softmax with p = exp2(s - m - log2 T) through
 // PTX's ex2.approx, 8 accumulators per lane, the key length read per batch,
-// and an op or feature without a kernel named in an error.
+// and an op or feature without a kernel named in an error. With splits > 1
+// each warp takes a part of the keys and leaves (m, l, acc) in the
+// workspace for the merge kernel (FlashDecoding).
 
 // CHECK: module attributes {gpu.container_module}
 // CHECK: gpu.module @g_gpu
-// CHECK: gpu.func @g_attention0(%[[Q:.+]]: !llvm.ptr<1>, %[[K:.+]]: !llvm.ptr<1>, %[[V:.+]]: !llvm.ptr<1>, %[[LEN:.+]]: !llvm.ptr<1>, %[[O:.+]]: !llvm.ptr<1>, %[[LSE:.+]]: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
-// CHECK-SAME: attn.params = ["q", "k", "v", "n", "o", "o.lse", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]
+// CHECK: gpu.func @g_attention0(%[[Q:.+]]: !llvm.ptr<1>, %[[K:.+]]: !llvm.ptr<1>, %[[V:.+]]: !llvm.ptr<1>, %[[LEN:.+]]: !llvm.ptr<1>, %[[O:.+]]: !llvm.ptr<1>, %[[LSE:.+]]: !llvm.ptr<1>, %[[WS:.+]]: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
+// CHECK-SAME: attn.merge = "g_attention0_merge"
+// CHECK-SAME: attn.params = ["q", "k", "v", "n", "o", "o.lse", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK-SAME: attn.sizes = {B = ["q", 0], Dk = ["q", 3], Dv = ["v", 3], Hkv = ["k", 1], Hq = ["q", 1], S = ["q", 2], T = ["k", 2]}
 // CHECK: gpu.thread_id x
 // CHECK: gpu.block_id x
 // CHECK: scf.if
@@ -25,7 +29,20 @@
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// One split: the row's output and lse.
 // CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f16, !llvm.ptr<1>
+// Several: the part's m, l and accumulators, as f32, into the workspace.
+// CHECK: } else {
+// CHECK: llvm.store %{{.+}}, %{{.+}} : f32, !llvm.ptr<1>
+// CHECK: gpu.return
+// The merge: the largest m over the parts, l and each column rescaled.
+// CHECK: gpu.func @g_attention0_merge(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
+// CHECK-SAME: attn.params = ["workspace", "o", "o.lse", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
+// CHECK: arith.cmpf ogt
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
 // CHECK: llvm.store %{{.+}}, %{{.+}} : f16, !llvm.ptr<1>
 // CHECK: gpu.return
 // CHECK-NOT: func.func
@@ -48,6 +65,25 @@ module {
                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
     // expected-error @+1 {{attention with ALiBi has no CUDA kernel yet}}
     %o = attn.attention %q, %k, %v {alibi}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}
+
+// -----
+
+// The softcap's tanh is the CPU kernels' rational approximation, with PTX's
+// fma and abs: no math op (a libdevice call) is left.
+// CHECK-LABEL: gpu.func @capped_attention0
+// CHECK-NOT: math.
+// CHECK: llvm.call_intrinsic "llvm.fabs.f32"
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK-NOT: math.
+// CHECK: gpu.func @capped_attention0_merge
+module {
+  func.func @capped(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v {softcap = 30.0 : f64}
         : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
     return %o : tensor<1x2x3x4xf32>
   }

@@ -1,0 +1,376 @@
+#!/usr/bin/python3
+"""The CUDA kernels against the float64 oracle, on a machine with an NVIDIA GPU.
+
+    cuda_oracle.py prepare --attnc PATH --out DIR [--target cuda-sm90]
+                           [--matrix N] [--count N] [--seed S]
+    cuda_oracle.py check DIR [--json FILE] [--split-rule WARPS,KEYS] [-v]
+    cuda_oracle.py all --attnc PATH --out DIR [--target T]   (what ctest runs)
+
+`prepare` runs anywhere (no GPU, no CUDA toolkit needed): it compiles with
+`attnc compile --target T` every example graph, the first N cases of the
+random test matrix (tests/codegen/matrix.py) and N cases of every family of
+the oracle's generator (tests/oracle/cases.py), and keeps those the CUDA
+kernel takes: DIR/<case>/{graph.json, NAME.ptx, NAME.json} plus DIR/cases.json
+saying which generator made each case. Inputs are not stored: `check`
+regenerates them from the same seeds (and refuses a case whose regenerated
+graph differs from the compiled one), so DIR stays small enough to carry to
+a GPU machine.
+
+`check` needs a CUDA device and CuPy: it loads each NAME.ptx through the
+driver (JIT-compiled for the device), launches every kernel of the manifest
+as it says (parameters by name, sizes read off the tensors as `sizes` says,
+grid and block), with the outputs first filled with NaN bit patterns so an
+entry no thread writes cannot pass, and compares each output with the numpy
+oracle (tests/oracle/oracle.py, written from the format's text alone) by
+check_reference.compare: normwise 1e-4 for f32 and lse, 2e-2 for f16/bf16, NaN
+never passes, -inf of lse exactly where the oracle has it. Matrix cases also
+get the matrix's own file checks (fully masked rows exactly 0, lse -inf just
+there). Exits 0 when every case passes, 1 when one fails, 77 (ctest's skip
+code) when there is no CUDA device or no CuPy.
+"""
+import argparse
+import concurrent.futures
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "codegen"))
+
+import cases            # noqa: E402  (the oracle's graph generator)
+import check_reference  # noqa: E402  (compare: the normwise verdict)
+import oracle           # noqa: E402  (the independent float64 evaluator)
+
+SKIP = 77
+# Sizes given to the run-time dims of the example graphs: odd, S != T.
+EXAMPLE_DIMS = {"B": 2, "S": 37, "T": 77}
+OTHER_DIM = 23
+
+
+# --------------------------------------------------------------------------
+# the cases: (graph, input arrays as .npy holds them, dim binding)
+# --------------------------------------------------------------------------
+
+def example_case(path):
+    """An example graph with seeded random inputs; key lengths (i32 inputs)
+    span 0 (rows with every key masked) to T."""
+    with open(path) as f:
+        graph = json.load(f)
+    name = os.path.splitext(os.path.basename(path))[0]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    dims = {n: (v if v is not None else EXAMPLE_DIMS.get(n, OTHER_DIM))
+            for n, v in graph.get("dims", {}).items()}
+    key_count = max([dims.get("T", 0), dims.get("S", 0)] + [1])
+    for node in graph["nodes"]:
+        if node["op"] == "attention":
+            shape = graph["inputs"].get(node["k"], {}).get("shape")
+            if shape:
+                axis = 1 if node.get("layout") == "bshd" else 2
+                key_count = shape[axis] if isinstance(shape[axis], int) else dims[shape[axis]]
+    arrays = {}
+    for n, decl in graph["inputs"].items():
+        shape = [d if isinstance(d, int) else dims[d] for d in decl["shape"]]
+        dtype = decl["dtype"]
+        if dtype == "i32":
+            values = rng.integers(0, key_count + 1, size=shape)
+            if values.size > 1:
+                values.flat[0] = 0
+        elif dtype == "bool":
+            values = rng.random(shape) < 0.8
+        else:
+            values = rng.standard_normal(shape)
+        arrays[n] = oracle.encode_for_file(values, dtype)
+    return graph, arrays, dims, None
+
+
+def matrix_cases(seed, count):
+    import matrix
+    made, _ = matrix.make_cases(seed, count, False)
+    return made
+
+
+def regenerate(entry, root):
+    """(graph, arrays, dims, matrix case or None) of a cases.json entry."""
+    kind = entry["kind"]
+    if kind == "example":
+        return example_case(os.path.join(root, "examples", "graphs", entry["file"]))
+    if kind == "matrix":
+        case = matrix_cases(entry["seed"], entry["index"] + 1)[entry["index"]]
+        return case.graph, case.input_arrays(), case.bound, case
+    case = cases.make_case(entry["family"], entry["index"], entry["seed"])
+    return case.graph, case.arrays, case.dims, None
+
+
+# --------------------------------------------------------------------------
+# prepare
+# --------------------------------------------------------------------------
+
+def prepare(a):
+    out = os.path.abspath(a.out)
+    os.makedirs(out, exist_ok=True)
+    entries = []
+    for f in sorted(os.listdir(os.path.join(ROOT, "examples", "graphs"))):
+        if f.endswith(".json"):
+            entries.append({"kind": "example", "file": f, "id": "example_" + f[:-5]})
+    for case in matrix_cases(a.seed, a.matrix) if a.matrix else []:
+        entries.append({"kind": "matrix", "seed": a.seed, "index": case.index,
+                        "id": "matrix_%d" % case.index, "desc": case.describe()})
+    for family in cases.FAMILIES:
+        for i in range(a.count):
+            entries.append({"kind": "family", "family": family, "index": i, "seed": a.seed,
+                            "id": "%s_%d" % (family, i)})
+    if a.recompile:
+        with open(os.path.join(out, "cases.json")) as f:
+            entries = json.load(f)["cases"]
+
+    def compile_one(entry):
+        graph, _, _, _ = regenerate(entry, ROOT)
+        d = os.path.join(out, entry["id"])
+        os.makedirs(d, exist_ok=True)
+        gpath = os.path.join(d, "graph.json")
+        with open(gpath, "w") as f:
+            json.dump(graph, f, indent=1)
+        p = subprocess.run([a.attnc, "compile", gpath, "--target", a.target, "-o", d],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode == 0:
+            entry["name"] = graph["name"]
+            return None
+        for f in os.listdir(d):
+            os.unlink(os.path.join(d, f))
+        os.rmdir(d)
+        reason = (p.stderr.strip() or p.stdout.strip()).splitlines()
+        return reason[0] if reason else "exit %d" % p.returncode
+
+    kept, refused = [], {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        for entry, reason in zip(entries, pool.map(compile_one, entries)):
+            if reason is None:
+                kept.append(entry)
+                continue
+            # "graph.json: node o: attention with ALiBi has no CUDA kernel yet (...)"
+            key = re.sub(r"^.*?: (node \S+: )?", "", reason).split(" (")[0]
+            refused.setdefault(key, []).append(entry["id"])
+    with open(os.path.join(out, "cases.json"), "w") as f:
+        json.dump({"target": a.target, "cases": kept}, f, indent=1)
+    print("%d cases compiled for %s into %s" % (len(kept), a.target, out))
+    for reason, ids in sorted(refused.items(), key=lambda kv: -len(kv[1])):
+        print("  refused %4d: %s (e.g. %s)" % (len(ids), reason, ids[0]))
+    return 0
+
+
+# --------------------------------------------------------------------------
+# check
+# --------------------------------------------------------------------------
+
+def evaluate(expr, sizes):
+    """A manifest size expression ("Hq", "ceil(S * splits / 4)", ...)."""
+    if isinstance(expr, int):
+        return expr
+    if not re.fullmatch(r"[A-Za-z0-9_ ()*/+-]+", expr):
+        raise ValueError("size expression %r is not one this launcher knows" % expr)
+    return int(eval(expr, {"__builtins__": {}}, dict(sizes, ceil=math.ceil)))
+
+
+def choose_splits(sizes, rule):
+    """The manifest's key_split rule (compiler/Codegen/GpuKernels.h)."""
+    rows = sizes["B"] * sizes["Hq"] * sizes["S"]
+    if rows >= rule["target_warps"]:
+        return 1
+    return max(1, min(-(-rule["target_warps"] // max(rows, 1)),
+                      -(-sizes["T"] // rule["min_keys_per_split"])))
+
+
+def load_module(cp, path):
+    """The PTX at `path`, JIT-compiled by the driver (cuModuleLoad)."""
+    try:
+        return cp.RawModule(path=path)
+    except Exception:
+        module = cp.cuda.function.Module()
+        with open(path, "rb") as f:
+            module.load(f.read() + b"\0")      # cuModuleLoadData
+        return module
+
+
+def plan_launches(cp, module, kernel, device, rule=None):
+    """[(function, grid, block, args)] that run one attention op's kernel on
+    `device` (name -> cupy array), its merge after it when it splits keys;
+    `rule` replaces the manifest's key_split rule."""
+    sizes = {s: int(device[t].shape[axis]) for s, (t, axis) in kernel["sizes"].items()}
+    sizes["splits"] = choose_splits(sizes, rule or kernel["key_split"])
+    workspace = evaluate(kernel["workspace_bytes"], sizes) if sizes["splits"] > 1 else 4
+    device = dict(device, workspace=cp.empty(max(workspace, 4) // 4, dtype=np.float32))
+    launches = []
+    for entry in [kernel] + ([kernel["merge"]] if sizes["splits"] > 1 else []):
+        args = tuple(np.int64(sizes[p]) if p in sizes else device[p] for p in entry["params"])
+        grid = tuple(evaluate(g, sizes) for g in entry["grid"])
+        if min(grid) > 0:
+            launches.append((module.get_function(entry["name"]), grid, tuple(entry["block"]),
+                             args))
+    return launches, sizes["splits"]
+
+
+def launch_all(cp, d, manifest, device, rule=None):
+    """Runs every kernel of the manifest on `device` (name -> cupy array);
+    returns the key splits of each attention op."""
+    module = load_module(cp, os.path.join(d, manifest["ptx"]))
+    splits = []
+    for kernel in manifest["kernels"]:
+        launches, n = plan_launches(cp, module, kernel, device, rule)
+        for function, grid, block, args in launches:
+            function(grid, block, args)
+        splits.append(n)
+    cp.cuda.Device().synchronize()
+    return splits
+
+
+def check_case(cp, root, d, entry, rule=None):
+    """(ok, summary)."""
+    graph, arrays, dims, mcase = regenerate(entry, root)
+    with open(os.path.join(d, "graph.json")) as f:
+        if json.load(f) != graph:
+            return False, "the regenerated graph differs from the compiled one"
+    with open(os.path.join(d, entry["name"] + ".json")) as f:
+        manifest = json.load(f)
+    floors = {}
+    inputs = {n: oracle.decode_from_file(arr, graph["inputs"][n]["dtype"])
+              for n, arr in arrays.items()}
+    ref = oracle.evaluate_typed(graph, inputs, dims, floors)
+    device = {n: cp.asarray(np.ascontiguousarray(arr)) for n, arr in arrays.items()}
+    for oname, (rval, dt) in ref.items():
+        buf = cp.empty(rval.shape, dtype=np.dtype(oracle.NPY_DTYPE[dt]))
+        buf.view(cp.uint8).fill(0xFF)       # NaN in every float dtype
+        device[oname] = buf
+    try:
+        splits = launch_all(cp, d, manifest, device, rule)
+    except Exception as e:      # a launch or JIT error: this case fails, the run goes on
+        return False, "launch failed: %s" % str(e).splitlines()[0]
+    problems, worst = [], 0.0
+    outdir = tempfile.mkdtemp(prefix="attnc_cuda_")
+    for oname, (rval, dt) in ref.items():
+        got = cp.asnumpy(device[oname])
+        np.save(os.path.join(outdir, oname + ".npy"), got)
+        good, err, msg = check_reference.compare(got, rval, dt, floors.get(oname))
+        if not good:
+            problems.append("%s: %s" % (oname, msg))
+        elif err is not None and dt in check_reference.TOL:
+            worst = max(worst, err)
+    if mcase is not None:
+        import matrix
+        problems += matrix.check_files(mcase, outdir)
+    for f in os.listdir(outdir):
+        os.unlink(os.path.join(outdir, f))
+    os.rmdir(outdir)
+    split_note = " (key splits %s)" % ",".join(map(str, splits))
+    return (not problems), ("max err %.2g" % worst if not problems else
+                            "; ".join(problems)) + split_note
+
+
+def no_device():
+    """Why there is no CUDA device to check on, or None."""
+    try:
+        import cupy as cp
+        if cp.cuda.runtime.getDeviceCount() == 0:
+            return "no CUDA device"
+    except Exception as e:
+        return "no CUDA device through CuPy (%s)" % str(e).splitlines()[0]
+    return None
+
+
+def check(a):
+    why = no_device()
+    if why:
+        print("skipped: " + why)
+        return SKIP
+    import cupy as cp
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    device_name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    with open(os.path.join(a.dir, "cases.json")) as f:
+        plan = json.load(f)
+    print("%d cases for %s on %s (sm_%d%d)" % (len(plan["cases"]), plan["target"], device_name,
+                                               props["major"], props["minor"]), flush=True)
+    rule = None
+    if a.split_rule:
+        warps, keys = a.split_rule.split(",")
+        rule = {"target_warps": int(warps), "min_keys_per_split": int(keys)}
+        print("key splits by target_warps=%s min_keys_per_split=%s" % (warps, keys))
+    results, failed = [], 0
+    by_kind = {}
+    for entry in plan["cases"]:
+        try:
+            ok, summary = check_case(cp, ROOT, os.path.join(a.dir, entry["id"]), entry, rule)
+        except Exception as e:
+            ok, summary = False, "error: %s" % e
+        failed += not ok
+        kind = entry["kind"]
+        by_kind.setdefault(kind, [0, 0])[0 if ok else 1] += 1
+        results.append({"id": entry["id"], "ok": ok, "summary": summary})
+        if a.verbose or not ok:
+            print("%-4s %-16s %s" % ("ok" if ok else "FAIL", entry["id"], summary), flush=True)
+    for kind, (p, f) in sorted(by_kind.items()):
+        print("%s: %d passed, %d failed" % (kind, p, f))
+    print("%d passed, %d failed on %s" % (len(results) - failed, failed, device_name))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"device": device_name, "target": plan["target"], "results": results}, f,
+                      indent=1)
+    return 1 if failed else 0
+
+
+def prepare_and_check(a):
+    """What ctest runs (label gpu): skip at once without a device, else
+    prepare, then check with the manifests' key splits and with one key per
+    split (every merge path on small cases)."""
+    why = no_device()
+    if why:
+        print("skipped: " + why)
+        return SKIP
+    a.matrix, a.count, a.seed, a.recompile, a.jobs = 200, 40, 0, False, os.cpu_count() or 1
+    if prepare(a):
+        return 1
+    failed = 0
+    for rule in (None, "1000000,1"):
+        failed |= check(argparse.Namespace(dir=a.out, json=None, split_rule=rule,
+                                           verbose=False)) != 0
+    return 1 if failed else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="verb", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--attnc", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--target", default="cuda-sm90")
+    p.add_argument("--matrix", type=int, default=200, help="matrix cases to try")
+    p.add_argument("--count", type=int, default=40, help="cases per oracle family to try")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--recompile", action="store_true",
+                   help="recompile the cases DIR/cases.json names, no others")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    c = sub.add_parser("check")
+    c.add_argument("dir")
+    c.add_argument("--json", help="write every case's verdict here")
+    c.add_argument("--split-rule", metavar="WARPS,KEYS",
+                   help="replace the manifests' key_split rule (e.g. 1000000,1: "
+                   "one key per split), to check the merge on small cases")
+    c.add_argument("-v", "--verbose", action="store_true")
+    r = sub.add_parser("all", help="prepare into --out, then check twice (ctest)")
+    r.add_argument("--attnc", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--target", default="cuda-sm90")
+    a = ap.parse_args()
+    return {"prepare": prepare, "check": check, "all": prepare_and_check}[a.verb](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
