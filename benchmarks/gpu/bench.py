@@ -134,7 +134,9 @@ def run(a):
                 function(grid, block, args)
         gqa = Hq != Hkv
         causal = shape["causal"]
-        row = {"shape": shape["name"], "splits": splits}
+        row = {"shape": shape["name"], "splits": splits,
+               "kernel": "tensor_core" if splits == 1 and "tensor_core" in manifest["kernels"][0]
+               else "simt"}
         flops = 4.0 * S * T * D * B * Hq
         kv_bytes = 2.0 * B * Hkv * T * D * q.element_size()
         first = median_ms(torch, attnc, 1, warmup=1)

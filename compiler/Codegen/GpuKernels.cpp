@@ -189,9 +189,15 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
   }
   for (auto gpuModule : module.getOps<mlir::gpu::GPUModuleOp>())
     for (auto kernel : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
-      GpuKernel entry{kernel.getName().str(), {}, {}, "", std::nullopt};
+      GpuKernel entry{kernel.getName().str(), {}, {}, "", "", 0, std::nullopt};
       if (auto merge = kernel->getAttrOfType<mlir::StringAttr>("attn.merge"))
         entry.merge = merge.str();
+      if (auto mma =
+              kernel->getAttrOfType<mlir::StringAttr>("attn.tensor_core"))
+        entry.tensorCore = mma.str();
+      if (auto rows =
+              kernel->getAttrOfType<mlir::IntegerAttr>("attn.tensor_core_rows"))
+        entry.tensorCoreRows = rows.getInt();
       if (auto params = kernel->getAttrOfType<mlir::ArrayAttr>("attn.params"))
         for (mlir::Attribute param : params)
           entry.params.push_back(

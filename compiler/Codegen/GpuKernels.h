@@ -34,16 +34,21 @@ struct GpuKernel {
   std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> sizes;
   /// The kernel that merges this one's key splits ("" for a merge kernel).
   std::string merge;
+  /// The tensor-core kernel that replaces this one when splits == 1 ("" if
+  /// none).
+  std::string tensorCore;
+  int64_t tensorCoreRows = 0; ///< Query rows per block of that kernel.
   std::optional<PtxasReport> ptxas;
 };
 
 /// Key splits (FlashDecoding) of a CUDA attention kernel, which the launcher
 /// picks at run time from the sizes (the manifest's `key_split`): 1 when the
 /// B·Hq·S rows give target_warps warps, else min(ceil(target_warps /
-/// (B·Hq·S)), ceil(T / min_keys_per_split)), at least 1. 8192 warps are
-/// about 62 on each of an H100's 132 SMs (64 fit): a warp walks its keys one
-/// after another, so K and V stream only with many warps in flight.
-constexpr int64_t kGpuSplitTargetWarps = 8192;
+/// (B·Hq·S)), ceil(T / min_keys_per_split)), at least 1. Measured on an
+/// H200 (Llama-3-8B decode, T = 4096 and 32768): 4096 warps and 64 keys
+/// were the best of 2048..16384 warps and 16..256 keys at both lengths;
+/// 8192 warps took 1.24x as long at T = 32768.
+constexpr int64_t kGpuSplitTargetWarps = 4096;
 constexpr int64_t kGpuSplitMinKeys = 64;
 
 struct GpuCompiled {

@@ -156,7 +156,8 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
   json kernels = json::array();
   for (const GpuKernel &kernel : compiled.kernels) {
     if (kernel.merge.empty())
-      continue; // a merge kernel, described with its attention kernel
+      continue; // a merge or tensor-core kernel, described with its
+                // attention kernel
     json sizes = json::object();
     for (const auto &[size, source] : kernel.sizes)
       sizes[size] = {source.first, source.second};
@@ -166,9 +167,17 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
     entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
                           {"min_keys_per_split", kGpuSplitMinKeys}};
     entry["workspace_bytes"] = "4 * splits * B * Hq * S * (Dv + 2)";
-    for (const GpuKernel &merge : compiled.kernels)
-      if (merge.name == kernel.merge)
-        entry["merge"] = describe(merge);
+    for (const GpuKernel &other : compiled.kernels) {
+      if (other.name == kernel.merge)
+        entry["merge"] = describe(other);
+      if (other.name == kernel.tensorCore) {
+        entry["tensor_core"] = describe(other);
+        entry["tensor_core"]["grid"] = {
+            "ceil(S / " + std::to_string(kernel.tensorCoreRows) + ")", "Hq",
+            "B"};
+        entry["tensor_core"]["use_when"] = "splits == 1";
+      }
+    }
     kernels.push_back(entry);
   }
   manifest["kernels"] = kernels;

@@ -113,7 +113,8 @@ def main():
             elif not kernels:
                 problem = "no kernel in the manifest"
             # each attention kernel and the merge of its key splits
-            entries = kernels + [k["merge"] for k in kernels if "merge" in k]
+            entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
+                                 if x in k]
             for kernel in kernels:
                 if "merge" not in kernel or "key_split" not in kernel \
                         or "workspace_bytes" not in kernel:

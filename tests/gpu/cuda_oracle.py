@@ -8,9 +8,9 @@
 
 `prepare` runs anywhere (no GPU, no CUDA toolkit needed): it compiles with
 `attnc compile --target T` every example graph, the first N cases of the
-random test matrix (tests/codegen/matrix.py) and N cases of every family of
-the oracle's generator (tests/oracle/cases.py), and keeps those the CUDA
-kernel takes: DIR/<case>/{graph.json, NAME.ptx, NAME.json} plus DIR/cases.json
+random test matrix (tests/codegen/matrix.py), N cases of every family of
+the oracle's generator (tests/oracle/cases.py) and cases made for the
+tensor-core kernel (tensor_core_case), and keeps those the CUDA kernel takes: DIR/<case>/{graph.json, NAME.ptx, NAME.json} plus DIR/cases.json
 saying which generator made each case. Inputs are not stored: `check`
 regenerates them from the same seeds (and refuses a case whose regenerated
 graph differs from the compiled one), so DIR stays small enough to carry to
@@ -92,6 +92,64 @@ def example_case(path):
     return graph, arrays, dims, None
 
 
+def tensor_core_case(seed, index):
+    """Graphs the tensor-core kernel takes (f16/bf16, Dk and Dv fixed, at
+    most 128), at odd sizes: head dims from 8 to 128 (odd ones too), S and T
+    from 1 to 300 (S > T as well, so causal rows without keys), GQA, both
+    layouts, the masks, softcap, scale, lse."""
+    rng = np.random.default_rng([seed, 11, index])
+    pick = lambda xs: xs[int(rng.integers(len(xs)))]
+    dtype = pick(["f16", "bf16"])
+    dk = pick([8, 16, 17, 40, 64, 64, 80, 96, 128, 128])
+    dv = dk if rng.random() < 0.6 else pick([8, 24, 33, 64, 72, 128])
+    hkv = pick([1, 2, 3])
+    hq = hkv * pick([1, 2, 4])
+    B = pick([1, 2])
+    S, T = pick([1, 7, 16, 31, 33, 64, 100, 129, 300]), pick([1, 5, 16, 33, 64, 65, 200, 300])
+    layout = pick(["bhsd", "bshd"])
+
+    def shape(h, length, d):
+        return [B, h, length, d] if layout == "bhsd" else [B, length, h, d]
+    graph_inputs = {"q": {"shape": shape(hq, "S", dk), "dtype": dtype},
+                    "k": {"shape": shape(hkv, "T", dk), "dtype": dtype},
+                    "v": {"shape": shape(hkv, "T", dv), "dtype": dtype}}
+    node = {"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v", "layout": layout}
+    masks = []
+    if rng.random() < 0.4:
+        masks.append({"kind": "causal"})
+    if rng.random() < 0.3:
+        masks.append({"kind": "window", "left": int(rng.integers(0, 40)),
+                      "right": int(rng.integers(0, 40))})
+    if rng.random() < 0.3:
+        graph_inputs["n"] = {"shape": [B], "dtype": "i32"}
+        masks.append({"kind": "key_length", "input": "n"})
+    if masks:
+        node["mask"] = masks
+    if rng.random() < 0.3:
+        node["softcap"] = pick([5.0, 30.0, 1e4])
+    if rng.random() < 0.3:
+        node["scale"] = pick([0.01, 0.5, 2.0])
+    outputs = ["o"]
+    if rng.random() < 0.4:
+        node["return_lse"] = True
+        outputs.append("o.lse")
+    name = "tc_%d" % index
+    graph = {"attnc": 1, "name": name, "dims": {"S": None, "T": None},
+             "inputs": graph_inputs, "nodes": [node], "outputs": outputs}
+    dims = {"S": S, "T": T}
+    arrays = {}
+    for n, decl in graph_inputs.items():
+        concrete = [d if isinstance(d, int) else dims[d] for d in decl["shape"]]
+        if decl["dtype"] == "i32":
+            values = rng.integers(0, T + 1, size=concrete)
+            if B > 1:
+                values[0] = 0
+        else:
+            values = rng.standard_normal(concrete) * pick([1.0, 1.0, 3.0])
+        arrays[n] = oracle.encode_for_file(values, decl["dtype"])
+    return graph, arrays, dims, None
+
+
 def matrix_cases(seed, count):
     import matrix
     made, _ = matrix.make_cases(seed, count, False)
@@ -103,6 +161,8 @@ def regenerate(entry, root):
     kind = entry["kind"]
     if kind == "example":
         return example_case(os.path.join(root, "examples", "graphs", entry["file"]))
+    if kind == "tensor_core":
+        return tensor_core_case(entry["seed"], entry["index"])
     if kind == "matrix":
         case = matrix_cases(entry["seed"], entry["index"] + 1)[entry["index"]]
         return case.graph, case.input_arrays(), case.bound, case
@@ -124,6 +184,9 @@ def prepare(a):
     for case in matrix_cases(a.seed, a.matrix) if a.matrix else []:
         entries.append({"kind": "matrix", "seed": a.seed, "index": case.index,
                         "id": "matrix_%d" % case.index, "desc": case.describe()})
+    for i in range(a.tensor_core):
+        entries.append({"kind": "tensor_core", "seed": a.seed, "index": i,
+                        "id": "tensor_core_%d" % i})
     for family in cases.FAMILIES:
         for i in range(a.count):
             entries.append({"kind": "family", "family": family, "index": i, "seed": a.seed,
@@ -200,16 +263,21 @@ def load_module(cp, path):
         return module
 
 
-def plan_launches(cp, module, kernel, device, rule=None):
+def plan_launches(cp, module, kernel, device, rule=None, tensor_core=True):
     """[(function, grid, block, args)] that run one attention op's kernel on
-    `device` (name -> cupy array), its merge after it when it splits keys;
-    `rule` replaces the manifest's key_split rule."""
+    `device` (name -> cupy array), its merge after it when it splits keys,
+    or its tensor-core kernel instead when there is one and it does not
+    (unless not `tensor_core`); `rule` replaces the manifest's key_split
+    rule."""
     sizes = {s: int(device[t].shape[axis]) for s, (t, axis) in kernel["sizes"].items()}
     sizes["splits"] = choose_splits(sizes, rule or kernel["key_split"])
     workspace = evaluate(kernel["workspace_bytes"], sizes) if sizes["splits"] > 1 else 4
     device = dict(device, workspace=cp.empty(max(workspace, 4) // 4, dtype=np.float32))
     launches = []
-    for entry in [kernel] + ([kernel["merge"]] if sizes["splits"] > 1 else []):
+    entries = [kernel] + ([kernel["merge"]] if sizes["splits"] > 1 else [])
+    if sizes["splits"] == 1 and "tensor_core" in kernel and tensor_core:
+        entries = [kernel["tensor_core"]]
+    for entry in entries:
         args = tuple(np.int64(sizes[p]) if p in sizes else device[p] for p in entry["params"])
         grid = tuple(evaluate(g, sizes) for g in entry["grid"])
         if min(grid) > 0:
@@ -218,21 +286,22 @@ def plan_launches(cp, module, kernel, device, rule=None):
     return launches, sizes["splits"]
 
 
-def launch_all(cp, d, manifest, device, rule=None):
+def launch_all(cp, d, manifest, device, rule=None, tensor_core=True):
     """Runs every kernel of the manifest on `device` (name -> cupy array);
-    returns the key splits of each attention op."""
+    returns the key splits of each attention op ("mma" for the tensor-core
+    kernel)."""
     module = load_module(cp, os.path.join(d, manifest["ptx"]))
     splits = []
     for kernel in manifest["kernels"]:
-        launches, n = plan_launches(cp, module, kernel, device, rule)
+        launches, n = plan_launches(cp, module, kernel, device, rule, tensor_core)
         for function, grid, block, args in launches:
             function(grid, block, args)
-        splits.append(n)
+        splits.append("mma" if n == 1 and tensor_core and "tensor_core" in kernel else n)
     cp.cuda.Device().synchronize()
     return splits
 
 
-def check_case(cp, root, d, entry, rule=None):
+def check_case(cp, root, d, entry, rule=None, tensor_core=True):
     """(ok, summary)."""
     graph, arrays, dims, mcase = regenerate(entry, root)
     with open(os.path.join(d, "graph.json")) as f:
@@ -250,7 +319,7 @@ def check_case(cp, root, d, entry, rule=None):
         buf.view(cp.uint8).fill(0xFF)       # NaN in every float dtype
         device[oname] = buf
     try:
-        splits = launch_all(cp, d, manifest, device, rule)
+        splits = launch_all(cp, d, manifest, device, rule, tensor_core)
     except Exception as e:      # a launch or JIT error: this case fails, the run goes on
         return False, "launch failed: %s" % str(e).splitlines()[0]
     problems, worst = [], 0.0
@@ -306,7 +375,8 @@ def check(a):
     by_kind = {}
     for entry in plan["cases"]:
         try:
-            ok, summary = check_case(cp, ROOT, os.path.join(a.dir, entry["id"]), entry, rule)
+            ok, summary = check_case(cp, ROOT, os.path.join(a.dir, entry["id"]), entry, rule,
+                                     not a.no_tensor_core)
         except Exception as e:
             ok, summary = False, "error: %s" % e
         failed += not ok
@@ -333,13 +403,16 @@ def prepare_and_check(a):
     if why:
         print("skipped: " + why)
         return SKIP
-    a.matrix, a.count, a.seed, a.recompile, a.jobs = 200, 40, 0, False, os.cpu_count() or 1
+    a.matrix, a.count, a.tensor_core, a.seed = 200, 40, 60, 0
+    a.recompile, a.jobs = False, os.cpu_count() or 1
     if prepare(a):
         return 1
     failed = 0
-    for rule in (None, "1000000,1"):
+    # the manifests' rule; one key per split (every merge); no split (every
+    # tensor-core kernel); no split on the SIMT kernel
+    for rule, simt in ((None, False), ("1000000,1", False), ("0,1", False), ("0,1", True)):
         failed |= check(argparse.Namespace(dir=a.out, json=None, split_rule=rule,
-                                           verbose=False)) != 0
+                                           no_tensor_core=simt, verbose=False)) != 0
     return 1 if failed else 0
 
 
@@ -353,6 +426,8 @@ def main():
     p.add_argument("--target", default="cuda-sm90")
     p.add_argument("--matrix", type=int, default=200, help="matrix cases to try")
     p.add_argument("--count", type=int, default=40, help="cases per oracle family to try")
+    p.add_argument("--tensor-core", type=int, default=60,
+                   help="cases made for the tensor-core kernel")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--recompile", action="store_true",
                    help="recompile the cases DIR/cases.json names, no others")
@@ -363,6 +438,8 @@ def main():
     c.add_argument("--split-rule", metavar="WARPS,KEYS",
                    help="replace the manifests' key_split rule (e.g. 1000000,1: "
                    "one key per split), to check the merge on small cases")
+    c.add_argument("--no-tensor-core", action="store_true",
+                   help="run the SIMT kernel where a tensor-core one would run")
     c.add_argument("-v", "--verbose", action="store_true")
     r = sub.add_parser("all", help="prepare into --out, then check twice (ctest)")
     r.add_argument("--attnc", required=True)

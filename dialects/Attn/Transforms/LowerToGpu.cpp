@@ -45,10 +45,39 @@ namespace {
 
 constexpr int64_t kWarpsPerBlock = 4;
 constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
+// The tensor-core kernel: mma.sync m16n8k16, 16 query rows per warp, Dk and
+// Dv up to 128 (its registers hold Q and O).
+constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128;
+/// Columns of O per warp in the tensor-core kernel: past 64, warps side by
+/// side take the chunks of the same rows (each computing S), so O's
+/// registers stay beside Q's.
+constexpr int64_t kMmaColumns = 64;
+int64_t mmaColumnChunks(AttentionOp op) {
+  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
+  return (dv + kMmaColumns - 1) / kMmaColumns;
+}
+
+/// Keys per block of the tensor-core kernel: as many as fit beside Q and O
+/// in 255 registers without spills for sm_80 and sm_90 (ptxas: at Dk = 128
+/// with 64 columns of O, 32 keys spill on sm_80, 16 take 206 registers).
+int64_t mmaBlockKeys(int64_t dk, int64_t dv) {
+  return std::max(dk, dv) <= 64 ? 32 : 16;
+}
 constexpr double kLog2e = 1.4426950408889634;
 /// The i64 parameters of both kernels, in order.
 constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
                                               "T", "Dk", "Dv",  "splits"};
+
+/// Whether `op` also gets the tensor-core kernel: f16 or bf16, Dk and Dv
+/// known at compile time (its registers hold Q and O) and at most 128.
+bool hasTensorCoreKernel(AttentionOp op) {
+  auto query = cast<ShapedType>(op.getQuery().getType());
+  auto value = cast<ShapedType>(op.getValue().getType());
+  Type element = query.getElementType();
+  int64_t dk = query.getShape().back(), dv = value.getShape().back();
+  return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
+         !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth && dv <= kMmaMaxDepth;
+}
 
 /// Why `op` has no GPU kernel yet, or "".
 std::string unsupported(AttentionOp op) {
@@ -64,10 +93,12 @@ std::string unsupported(AttentionOp op) {
   return "";
 }
 
-/// The two kernels of an attention op: the attention kernel proper, and the
-/// merge of its key splits (FlashDecoding), launched after it when
-/// splits > 1.
-enum class KernelRole { Attention, Merge };
+/// The kernels of an attention op: the attention kernel proper, the merge of
+/// its key splits (FlashDecoding), launched after it when splits > 1, and,
+/// for f16/bf16 with Dk and Dv known and at most 128, the tensor-core kernel
+/// that replaces both when splits == 1. Attention and TensorCore take the
+/// same parameters.
+enum class KernelRole { Attention, Merge, TensorCore };
 
 class KernelBuilder {
 public:
@@ -75,7 +106,7 @@ public:
                 KernelRole role)
       : b(b), op(op), role(role), a{b, b.getLoc()} {
     size_t n = 0;
-    if (role == KernelRole::Attention) {
+    if (role != KernelRole::Merge) {
       q = args[n++];
       k = args[n++];
       v = args[n++];
@@ -87,7 +118,7 @@ public:
     out = args[n++];
     if (op.getLse())
       lse = args[n++];
-    if (role == KernelRole::Attention)
+    if (role != KernelRole::Merge)
       workspace = args[n++];
     auto size = [&] {
       return b.create<arith::IndexCastOp>(b.getIndexType(), args[n++]);
@@ -107,6 +138,15 @@ public:
                        warp);
     Value head = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
     Value batch = b.create<gpu::BlockIdOp>(gpu::Dimension::z);
+    if (role == KernelRole::TensorCore) {
+      // Warps side by side take the column chunks of the same 16 rows.
+      Value chunks = a.constant(mmaColumnChunks(op));
+      Value rowBase = a.mul(a.div(item, chunks), a.constant(kMmaRows));
+      Value column0 = a.mul(a.rem(item, chunks), a.constant(kMmaColumns));
+      auto inside = b.create<scf::IfOp>(a.lt(rowBase, S), /*else=*/false);
+      b.setInsertionPointToStart(&inside.getThenRegion().front());
+      return tensorCoreRows(lane, rowBase, column0, head, batch);
+    }
     Value query = role == KernelRole::Merge ? item : a.div(item, splits);
     auto inside = b.create<scf::IfOp>(a.lt(query, S), /*else=*/false);
     b.setInsertionPointToStart(&inside.getThenRegion().front());
@@ -180,12 +220,10 @@ private:
     return intrinsic("llvm.fma.f32", ValueRange{x, y, z});
   }
 
-  void row(Value lane, Value query, Value part, Value head, Value batch) {
-    Type qType = getElementTypeOrSelf(op.getQuery().getType());
-    Type vType = getElementTypeOrSelf(op.getValue().getType());
-    Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
-    semantics::KeyVisibility rule = op.getKeyVisibility();
-    Value position = semantics::alignedPosition(a, query, S, T);
+  /// The keys that query rows [firstQuery, lastQuery] see, together (the
+  /// rules of AttnSemantics.h), clamped to [0, T].
+  semantics::KeyRange<Value> visibleKeys(Value batch, Value firstQuery,
+                                         Value lastQuery) {
     std::optional<Value> length;
     if (keyLengths)
       length = b.create<arith::IndexCastOp>(
@@ -193,23 +231,60 @@ private:
           b.create<LLVM::LoadOp>(
               b.getI32Type(),
               elementPointer(keyLengths, b.getI32Type(), batch)));
-    semantics::KeyRange<Value> keys =
-        semantics::visibleKeys(a, rule, position, position, T, length);
-    // Part `part` of `splits` takes keys [part·c, (part + 1)·c), c = ceil(T
-    // / splits), of those the row sees.
-    Value partKeys = a.div(a.add(T, a.sub(splits, a.constant(1))), splits);
-    Value partFirst = a.mul(part, partKeys);
-    Value first = a.max(a.max(keys.first, a.constant(0)), partFirst);
-    Value last =
-        a.max(a.min(keys.last, a.min(a.add(partFirst, partKeys), T)), first);
+    semantics::KeyRange<Value> keys = semantics::visibleKeys(
+        a, op.getKeyVisibility(),
+        semantics::alignedPosition(a, firstQuery, S, T),
+        semantics::alignedPosition(a, lastQuery, S, T), T, length);
+    Value first = a.max(keys.first, a.constant(0));
+    return {first, a.max(a.min(keys.last, T), first)};
+  }
 
-    // Scores in log2 units: raw · scale · log2 e (softcap in natural units
-    // first). Dk may be a run-time size, hence the rule, not its value.
+  /// What a raw q·k product is multiplied by: the scale (1/sqrt(Dk) by
+  /// default; Dk may be a run-time size, hence the rule, not its value).
+  Value scoreFactor() {
     semantics::ScaleRule scale = op.getScaleRule();
     Value factor = f32(scale.factor);
     if (scale.overSqrtKeyDim)
       factor = b.create<arith::DivFOp>(
           factor, intrinsic("llvm.nvvm.sqrt.rn.f", toF32(Dk)));
+    return factor;
+  }
+
+  /// A raw q·k product as a score in log2 units: raw · factor, softcapped
+  /// in natural units, times log2 e.
+  Value logScore(Value raw, Value factor) {
+    Value score = b.create<arith::MulFOp>(raw, factor);
+    if (auto softcap = op.getSoftcap()) {
+      double cap = softcap->convertToDouble();
+      // c · tanh(s / c) by math.tanh, which lowerMath turns into the CPU
+      // kernels' rational approximation: the exp-based 1 - 2 / (exp(2x) +
+      // 1) cancels for small x (scores far below c).
+      Value tanh = b.create<math::TanhOp>(
+          b.create<arith::MulFOp>(score, f32(1.0 / cap)));
+      score = b.create<arith::MulFOp>(tanh, f32(cap));
+    }
+    return b.create<arith::MulFOp>(score, f32(kLog2e));
+  }
+
+  Value maxOf(Value x, Value y) {
+    // A NaN x keeps y, as the CPU kernels' running max does.
+    return select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y), x,
+                  y);
+  }
+
+  void row(Value lane, Value query, Value part, Value head, Value batch) {
+    Type qType = getElementTypeOrSelf(op.getQuery().getType());
+    Type vType = getElementTypeOrSelf(op.getValue().getType());
+    Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
+    semantics::KeyRange<Value> keys = visibleKeys(batch, query, query);
+    // Part `part` of `splits` takes keys [part·c, (part + 1)·c), c = ceil(T
+    // / splits), of those the row sees.
+    Value partKeys = a.div(a.add(T, a.sub(splits, a.constant(1))), splits);
+    Value partFirst = a.mul(part, partKeys);
+    Value first = a.max(keys.first, partFirst);
+    Value last = a.max(a.min(keys.last, a.add(partFirst, partKeys)), first);
+
+    Value factor = scoreFactor();
     Value logKeys = log2(toF32(a.max(T, a.constant(1))));
     Value minusInf = f32(-std::numeric_limits<double>::infinity());
 
@@ -253,22 +328,10 @@ private:
                           .getShuffleResult();
         score = b.create<arith::AddFOp>(score, other);
       }
-      score = b.create<arith::MulFOp>(score, factor);
-      if (auto softcap = op.getSoftcap()) {
-        double cap = softcap->convertToDouble();
-        // c · tanh(s / c) by math.tanh, which attn-approximate-math turns
-        // into the CPU kernels' rational approximation: the exp-based
-        // 1 - 2 / (exp(2x) + 1) cancels for small x (scores far below c).
-        Value tanh = b.create<math::TanhOp>(
-            b.create<arith::MulFOp>(score, f32(1.0 / cap)));
-        score = b.create<arith::MulFOp>(tanh, f32(cap));
-      }
-      score = b.create<arith::MulFOp>(score, f32(kLog2e));
+      score = logScore(score, factor);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
-      Value newMax =
-          select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, score, m),
-                 score, m);
+      Value newMax = maxOf(score, m);
       Value safeMax = select(
           b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax, minusInf),
           f32(0.0), newMax);
@@ -375,8 +438,7 @@ private:
       b.setInsertionPointToStart(maxLoop.getBody());
       Value mp = partMax(maxLoop.getInductionVar());
       Value m = maxLoop.getRegionIterArgs()[0];
-      b.create<scf::YieldOp>(ValueRange{select(
-          b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, mp, m), mp, m)});
+      b.create<scf::YieldOp>(ValueRange{maxOf(mp, m)});
     }
     Value m = maxLoop.getResult(0);
     Value safeMax = select(
@@ -409,6 +471,290 @@ private:
       accumulators.push_back(sumParts(a.add(read, a.constant(2))));
     }
     finish(lane, column0, query, head, batch, m, l, accumulators, logKeys);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // The tensor-core kernel
+  //===--------------------------------------------------------------------===//
+  //
+  // A warp takes 16 query rows; lane = 4·g + t holds rows g and g + 8 of
+  // every m16n8 fragment, at columns 2t and 2t + 1 (PTX's mma.m16n8k16
+  // layouts). Q's A fragments stay in registers; per block of keys
+  // (mmaBlockKeys), S = Q·Kᵀ as n-tiles of 8 keys (K rows are the B operand as
+  // they lie in memory), masks and the online softmax on the C fragments (row
+  // max and sum over the 4 lanes of a row by shuffles), then O += P·V with P's
+  // C fragments reused, rounded to the input type, as A operands, and V read as
+  // B.
+
+  /// Two 16-bit values packed as the i32 an mma operand register holds.
+  Value pack(Value low, Value high) {
+    Type element = low.getType();
+    auto pair = VectorType::get({2}, element);
+    Value v = b.create<LLVM::UndefOp>(pair);
+    v = b.create<LLVM::InsertElementOp>(v, low, i32(0));
+    v = b.create<LLVM::InsertElementOp>(v, high, i32(1));
+    return b.create<LLVM::BitcastOp>(b.getI32Type(), v);
+  }
+  Value i32(int64_t value) { return b.create<arith::ConstantIntOp>(value, 32); }
+  /// Element `at` of a 16-bit tensor when `valid`, else 0 (nothing read).
+  Value loadOrZero(Value buffer, Type element, Value at, Value valid) {
+    Value x = b.create<LLVM::LoadOp>(
+        element,
+        elementPointer(buffer, element, select(valid, at, a.constant(0))));
+    return select(valid, x,
+                  b.create<arith::ConstantOp>(b.getZeroAttr(element)));
+  }
+  /// Elements `at`, `at` + 1 when `valid` (else 0) as one i32. With an even
+  /// row length both lie in one aligned word: one load.
+  Value loadPair(Value buffer, Type element, Value at, Value valid,
+                 bool evenRows, Value secondValid) {
+    if (evenRows) {
+      Value word = b.create<LLVM::LoadOp>(
+          b.getI32Type(),
+          elementPointer(buffer, element, select(valid, at, a.constant(0))));
+      return select(valid, word, i32(0));
+    }
+    return pack(loadOrZero(buffer, element, at, valid),
+                loadOrZero(buffer, element, a.add(at, a.constant(1)),
+                           b.create<arith::AndIOp>(valid, secondValid)));
+  }
+  /// D += A·B for one m16n8k16 tile: 4 + 2 i32 operands, 4 f32.
+  SmallVector<Value> mma(Type element, ArrayRef<Value> aRegs,
+                         ArrayRef<Value> bRegs, ArrayRef<Value> c) {
+    bool bf16 = element.isBF16();
+    SmallVector<Value> operands;
+    for (Value r : llvm::concat<const Value>(aRegs, bRegs))
+      operands.push_back(bf16 ? r
+                              : Value(b.create<LLVM::BitcastOp>(
+                                    VectorType::get({2}, b.getF16Type()), r)));
+    operands.append(c.begin(), c.end());
+    Type f32Type = b.getF32Type();
+    auto result = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), {f32Type, f32Type, f32Type, f32Type});
+    Value d =
+        b.create<LLVM::CallIntrinsicOp>(
+             result,
+             b.getStringAttr(bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                                  : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"),
+             operands)
+            .getResult(0);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < 4; ++i)
+      out.push_back(b.create<LLVM::ExtractValueOp>(d, i));
+    return out;
+  }
+  /// `x` combined over the 4 lanes of a fragment row (lanes 4g .. 4g + 3).
+  Value quadReduce(Value x, bool isMax) {
+    Value width = i32(32);
+    for (int64_t offset : {1, 2}) {
+      Value other =
+          b.create<gpu::ShuffleOp>(x, i32(offset), width, gpu::ShuffleMode::XOR)
+              .getShuffleResult();
+      x = isMax ? maxOf(other, x) : b.create<arith::AddFOp>(x, other);
+    }
+    return x;
+  }
+
+  void tensorCoreRows(Value lane, Value rowBase, Value column0, Value head,
+                      Value batch) {
+    Type element = getElementTypeOrSelf(op.getQuery().getType());
+    auto staticSize = [](Value tensor) {
+      return cast<ShapedType>(tensor.getType()).getShape().back();
+    };
+    int64_t dk = staticSize(op.getQuery()), dv = staticSize(op.getValue());
+    int64_t kSteps = (dk + 15) / 16;
+    int64_t vTiles = (std::min(dv, kMmaColumns) + 7) / 8;
+    bool evenDk = dk % 2 == 0;
+    int64_t blockKeys = mmaBlockKeys(dk, std::min(dv, kMmaColumns));
+    Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
+    Value g = a.div(lane, a.constant(4)), t = a.rem(lane, a.constant(4));
+    Value zero = a.constant(0);
+    Value rows[2] = {a.add(rowBase, g),
+                     a.add(rowBase, a.add(g, a.constant(8)))};
+    Value rowInside[2] = {a.lt(rows[0], S), a.lt(rows[1], S)};
+    Value qRow[2], rowFirst[2], rowLast[2];
+    for (int i = 0; i < 2; ++i) {
+      qRow[i] = rowOffset(batch, head, Hq, select(rowInside[i], rows[i], zero),
+                          S, Dk);
+      semantics::KeyRange<Value> keys = visibleKeys(batch, rows[i], rows[i]);
+      rowFirst[i] = keys.first, rowLast[i] = keys.last;
+    }
+    // Q as A fragments: [row g, depth 2t..], [row g + 8, ..], [row g,
+    // depth 2t + 8..], [row g + 8, ..] per 16 of depth, in registers.
+    auto loadQuery = [&] {
+      SmallVector<SmallVector<Value>> regs(kSteps);
+      for (int64_t ks = 0; ks < kSteps; ++ks)
+        for (int half = 0; half < 2; ++half)
+          for (int i = 0; i < 2; ++i) {
+            Value d =
+                a.add(a.constant(16 * ks + 8 * half), a.mul(t, a.constant(2)));
+            Value valid = b.create<arith::AndIOp>(rowInside[i], a.lt(d, Dk));
+            regs[ks].push_back(loadPair(q, element, a.add(qRow[i], d), valid,
+                                        evenDk,
+                                        a.lt(a.add(d, a.constant(1)), Dk)));
+          }
+      return regs;
+    };
+    SmallVector<SmallVector<Value>> qRegs = loadQuery();
+
+    semantics::KeyRange<Value> keys =
+        visibleKeys(batch, rowBase,
+                    a.min(a.add(rowBase, a.constant(kMmaRows - 1)),
+                          a.sub(S, a.constant(1))));
+    Value factor = scoreFactor();
+    Value logKeys = log2(toF32(a.max(T, a.constant(1))));
+    Value minusInf = minusInfinity();
+    SmallVector<Value> init{minusInf, minusInf, f32(0.0), f32(0.0)};
+    init.append(4 * vTiles, f32(0.0));
+    auto blocks = b.create<scf::ForOp>(keys.first, keys.last,
+                                       a.constant(blockKeys), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(blocks.getBody());
+      Value block = blocks.getInductionVar();
+      ValueRange state = blocks.getRegionIterArgs();
+      // S = Q·Kᵀ: n-tile j is keys block + 8j .. + 7; this lane loads key
+      // block + 8j + g (the B operand's column) and holds keys
+      // block + 8j + 2t, + 1 of the result.
+      // Row i sees this lane's key block + 2t + offset for offset in
+      // [seenFrom, seenTo): two values a block, not one a key.
+      Value lanesKey = a.add(block, a.mul(t, a.constant(2)));
+      Value seenFrom[2], seenTo[2];
+      for (int i = 0; i < 2; ++i) {
+        seenFrom[i] = a.sub(rowFirst[i], lanesKey);
+        seenTo[i] = a.sub(rowLast[i], lanesKey);
+      }
+      SmallVector<SmallVector<Value>> scores;
+      for (int64_t j = 0; j < blockKeys / 8; ++j) {
+        Value key = a.add(block, a.add(a.constant(8 * j), g));
+        Value keyInside = a.lt(key, T);
+        Value kRow =
+            rowOffset(batch, kvHead, Hkv, select(keyInside, key, zero), T, Dk);
+        SmallVector<Value> c(4, f32(0.0));
+        for (int64_t ks = 0; ks < kSteps; ++ks) {
+          SmallVector<Value> kRegs;
+          for (int half = 0; half < 2; ++half) {
+            Value d =
+                a.add(a.constant(16 * ks + 8 * half), a.mul(t, a.constant(2)));
+            kRegs.push_back(
+                loadPair(k, element, a.add(kRow, d),
+                         b.create<arith::AndIOp>(keyInside, a.lt(d, Dk)),
+                         evenDk, a.lt(a.add(d, a.constant(1)), Dk)));
+          }
+          c = mma(element, qRegs[ks], kRegs, c);
+        }
+        // Scores in log2 units, -inf where the row does not see the key.
+        for (int64_t e = 0; e < 4; ++e) {
+          int i = e / 2;
+          Value offset = a.constant(8 * j + e % 2);
+          Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
+                                                  a.lt(offset, seenTo[i]));
+          c[e] = select(visible, logScore(c[e], factor), minusInf);
+        }
+        scores.push_back(c);
+      }
+      // The online softmax per row, as the CPU kernels: p = exp2(s - m -
+      // log2 T); l is this lane's share, summed over the row at the end.
+      Value rescale[2], shift[2];
+      SmallVector<Value> next;
+      for (int i = 0; i < 2; ++i) {
+        Value m = state[i];
+        for (auto &c : scores)
+          m = maxOf(maxOf(c[2 * i], m), c[2 * i + 1]);
+        m = quadReduce(m, /*isMax=*/true);
+        Value safe = select(
+            b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, m, minusInf),
+            f32(0.0), m);
+        rescale[i] = exp2(b.create<arith::SubFOp>(state[i], safe));
+        shift[i] = b.create<arith::AddFOp>(safe, logKeys);
+        next.push_back(m);
+      }
+      Value sums[2] = {b.create<arith::MulFOp>(state[2], rescale[0]),
+                       b.create<arith::MulFOp>(state[3], rescale[1])};
+      for (auto &c : scores)
+        for (int64_t e = 0; e < 4; ++e) {
+          c[e] = exp2(b.create<arith::SubFOp>(c[e], shift[e / 2]));
+          sums[e / 2] = b.create<arith::AddFOp>(sums[e / 2], c[e]);
+        }
+      next.push_back(sums[0]);
+      next.push_back(sums[1]);
+      SmallVector<Value> o;
+      for (int64_t u = 0; u < vTiles; ++u)
+        for (int64_t e = 0; e < 4; ++e)
+          o.push_back(
+              b.create<arith::MulFOp>(state[4 + 4 * u + e], rescale[e / 2]));
+      // O += P·V, 16 keys a step: P's n-tiles 2s and 2s + 1 are the A
+      // operand; V rows block + 16s + 2t, + 1 (+ 8) at column 8u + g the B.
+      auto round = [&](Value x) {
+        return b.create<arith::TruncFOp>(element, x);
+      };
+      for (int64_t step = 0; step < blockKeys / 16; ++step) {
+        auto &low = scores[2 * step], &high = scores[2 * step + 1];
+        SmallVector<Value> pRegs{pack(round(low[0]), round(low[1])),
+                                 pack(round(low[2]), round(low[3])),
+                                 pack(round(high[0]), round(high[1])),
+                                 pack(round(high[2]), round(high[3]))};
+        Value vKeys[4], vInside[4];
+        for (int r = 0; r < 4; ++r) {
+          vKeys[r] =
+              a.add(block, a.add(a.constant(16 * step + 8 * (r / 2) + r % 2),
+                                 a.mul(t, a.constant(2))));
+          vInside[r] = a.lt(vKeys[r], T);
+          vKeys[r] = rowOffset(batch, kvHead, Hkv,
+                               select(vInside[r], vKeys[r], zero), T, Dv);
+        }
+        for (int64_t u = 0; u < vTiles; ++u) {
+          Value column = a.add(column0, a.add(a.constant(8 * u), g));
+          Value columnInside = a.lt(column, Dv);
+          Value x[4];
+          for (int r = 0; r < 4; ++r)
+            x[r] =
+                loadOrZero(v, element, a.add(vKeys[r], column),
+                           b.create<arith::AndIOp>(vInside[r], columnInside));
+          SmallVector<Value> acc(o.begin() + 4 * u, o.begin() + 4 * u + 4);
+          acc = mma(element, pRegs, {pack(x[0], x[1]), pack(x[2], x[3])}, acc);
+          std::copy(acc.begin(), acc.end(), o.begin() + 4 * u);
+        }
+      }
+      next.append(o);
+      b.create<scf::YieldOp>(next);
+    }
+    // out = O / l per row, exactly 0 for a row without keys; lse.
+    ValueRange result = blocks.getResults();
+    for (int i = 0; i < 2; ++i) {
+      Value l = quadReduce(result[2 + i], /*isMax=*/false);
+      Value noKeys =
+          b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, l, f32(0.0));
+      Value inverse =
+          b.create<arith::DivFOp>(f32(1.0), select(noKeys, f32(1.0), l));
+      auto inside = b.create<scf::IfOp>(rowInside[i], false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inside.getThenRegion().front());
+      Value outRow = rowOffset(batch, head, Hq, rows[i], S, Dv);
+      for (int64_t u = 0; u < vTiles; ++u)
+        for (int64_t e = 2 * i; e < 2 * i + 2; ++e) {
+          Value column = a.add(column0, a.add(a.constant(8 * u + e % 2),
+                                              a.mul(t, a.constant(2))));
+          auto store1 = b.create<scf::IfOp>(a.lt(column, Dv), false);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(&store1.getThenRegion().front());
+          Value value = b.create<arith::MulFOp>(result[4 + 4 * u + e], inverse);
+          store(out, element, a.add(outRow, column),
+                select(noKeys, f32(0.0), value));
+        }
+      if (lse) {
+        auto write = b.create<scf::IfOp>(
+            b.create<arith::AndIOp>(a.eq(t, zero), a.eq(column0, zero)), false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&write.getThenRegion().front());
+        Value logSum = b.create<arith::MulFOp>(
+            b.create<arith::AddFOp>(b.create<arith::AddFOp>(result[i], logKeys),
+                                    log2(l)),
+            f32(0.6931471805599453));
+        Value at = a.add(a.mul(a.add(a.mul(batch, Hq), head), S), rows[i]);
+        store(lse, b.getF32Type(), at, select(noKeys, minusInf, logSum));
+      }
+    }
   }
 
   Value minusInfinity() {
@@ -590,6 +936,15 @@ struct LowerToGpuPass
       createKernel(gpuModule, op, name + "_merge", mergeParams, sources,
                    KernelRole::Merge);
       kernel->setAttr("attn.merge", top.getStringAttr(name + "_merge"));
+      if (hasTensorCoreKernel(op)) {
+        createKernel(gpuModule, op, name + "_mma", params, sources,
+                     KernelRole::TensorCore);
+        kernel->setAttr("attn.tensor_core", top.getStringAttr(name + "_mma"));
+        // The query rows of a block: its warps, 16 rows of one chunk each.
+        kernel->setAttr("attn.tensor_core_rows",
+                        top.getI64IntegerAttr(kWarpsPerBlock * kMmaRows /
+                                              mmaColumnChunks(op)));
+      }
     }
     return success();
   }
