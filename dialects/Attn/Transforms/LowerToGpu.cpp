@@ -60,6 +60,19 @@ int64_t mmaColumnChunks(AttentionOp op) {
 /// Keys per block of the tensor-core kernel: as many as fit beside Q and O
 /// in 255 registers without spills for sm_80 and sm_90 (ptxas: at Dk = 128
 /// with 64 columns of O, 32 keys spill on sm_80, 16 take 206 registers).
+/// Whether the tensor-core kernel stages K and V blocks in shared memory
+/// (16-byte copies, fragments by ldmatrix): Dk a multiple of 16, Dv of 16
+/// up to 64 and of 64 past it (whole column chunks).
+bool mmaStaged(AttentionOp op) {
+  int64_t dk = cast<ShapedType>(op.getQuery().getType()).getShape().back();
+  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
+  return dk % 16 == 0 && (dv <= kMmaColumns ? dv % 16 == 0 : dv % 64 == 0);
+}
+constexpr int64_t kStagedBlockKeys = 64;
+/// Elements of one staged row: 8 more than the data, so the 8 rows an
+/// ldmatrix reads fall in different banks.
+int64_t stagedRow(int64_t depth) { return depth + 8; }
+
 int64_t mmaBlockKeys(int64_t dk, int64_t dv) {
   return std::max(dk, dv) <= 64 ? 32 : 16;
 }
@@ -103,8 +116,8 @@ enum class KernelRole { Attention, Merge, TensorCore };
 class KernelBuilder {
 public:
   KernelBuilder(ImplicitLocOpBuilder &b, AttentionOp op, ValueRange args,
-                KernelRole role)
-      : b(b), op(op), role(role), a{b, b.getLoc()} {
+                KernelRole role, StringRef sharedSymbol = "")
+      : b(b), op(op), role(role), a{b, b.getLoc()}, sharedSymbol(sharedSymbol) {
     size_t n = 0;
     if (role != KernelRole::Merge) {
       q = args[n++];
@@ -143,9 +156,21 @@ public:
       Value chunks = a.constant(mmaColumnChunks(op));
       Value rowBase = a.mul(a.div(item, chunks), a.constant(kMmaRows));
       Value column0 = a.mul(a.rem(item, chunks), a.constant(kMmaColumns));
-      auto inside = b.create<scf::IfOp>(a.lt(rowBase, S), /*else=*/false);
+      // The keys the block's rows see (the staged kernel's warps share
+      // every key block and barrier) or the warp's rows see.
+      int64_t rows = mmaStaged(op)
+                         ? kWarpsPerBlock * kMmaRows / mmaColumnChunks(op)
+                         : kMmaRows;
+      Value first = mmaStaged(op)
+                        ? a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
+                                a.constant(rows))
+                        : rowBase;
+      auto inside = b.create<scf::IfOp>(a.lt(first, S), /*else=*/false);
       b.setInsertionPointToStart(&inside.getThenRegion().front());
-      return tensorCoreRows(lane, rowBase, column0, head, batch);
+      Value last =
+          a.min(a.add(first, a.constant(rows - 1)), a.sub(S, a.constant(1)));
+      return tensorCoreRows(lane, rowBase, column0, head, batch,
+                            visibleKeys(batch, first, last));
     }
     Value query = role == KernelRole::Merge ? item : a.div(item, splits);
     auto inside = b.create<scf::IfOp>(a.lt(query, S), /*else=*/false);
@@ -162,6 +187,7 @@ private:
   KernelRole role;
   IndexArith a;
   Value q, k, v, keyLengths, out, lse, workspace;
+  StringRef sharedSymbol; ///< The staged kernel's shared memory.
   Value B, Hq, Hkv, S, T, Dk, Dv, splits;
 
   Value f32(double value) {
@@ -555,8 +581,111 @@ private:
     return x;
   }
 
+  /// Shared memory of the staged kernel: K's block, then V's, rows of
+  /// stagedRow(D) 16-bit elements.
+  Value shared() {
+    return b.create<LLVM::AddressOfOp>(
+        LLVM::LLVMPointerType::get(b.getContext(), 3), sharedSymbol);
+  }
+  /// Four 8x8 matrices of 16-bit elements at shared element `at` (each
+  /// lane's row), as 4 i32 fragments.
+  SmallVector<Value> ldmatrix(Value at, bool transpose) {
+    Type i16 = b.getIntegerType(16);
+    Value address = b.create<LLVM::GEPOp>(
+        LLVM::LLVMPointerType::get(b.getContext(), 3), i16, shared(),
+        ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
+    Type i32Type = b.getI32Type();
+    auto result = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), {i32Type, i32Type, i32Type, i32Type});
+    Value m =
+        b.create<LLVM::CallIntrinsicOp>(
+             result,
+             b.getStringAttr(
+                 transpose ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+                           : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"),
+             ValueRange{address})
+            .getResult(0);
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < 4; ++i)
+      regs.push_back(b.create<LLVM::ExtractValueOp>(m, i));
+    return regs;
+  }
+  /// K and V rows [block, block + 64) into shared memory, 16 bytes a copy
+  /// by the block's 128 threads, zeros past T; barriers before (the last
+  /// block is read) and after.
+  void stageBlock(Value block, Value kvHead, Value batch, int64_t dk,
+                  int64_t dv) {
+    b.create<gpu::BarrierOp>();
+    Value thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
+    auto words = VectorType::get({4}, b.getI32Type());
+    Value zeros = b.create<LLVM::ZeroOp>(words);
+    Type i16 = b.getIntegerType(16);
+    auto sharedPointer = LLVM::LLVMPointerType::get(b.getContext(), 3);
+    int64_t offset = 0;
+    for (auto [tensor, depth, size] :
+         {std::tuple(k, dk, Dk), std::tuple(v, dv, Dv)}) {
+      int64_t perRow = depth / 8, copies = kStagedBlockKeys * perRow;
+      for (int64_t first = 0; first < copies; first += 32 * kWarpsPerBlock) {
+        Value copy = a.add(thread, a.constant(first));
+        Value row = a.div(copy, a.constant(perRow));
+        Value column = a.mul(a.rem(copy, a.constant(perRow)), a.constant(8));
+        Value key = a.add(block, row);
+        Value valid = b.create<arith::AndIOp>(a.lt(key, T),
+                                              a.lt(copy, a.constant(copies)));
+        Value from =
+            a.add(rowOffset(batch, kvHead, Hkv,
+                            select(valid, key, a.constant(0)), T, size),
+                  column);
+        Value word = b.create<LLVM::LoadOp>(
+            words,
+            elementPointer(tensor, i16, select(valid, from, a.constant(0))),
+            /*alignment=*/16);
+        word = select(valid, word, zeros);
+        Value to =
+            a.add(a.constant(offset),
+                  a.add(a.mul(row, a.constant(stagedRow(depth))), column));
+        auto write = b.create<scf::IfOp>(a.lt(copy, a.constant(copies)), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&write.getThenRegion().front());
+        b.create<LLVM::StoreOp>(
+            word,
+            b.create<LLVM::GEPOp>(
+                sharedPointer, i16, shared(),
+                ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), to)}),
+            /*alignment=*/16);
+      }
+      offset += kStagedBlockKeys * stagedRow(depth);
+    }
+    b.create<gpu::BarrierOp>();
+  }
+  /// S = Q·Kᵀ for the staged block: n-tiles j and j + 1 of a k-step from
+  /// one ldmatrix (matrices: keys 8j at depth 16ks, 16ks + 8, then keys
+  /// 8(j + 1)).
+  SmallVector<SmallVector<Value>>
+  stagedScores(Value lane, ArrayRef<SmallVector<Value>> qRegs, Type element,
+               int64_t dk) {
+    Value matrix = a.div(lane, a.constant(8));
+    Value row = a.rem(lane, a.constant(8));
+    SmallVector<SmallVector<Value>> scores(kStagedBlockKeys / 8,
+                                           SmallVector<Value>(4, f32(0.0)));
+    for (int64_t j = 0; j < kStagedBlockKeys / 8; j += 2) {
+      Value key =
+          a.add(a.constant(8 * j),
+                a.add(a.mul(a.div(matrix, a.constant(2)), a.constant(8)), row));
+      for (int64_t ks = 0; ks < dk / 16; ++ks) {
+        Value depth = a.add(a.constant(16 * ks),
+                            a.mul(a.rem(matrix, a.constant(2)), a.constant(8)));
+        SmallVector<Value> m = ldmatrix(
+            a.add(a.mul(key, a.constant(stagedRow(dk))), depth), false);
+        scores[j] = mma(element, qRegs[ks], {m[0], m[1]}, scores[j]);
+        scores[j + 1] = mma(element, qRegs[ks], {m[2], m[3]}, scores[j + 1]);
+      }
+    }
+    return scores;
+  }
+
   void tensorCoreRows(Value lane, Value rowBase, Value column0, Value head,
-                      Value batch) {
+                      Value batch, semantics::KeyRange<Value> keys) {
     Type element = getElementTypeOrSelf(op.getQuery().getType());
     auto staticSize = [](Value tensor) {
       return cast<ShapedType>(tensor.getType()).getShape().back();
@@ -597,10 +726,9 @@ private:
     };
     SmallVector<SmallVector<Value>> qRegs = loadQuery();
 
-    semantics::KeyRange<Value> keys =
-        visibleKeys(batch, rowBase,
-                    a.min(a.add(rowBase, a.constant(kMmaRows - 1)),
-                          a.sub(S, a.constant(1))));
+    bool staged = mmaStaged(op);
+    if (staged)
+      blockKeys = kStagedBlockKeys;
     Value factor = scoreFactor();
     Value logKeys = log2(toF32(a.max(T, a.constant(1))));
     Value minusInf = minusInfinity();
@@ -625,7 +753,19 @@ private:
         seenTo[i] = a.sub(rowLast[i], lanesKey);
       }
       SmallVector<SmallVector<Value>> scores;
-      for (int64_t j = 0; j < blockKeys / 8; ++j) {
+      if (staged) {
+        stageBlock(block, kvHead, batch, dk, dv);
+        scores = stagedScores(lane, qRegs, element, dk);
+        for (auto [j, c] : llvm::enumerate(scores))
+          for (int64_t e = 0; e < 4; ++e) {
+            int i = e / 2;
+            Value offset = a.constant(8 * j + e % 2);
+            Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
+                                                    a.lt(offset, seenTo[i]));
+            c[e] = select(visible, logScore(c[e], factor), minusInf);
+          }
+      }
+      for (int64_t j = 0; j < (staged ? 0 : blockKeys / 8); ++j) {
         Value key = a.add(block, a.add(a.constant(8 * j), g));
         Value keyInside = a.lt(key, T);
         Value kRow =
@@ -694,6 +834,32 @@ private:
                                  pack(round(low[2]), round(low[3])),
                                  pack(round(high[0]), round(high[1])),
                                  pack(round(high[2]), round(high[3]))};
+        if (staged) {
+          // B operands by ldmatrix.trans: matrices keys 16·step (+ 8) at
+          // columns 8u and 8(u + 1); lane L gives row L % 8 of matrix L / 8.
+          Value matrix = a.div(lane, a.constant(8));
+          Value keyRow =
+              a.add(a.constant(16 * step),
+                    a.add(a.mul(a.rem(matrix, a.constant(2)), a.constant(8)),
+                          a.rem(lane, a.constant(8))));
+          for (int64_t u = 0; u < vTiles; u += 2) {
+            Value column =
+                a.add(column0,
+                      a.mul(a.add(a.constant(u), a.div(matrix, a.constant(2))),
+                            a.constant(8)));
+            Value at =
+                a.add(a.constant(kStagedBlockKeys * stagedRow(dk)),
+                      a.add(a.mul(keyRow, a.constant(stagedRow(dv))), column));
+            SmallVector<Value> m = ldmatrix(at, /*transpose=*/true);
+            for (int64_t w = 0; w < 2; ++w) {
+              SmallVector<Value> acc(o.begin() + 4 * (u + w),
+                                     o.begin() + 4 * (u + w) + 4);
+              acc = mma(element, pRegs, {m[2 * w], m[2 * w + 1]}, acc);
+              std::copy(acc.begin(), acc.end(), o.begin() + 4 * (u + w));
+            }
+          }
+          continue;
+        }
         Value vKeys[4], vInside[4];
         for (int r = 0; r < 4; ++r) {
           vKeys[r] =
@@ -833,7 +999,23 @@ struct LowerToGpuPass
     // 64 registers, and spill, where it needs about 70.
     ImplicitLocOpBuilder body(op.getLoc(), builder);
     body.setInsertionPointToStart(&kernel.getBody().front());
-    KernelBuilder(body, op, kernel.getArguments(), role).build();
+    std::string sharedSymbol;
+    if (role == KernelRole::TensorCore && mmaStaged(op)) {
+      // K's and V's staged blocks, 16-byte aligned for the copies.
+      auto dims = [](Value tensor) {
+        return cast<ShapedType>(tensor.getType()).getShape().back();
+      };
+      int64_t elements = kStagedBlockKeys * (stagedRow(dims(op.getQuery())) +
+                                             stagedRow(dims(op.getValue())));
+      sharedSymbol = (name + "_shared").str();
+      builder.create<LLVM::GlobalOp>(
+          op.getLoc(),
+          LLVM::LLVMArrayType::get(builder.getIntegerType(16), elements),
+          /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
+          Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+      body.setInsertionPointToStart(&kernel.getBody().front());
+    }
+    KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol).build();
     body.setInsertionPointToEnd(&kernel.getBody().front());
     body.create<gpu::ReturnOp>();
     return kernel;
