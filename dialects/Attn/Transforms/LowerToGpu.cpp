@@ -48,30 +48,34 @@ constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
 // The tensor-core kernel: mma.sync m16n8k16, 16 query rows per warp, Dk and
 // Dv up to 128 (its registers hold Q and O).
 constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128;
-/// Columns of O per warp in the tensor-core kernel: past 64, warps side by
-/// side take the chunks of the same rows (each computing S), so O's
-/// registers stay beside Q's.
-constexpr int64_t kMmaColumns = 64;
-int64_t mmaColumnChunks(AttentionOp op) {
-  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
-  return (dv + kMmaColumns - 1) / kMmaColumns;
-}
-
-/// Keys per block of the tensor-core kernel: as many as fit beside Q and O
-/// in 255 registers without spills for sm_80 and sm_90 (ptxas: at Dk = 128
-/// with 64 columns of O, 32 keys spill on sm_80, 16 take 206 registers).
 /// Whether the tensor-core kernel stages K and V blocks in shared memory
-/// (16-byte copies, fragments by ldmatrix): Dk a multiple of 16, Dv of 16
-/// up to 64 and of 64 past it (whole column chunks).
+/// (16-byte copies, fragments by ldmatrix): Dk and Dv multiples of 16.
 bool mmaStaged(AttentionOp op) {
   int64_t dk = cast<ShapedType>(op.getQuery().getType()).getShape().back();
   int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
-  return dk % 16 == 0 && (dv <= kMmaColumns ? dv % 16 == 0 : dv % 64 == 0);
+  return dk % 16 == 0 && dv % 16 == 0;
+}
+/// Columns of O per warp in the tensor-core kernel: all of Dv when staged
+/// (ldmatrix reads fragments just before their mma, so O's 64 registers at
+/// 128 fit beside Q's); else, past 64, warps side by side take chunks of 64
+/// columns of the same rows (each computing S), as the fragments' global
+/// loads in flight need the registers.
+int64_t mmaChunkColumns(AttentionOp op) {
+  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
+  return mmaStaged(op) ? dv : std::min<int64_t>(dv, 64);
+}
+int64_t mmaColumnChunks(AttentionOp op) {
+  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
+  return (dv + mmaChunkColumns(op) - 1) / mmaChunkColumns(op);
 }
 constexpr int64_t kStagedBlockKeys = 64;
 /// Elements of one staged row: 8 more than the data, so the 8 rows an
 /// ldmatrix reads fall in different banks.
 int64_t stagedRow(int64_t depth) { return depth + 8; }
+
+/// Keys per block of the unstaged tensor-core kernel: as many as fit beside
+/// Q and O in 255 registers without spills for sm_80 and sm_90 (ptxas: at
+/// Dk = 128 with 64 columns of O, 32 keys spill on sm_80, 16 take 206).
 
 int64_t mmaBlockKeys(int64_t dk, int64_t dv) {
   return std::max(dk, dv) <= 64 ? 32 : 16;
@@ -155,7 +159,8 @@ public:
       // Warps side by side take the column chunks of the same 16 rows.
       Value chunks = a.constant(mmaColumnChunks(op));
       Value rowBase = a.mul(a.div(item, chunks), a.constant(kMmaRows));
-      Value column0 = a.mul(a.rem(item, chunks), a.constant(kMmaColumns));
+      Value column0 =
+          a.mul(a.rem(item, chunks), a.constant(mmaChunkColumns(op)));
       // The keys the block's rows see (the staged kernel's warps share
       // every key block and barrier) or the warp's rows see.
       int64_t rows = mmaStaged(op)
@@ -692,9 +697,9 @@ private:
     };
     int64_t dk = staticSize(op.getQuery()), dv = staticSize(op.getValue());
     int64_t kSteps = (dk + 15) / 16;
-    int64_t vTiles = (std::min(dv, kMmaColumns) + 7) / 8;
+    int64_t vTiles = (mmaChunkColumns(op) + 7) / 8;
     bool evenDk = dk % 2 == 0;
-    int64_t blockKeys = mmaBlockKeys(dk, std::min(dv, kMmaColumns));
+    int64_t blockKeys = mmaBlockKeys(dk, mmaChunkColumns(op));
     Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
     Value g = a.div(lane, a.constant(4)), t = a.rem(lane, a.constant(4));
     Value zero = a.constant(0);
