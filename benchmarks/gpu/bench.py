@@ -106,6 +106,11 @@ def run(a):
     if not a.no_flex:
         try:
             from torch.nn.attention.flex_attention import flex_attention, create_block_mask
+            import torch._dynamo
+            # one compile per shape and dtype: past dynamo's default limit of
+            # 8 it falls back to eager flex_attention, 20-50x slower (seen at
+            # the f16 shapes of a full run)
+            torch._dynamo.config.recompile_limit = 256
             flex = torch.compile(flex_attention)
         except Exception as e:
             print("no FlexAttention: %s" % e)

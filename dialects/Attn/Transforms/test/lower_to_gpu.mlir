@@ -88,3 +88,55 @@ module {
     return %o : tensor<1x2x3x4xf32>
   }
 }
+
+// -----
+
+// bf16 with Dk = Dv = 64 known: also the tensor-core kernel, run instead
+// when keys are not split. Dk and Dv multiples of 16: K and V blocks staged
+// in shared memory (an i16 array in address space 3) by 16-byte copies
+// between barriers; fragments by ldmatrix (V transposed); mma.sync
+// m16n8k16 for S = Q·Kᵀ and for O += P·V.
+// CHECK-LABEL: gpu.module @tc_gpu
+// CHECK: gpu.func @tc_attention0(
+// CHECK-SAME: attn.tensor_core = "tc_attention0_mma"
+// CHECK-SAME: attn.tensor_core_rows = 64 : i64
+// CHECK: gpu.func @tc_attention0_merge(
+// CHECK: gpu.func @tc_attention0_mma(
+// CHECK: gpu.barrier
+// CHECK: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
+// CHECK: llvm.store %{{.+}}, %{{.+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK: gpu.barrier
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+// CHECK: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+// CHECK: gpu.return
+// CHECK: llvm.mlir.global internal @tc_attention0_mma_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x i16>
+module {
+  func.func @tc(%q: tensor<1x2x33x64xbf16> {attn.input = "q"}, %k: tensor<1x2x65x64xbf16> {attn.input = "k"},
+                %v: tensor<1x2x65x64xbf16> {attn.input = "v"}) -> (tensor<1x2x33x64xbf16> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v {causal}
+        : (tensor<1x2x33x64xbf16>, tensor<1x2x65x64xbf16>, tensor<1x2x65x64xbf16>) -> tensor<1x2x33x64xbf16>
+    return %o : tensor<1x2x33x64xbf16>
+  }
+}
+
+// -----
+
+// Dk = 40 is not a multiple of 16: the tensor-core kernel reads its
+// fragments from global memory (pairs of K as one i32, V one by one).
+// CHECK-LABEL: gpu.func @tc40_attention0_mma(
+// CHECK-NOT: gpu.barrier
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+// CHECK-NOT: ldmatrix
+// CHECK: gpu.return
+module {
+  func.func @tc40(%q: tensor<1x2x33x40xf16> {attn.input = "q"}, %k: tensor<1x2x65x40xf16> {attn.input = "k"},
+                  %v: tensor<1x2x65x40xf16> {attn.input = "v"}) -> (tensor<1x2x33x40xf16> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v
+        : (tensor<1x2x33x40xf16>, tensor<1x2x65x40xf16>, tensor<1x2x65x40xf16>) -> tensor<1x2x33x40xf16>
+    return %o : tensor<1x2x33x40xf16>
+  }
+}
