@@ -559,19 +559,22 @@ private:
                               : Value(b.create<LLVM::BitcastOp>(
                                     VectorType::get({2}, b.getF16Type()), r)));
     operands.append(c.begin(), c.end());
-    Type f32Type = b.getF32Type();
+    return intrinsicOfFour(b.getF32Type(),
+                           bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+                                : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                           operands);
+  }
+  /// The four `element` results of intrinsic `name` (a literal struct).
+  SmallVector<Value> intrinsicOfFour(Type element, StringRef name,
+                                     ValueRange operands) {
     auto result = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), {f32Type, f32Type, f32Type, f32Type});
-    Value d =
-        b.create<LLVM::CallIntrinsicOp>(
-             result,
-             b.getStringAttr(bf16 ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
-                                  : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"),
-             operands)
+        b.getContext(), {element, element, element, element});
+    Value all =
+        b.create<LLVM::CallIntrinsicOp>(result, b.getStringAttr(name), operands)
             .getResult(0);
     SmallVector<Value> out;
     for (int64_t i = 0; i < 4; ++i)
-      out.push_back(b.create<LLVM::ExtractValueOp>(d, i));
+      out.push_back(b.create<LLVM::ExtractValueOp>(all, i));
     return out;
   }
   /// `x` combined over the 4 lanes of a fragment row (lanes 4g .. 4g + 3).
@@ -599,21 +602,11 @@ private:
     Value address = b.create<LLVM::GEPOp>(
         LLVM::LLVMPointerType::get(b.getContext(), 3), i16, shared(),
         ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
-    Type i32Type = b.getI32Type();
-    auto result = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), {i32Type, i32Type, i32Type, i32Type});
-    Value m =
-        b.create<LLVM::CallIntrinsicOp>(
-             result,
-             b.getStringAttr(
-                 transpose ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
-                           : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"),
-             ValueRange{address})
-            .getResult(0);
-    SmallVector<Value> regs;
-    for (int64_t i = 0; i < 4; ++i)
-      regs.push_back(b.create<LLVM::ExtractValueOp>(m, i));
-    return regs;
+    return intrinsicOfFour(
+        b.getI32Type(),
+        transpose ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
+                  : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
+        address);
   }
   /// K and V rows [block, block + 64) into shared memory, 16 bytes a copy
   /// by the block's 128 threads, zeros past T; barriers before (the last
