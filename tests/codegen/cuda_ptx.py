@@ -5,11 +5,13 @@
 `attnc compile --target cuda-sm80|cuda-sm90|cuda-sm90a` on every example graph
 and on generated graphs covering what the CUDA kernel takes (f32/f16/bf16,
 both layouts, causal/window/key_length masks, softcap, lse, GQA, head dims up
-to 300, so more than one 256-column chunk). A graph the kernel takes must give
+to 300, so more than one 256-column chunk) and on f16/bf16 graphs with fixed
+head dims that get the tensor-core kernel (staged in shared memory and not). A graph the kernel takes must give
 NAME.ptx for the right architecture, one entry per attention op, and a
 manifest whose kernels name their parameters; where the CUDA toolkit's ptxas
 is installed, each kernel's report must show no spills and at most 255
-registers (else the manifest must say there is no ptxas). A graph it does not
+registers and at most 48 KB of static shared memory (else the manifest must
+say there is no ptxas). A graph it does not
 take (or whose output no attention computes) must exit 1 with one line naming
 the file and what is missing, and write nothing. Numerics need a GPU (ctest label gpu).
 """
@@ -27,6 +29,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SIZES = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+# Static shared memory a kernel may declare on every architecture (more
+# needs cuFuncSetAttribute at launch).
+STATIC_SHARED_LIMIT = 48 * 1024
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 # Example graphs with something the CUDA kernel does not take yet.
 REFUSED = {"alibi_bshd", "bahdanau_additive_exporter", "bahdanau_additive_step",
@@ -66,6 +71,26 @@ def generated():
                      "inputs": inputs, "nodes": [node], "outputs": outputs}
 
 
+def tensor_core():
+    """Graphs with the tensor-core kernel: fixed head dims up to 128, staged
+    (multiples of 16) and not, with the masks and GQA."""
+    for dtype, (dk, dv), mask in itertools.product(
+            ["f16", "bf16"], [(64, 64), (128, 128), (40, 72), (16, 112)],
+            [None, "causal_window_key_length"]):
+        inputs = {"q": {"shape": ["B", 8, "S", dk], "dtype": dtype},
+                  "k": {"shape": ["B", 2, "T", dk], "dtype": dtype},
+                  "v": {"shape": ["B", 2, "T", dv], "dtype": dtype}}
+        node = {"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                "return_lse": True}
+        if mask:
+            inputs["n"] = {"shape": ["B"], "dtype": "i32"}
+            node["mask"] = [{"kind": "causal"}, {"kind": "window", "left": 100, "right": 0},
+                            {"kind": "key_length", "input": "n"}]
+        name = "tc_%s_%d_%d_%s" % (dtype, dk, dv, "masked" if mask else "plain")
+        yield name, {"attnc": 1, "name": name, "dims": {"B": None, "S": None, "T": None},
+                     "inputs": inputs, "nodes": [node], "outputs": ["o", "o.lse"]}
+
+
 def identity():
     """A graph whose output no attention computes (scale by 1 folds away)."""
     return {"attnc": 1, "name": "g_identity", "dims": {},
@@ -82,7 +107,7 @@ def main():
     work = a.keep or tempfile.mkdtemp(prefix="cuda-ptx-")
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
-    for name, graph in list(generated()) + [("g_identity", identity())]:
+    for name, graph in list(generated()) + list(tensor_core()) + [("g_identity", identity())]:
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(graph, f)
@@ -121,6 +146,8 @@ def main():
                     problem = "kernel %s without merge, key_split or workspace" % kernel["name"]
                 elif set(kernel.get("sizes", {})) != set(SIZES[:-1]):
                     problem = "sizes %s" % kernel.get("sizes")
+                elif name.startswith("tc_") and "tensor_core" not in kernel:
+                    problem = "no tensor-core kernel"
             for kernel in entries:
                 if problem:
                     break
@@ -133,7 +160,8 @@ def main():
                     if not isinstance(report, dict):
                         problem = "no ptxas report although ptxas is installed: %r" % report
                     elif report["spill_store_bytes"] or report["spill_load_bytes"] \
-                            or report["registers"] > 255:
+                            or report["registers"] > 255 \
+                            or report["shared_bytes"] > STATIC_SHARED_LIMIT:
                         problem = "ptxas: %s" % report
                 elif "no ptxas" not in str(kernel["ptxas"]):
                     problem = "the manifest does not say ptxas is missing"
