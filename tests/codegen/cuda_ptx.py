@@ -6,14 +6,15 @@
 and on generated graphs covering what the CUDA kernel takes (f32/f16/bf16,
 both layouts, causal/window/key_length masks, softcap, lse, GQA, head dims up
 to 300, so more than one 256-column chunk) and on f16/bf16 graphs with fixed
-head dims that get the tensor-core kernel (staged in shared memory and not). A graph the kernel takes must give
-NAME.ptx for the right architecture, one entry per attention op, and a
-manifest whose kernels name their parameters; where the CUDA toolkit's ptxas
-is installed, each kernel's report must show no spills and at most 255
-registers and at most 48 KB of static shared memory (else the manifest must
-say there is no ptxas). A graph it does not
-take (or whose output no attention computes) must exit 1 with one line naming
-the file and what is missing, and write nothing. Numerics need a GPU (ctest label gpu).
+head dims that get the tensor-core kernel (staged in shared memory and not).
+A graph the kernel takes must give NAME.ptx for the right architecture, one
+entry per attention op, and a manifest whose kernels name their parameters;
+where the CUDA toolkit's ptxas is installed, each kernel's report must show
+no spills, at most 255 registers and at most 48 KB of static shared memory
+(else the manifest must say there is no ptxas). A graph it does not take (or
+whose output no attention computes) must exit 1 with one line naming the
+file and what is missing, and write nothing. Numerics need a GPU (ctest
+label gpu).
 """
 
 import argparse
