@@ -167,6 +167,10 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
     entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
                           {"min_keys_per_split", kGpuSplitMinKeys}};
     entry["workspace_bytes"] = "4 * splits * B * Hq * S * (Dv + 2)";
+    // The tensor-core kernel reads K and V 16 bytes at a time and Q and K
+    // in 4-byte pairs: every tensor must start on a 16-byte boundary (as
+    // cuMemAlloc's do; a view into a larger buffer may not).
+    entry["tensor_alignment_bytes"] = 16;
     for (const GpuKernel &other : compiled.kernels) {
       if (other.name == kernel.merge)
         entry["merge"] = describe(other);

@@ -270,6 +270,10 @@ def plan_launches(cp, module, kernel, device, rule=None, tensor_core=True):
     (unless not `tensor_core`); `rule` replaces the manifest's key_split
     rule."""
     sizes = {s: int(device[t].shape[axis]) for s, (t, axis) in kernel["sizes"].items()}
+    alignment = kernel.get("tensor_alignment_bytes", 1)
+    for name, array in device.items():
+        if array.data.ptr % alignment:
+            raise ValueError("tensor %s is not %d-byte aligned" % (name, alignment))
     sizes["splits"] = choose_splits(sizes, rule or kernel["key_split"])
     workspace = evaluate(kernel["workspace_bytes"], sizes) if sizes["splits"] > 1 else 4
     device = dict(device, workspace=cp.empty(max(workspace, 4) // 4, dtype=np.float32))
