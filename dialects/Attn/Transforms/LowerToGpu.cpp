@@ -1,18 +1,23 @@
-//===- LowerToGpu.cpp - attn.attention as a CUDA kernel (SIMT) ------------===//
+//===- LowerToGpu.cpp - attn.attention as CUDA kernels --------------------===//
 //
-// The first GPU kernel of attn.attention: one warp per query row, lanes over
-// the head dim. Per visible key (the rules of AttnSemantics.h), the lanes'
-// partial q·k products meet in a butterfly of shuffles, every lane runs the
-// same online-softmax step (p = exp2(s - m - log2 T), as the CPU kernels) and
-// accumulates its columns of P·V in registers, 8 per lane, so Dv is taken in
-// chunks of 256 columns. Correct for every size known only at run time; not
-// the tensor-core kernel issue 11 asks for (docs/design/gpu.md).
+// Each attn.attention becomes up to three gpu.func kernels (the rules of
+// AttnSemantics.h, the CPU kernels' online softmax, p = exp2(s - m - log2 T)):
 //
-// Kernel ABI, one gpu.func per attention op: the op's tensors as global
-// pointers (q, k, v, key_lengths if any, the output, lse if returned), then
-// B, Hq, Hkv, S, T, Dk, Dv as i64. Launch: grid (ceil(S / 4), Hq, B), 128
-// threads. `attn.params` names the pointers (graph values) and sizes;
-// `attn.sizes` gives each size as [tensor, axis].
+// - the SIMT kernel: one warp per query row (or, with key splits, per (row,
+//   part) pair), lanes over the head dim, the partial q·k products summed by
+//   a butterfly of shuffles, 8 columns of P·V per lane (Dv in chunks of
+//   256); every size known only at run time, f32/f16/bf16;
+// - its merge, when keys are split (FlashDecoding): the parts' (m, l, acc)
+//   from the workspace, rescaled to the largest m;
+// - for f16/bf16 with Dk and Dv fixed and at most 128, the tensor-core
+//   kernel (mma.sync m16n8k16), run instead of both when keys are not split.
+//
+// Kernel ABI: the op's tensors as global pointers (q, k, v, key_lengths if
+// any, the output, lse if returned), the workspace, then B, Hq, Hkv, S, T,
+// Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
+// `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
+// blocks of 128 threads; grids in KernelInterface.cpp's manifest
+// (docs/design/gpu.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,12 +53,14 @@ constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
 // The tensor-core kernel: mma.sync m16n8k16, 16 query rows per warp, Dk and
 // Dv up to 128 (its registers hold Q and O).
 constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128;
+/// The head dim (last axis) of q, k or v; dynamic when known at run time.
+int64_t headDim(Value tensor) {
+  return cast<ShapedType>(tensor.getType()).getShape().back();
+}
 /// Whether the tensor-core kernel stages K and V blocks in shared memory
 /// (16-byte copies, fragments by ldmatrix): Dk and Dv multiples of 16.
 bool mmaStaged(AttentionOp op) {
-  int64_t dk = cast<ShapedType>(op.getQuery().getType()).getShape().back();
-  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
-  return dk % 16 == 0 && dv % 16 == 0;
+  return headDim(op.getQuery()) % 16 == 0 && headDim(op.getValue()) % 16 == 0;
 }
 /// Columns of O per warp in the tensor-core kernel: all of Dv when staged
 /// (ldmatrix reads fragments just before their mma, so O's 64 registers at
@@ -61,12 +68,12 @@ bool mmaStaged(AttentionOp op) {
 /// columns of the same rows (each computing S), as the fragments' global
 /// loads in flight need the registers.
 int64_t mmaChunkColumns(AttentionOp op) {
-  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
+  int64_t dv = headDim(op.getValue());
   return mmaStaged(op) ? dv : std::min<int64_t>(dv, 64);
 }
 int64_t mmaColumnChunks(AttentionOp op) {
-  int64_t dv = cast<ShapedType>(op.getValue().getType()).getShape().back();
-  return (dv + mmaChunkColumns(op) - 1) / mmaChunkColumns(op);
+  return (headDim(op.getValue()) + mmaChunkColumns(op) - 1) /
+         mmaChunkColumns(op);
 }
 constexpr int64_t kStagedBlockKeys = 64;
 /// Elements of one staged row: 8 more than the data, so the 8 rows an
@@ -76,22 +83,19 @@ int64_t stagedRow(int64_t depth) { return depth + 8; }
 /// Keys per block of the unstaged tensor-core kernel: as many as fit beside
 /// Q and O in 255 registers without spills for sm_80 and sm_90 (ptxas: at
 /// Dk = 128 with 64 columns of O, 32 keys spill on sm_80, 16 take 206).
-
 int64_t mmaBlockKeys(int64_t dk, int64_t dv) {
   return std::max(dk, dv) <= 64 ? 32 : 16;
 }
 constexpr double kLog2e = 1.4426950408889634;
-/// The i64 parameters of both kernels, in order.
+/// The i64 parameters of every kernel, in order.
 constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
                                               "T", "Dk", "Dv",  "splits"};
 
 /// Whether `op` also gets the tensor-core kernel: f16 or bf16, Dk and Dv
 /// known at compile time (its registers hold Q and O) and at most 128.
 bool hasTensorCoreKernel(AttentionOp op) {
-  auto query = cast<ShapedType>(op.getQuery().getType());
-  auto value = cast<ShapedType>(op.getValue().getType());
-  Type element = query.getElementType();
-  int64_t dk = query.getShape().back(), dv = value.getShape().back();
+  Type element = getElementTypeOrSelf(op.getQuery().getType());
+  int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
          !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth && dv <= kMmaMaxDepth;
 }
@@ -685,10 +689,7 @@ private:
   void tensorCoreRows(Value lane, Value rowBase, Value column0, Value head,
                       Value batch, semantics::KeyRange<Value> keys) {
     Type element = getElementTypeOrSelf(op.getQuery().getType());
-    auto staticSize = [](Value tensor) {
-      return cast<ShapedType>(tensor.getType()).getShape().back();
-    };
-    int64_t dk = staticSize(op.getQuery()), dv = staticSize(op.getValue());
+    int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
     int64_t kSteps = (dk + 15) / 16;
     int64_t vTiles = (mmaChunkColumns(op) + 7) / 8;
     bool evenDk = dk % 2 == 0;
@@ -1000,18 +1001,14 @@ struct LowerToGpuPass
     std::string sharedSymbol;
     if (role == KernelRole::TensorCore && mmaStaged(op)) {
       // K's and V's staged blocks, 16-byte aligned for the copies.
-      auto dims = [](Value tensor) {
-        return cast<ShapedType>(tensor.getType()).getShape().back();
-      };
-      int64_t elements = kStagedBlockKeys * (stagedRow(dims(op.getQuery())) +
-                                             stagedRow(dims(op.getValue())));
+      int64_t elements = kStagedBlockKeys * (stagedRow(headDim(op.getQuery())) +
+                                             stagedRow(headDim(op.getValue())));
       sharedSymbol = (name + "_shared").str();
       builder.create<LLVM::GlobalOp>(
           op.getLoc(),
           LLVM::LLVMArrayType::get(builder.getIntegerType(16), elements),
           /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
           Attribute(), /*alignment=*/16, /*addrSpace=*/3);
-      body.setInsertionPointToStart(&kernel.getBody().front());
     }
     KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol).build();
     body.setInsertionPointToEnd(&kernel.getBody().front());
