@@ -1,0 +1,74 @@
+#!/bin/bash
+# The CUDA kernels on a GPU machine that cannot build attnc (no LLVM/MLIR
+# there): prepare everything here, carry one folder, run it there.
+#
+#   scripts/gpu.sh prepare [DIR]   here: graphs, PTX and manifests of the
+#                                  oracle's cases, the tensor-core cases and
+#                                  the benchmark, plus libattnrt's driver
+#                                  probe, into DIR (default build/gpu)
+#   scripts/gpu.sh run [DIR] [OUT] there (python3 with numpy, CuPy and
+#                                  PyTorch): the probe, the oracle under
+#                                  every key-split rule, the benchmark;
+#                                  logs and JSON into OUT (default DIR/results)
+#
+# Both run from the repository root; DIR must be inside it for `run` to
+# find the tests. See docs/design/gpu.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+verb=${1:-}
+dir=${2:-build/gpu}
+case "$verb" in
+prepare)
+  python=/usr/bin/python3
+  [ -x build/bin/attnc ] || scripts/build.sh
+  mkdir -p "$dir/lib"
+  $python tests/gpu/cuda_oracle.py prepare --attnc build/bin/attnc --out "$dir/oracle"
+  $python tests/gpu/cuda_oracle.py prepare --attnc build/bin/attnc --out "$dir/tc" \
+    --matrix 0 --count 0 --tensor-core 60
+  rm -rf "$dir/bench"
+  $python benchmarks/gpu/bench.py prepare --attnc build/bin/attnc --out "$dir/bench"
+  cp build/bin/runtime-cuda-probe build/lib/libattnrt.so.2 "$dir/lib/"
+  cp "$(ldconfig -p | awk '/libpthreadpool.so.0 /{print $NF; exit}')" "$dir/lib/"
+  du -sh "$dir"
+  ;;
+run)
+  out=${3:-$dir/results}
+  mkdir -p "$out"
+  export PYTHONUNBUFFERED=1
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  LD_LIBRARY_PATH="$dir/lib" "$dir/lib/runtime-cuda-probe" || true
+  status=0
+  check() { # name, dir, arguments
+    local name=$1 cases=$2
+    shift 2
+    local rc=0
+    python3 tests/gpu/cuda_oracle.py check "$cases" "$@" --json "$out/$name.json" \
+      > "$out/$name.log" 2>&1 || rc=$?
+    echo "$name ($*): $(tail -1 "$out/$name.log")"
+    if [ $rc -ne 0 ]; then
+      status=1
+      grep -E "^FAIL|error" "$out/$name.log" | head -20 || true
+    fi
+  }
+  check tc-mma "$dir/tc" --split-rule 0,1
+  check tc-default "$dir/tc"
+  check tc-simt "$dir/tc" --split-rule 0,1 --no-tensor-core
+  check tc-split7 "$dir/tc" --split-rule 1000000,7
+  check oracle-default "$dir/oracle"
+  check oracle-split1 "$dir/oracle" --split-rule 1000000,1
+  python3 benchmarks/gpu/bench.py run "$dir/bench" --json "$out/bench.json" \
+    > "$out/bench.log" 2>&1 || status=1
+  grep '^{' "$out/bench.log" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    rate = ("%.0f TFLOP/s" % r["attnc_TFLOPs"]) if "attnc_TFLOPs" in r else ("%.0f GB/s" % r["attnc_GBps"])
+    print("%-26s %-11s %9.3f ms  %s  fastest %s: %.2fx" % (r["shape"], r["kernel"], r["attnc_ms"],
+          rate, r.get("fastest_peer"), r.get("ratio", 0)))' || true
+  exit $status
+  ;;
+*)
+  sed -n '2,16p' "$0"
+  exit 2
+  ;;
+esac
