@@ -416,6 +416,12 @@ TEST(NpyErrors, BadShapes) {
   EXPECT_EQ(parseNpy(npyImage(head + "(9223372036854775807, 0)}", ""), "z.npy")
                 .numElements(),
             0);
+  // Also when the dimensions before the zero overflow as a product (found
+  // by the npy fuzzer: signed overflow in numElements).
+  EXPECT_EQ(
+      parseNpy(npyImage(head + "(4611686018427387904, 4, 0)}", ""), "z.npy")
+          .numElements(),
+      0);
 }
 
 TEST(NpyErrors, TruncatedAndTrailingData) {
