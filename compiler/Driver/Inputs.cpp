@@ -124,9 +124,7 @@ Tensor randomInput(const Graph &graph, const DimBindings &dims, int inputIndex,
   ValueId id = graph.inputs[inputIndex];
   const TensorType &type = graph.type(id);
   std::vector<int64_t> shape = concreteShape(type.shape, dims);
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
+  int64_t count = elementCount(shape);
   Random random(mix(seed) ^ mix(uint64_t(inputIndex) + 1));
   InputRole role = roleOf(graph, id);
   std::vector<double> values(count);

@@ -15,13 +15,6 @@
 namespace attnc {
 namespace {
 
-int64_t elementCount(const std::vector<int64_t> &shape) {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
 /// Splits `shape` around `axis` into (outer, size of axis, inner) counts.
 struct AxisSplit {
   int64_t outer = 1, extent = 1, inner = 1;

@@ -11,9 +11,8 @@
 
 namespace attnc {
 
-int64_t Tensor::numElements() const {
-  // A zero dimension empties the tensor whatever the others are (.npy allows
-  // (2^62, 0)): checked first, so the product of the rest never overflows.
+int64_t elementCount(const std::vector<int64_t> &shape) {
+  // The zero first, so the product of the rest never overflows.
   for (int64_t dim : shape)
     if (dim == 0)
       return 0;

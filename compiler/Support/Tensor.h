@@ -17,14 +17,18 @@
 
 namespace attnc {
 
+/// The number of elements of \p shape: 0 when any dimension is 0 (whatever
+/// the others are: a .npy may say (2^62, 0)), else the product; 1 for rank 0.
+int64_t elementCount(const std::vector<int64_t> &shape);
+
 struct Tensor {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   /// numElements() * dtypeSize(dtype) bytes, little-endian, C order.
   std::vector<uint8_t> data;
 
-  /// Product of the shape; 1 for rank 0.
-  int64_t numElements() const;
+  /// elementCount(shape).
+  int64_t numElements() const { return elementCount(shape); }
 };
 
 /// Every element as double (f16/bf16 exact, i32 exact, bool as 0/1).
