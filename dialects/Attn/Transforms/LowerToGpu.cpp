@@ -301,6 +301,30 @@ private:
     return b.create<arith::MulFOp>(score, f32(kLog2e));
   }
 
+  /// Row `query` of head `head` of batch `batch`, counted over [B, Hq, S]:
+  /// the lse's element, and the workspace's group of parts.
+  Value rowIndex(Value batch, Value head, Value query) {
+    return a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query);
+  }
+
+  /// The running max where it is finite, else 0: the shift that keeps a row
+  /// without keys (m = -inf) from computing -inf - -inf.
+  Value finiteShift(Value m) {
+    return select(
+        b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, m, minusInfinity()),
+        f32(0.0), m);
+  }
+
+  /// lse = (m + log2 T + log2 l) · ln 2 of a row, -inf without keys.
+  void storeLse(Value batch, Value head, Value query, Value m, Value l,
+                Value logKeys, Value noKeys) {
+    Value logSum = b.create<arith::MulFOp>(
+        b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys), log2(l)),
+        f32(0.6931471805599453));
+    store(lse, b.getF32Type(), rowIndex(batch, head, query),
+          select(noKeys, minusInfinity(), logSum));
+  }
+
   Value maxOf(Value x, Value y) {
     // A NaN x keeps y, as the CPU kernels' running max does.
     return select(b.create<arith::CmpFOp>(arith::CmpFPredicate::OGT, x, y), x,
@@ -367,9 +391,7 @@ private:
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax = maxOf(score, m);
-      Value safeMax = select(
-          b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax, minusInf),
-          f32(0.0), newMax);
+      Value safeMax = finiteShift(newMax);
       Value rescale = exp2(b.create<arith::SubFOp>(m, safeMax));
       Value p = exp2(b.create<arith::SubFOp>(
           score, b.create<arith::AddFOp>(safeMax, logKeys)));
@@ -397,10 +419,7 @@ private:
     // (batch, head, row, part).
     Value stride = a.add(Dv, a.constant(2));
     Value at =
-        a.mul(a.add(a.mul(a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query),
-                          splits),
-                    part),
-              stride);
+        a.mul(a.add(a.mul(rowIndex(batch, head, query), splits), part), stride);
     Value once = b.create<arith::AndIOp>(a.eq(lane, a.constant(0)),
                                          a.eq(column0, a.constant(0)));
     auto write = b.create<scf::IfOp>(once, false);
@@ -446,11 +465,7 @@ private:
       auto write = b.create<scf::IfOp>(once, false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&write.getThenRegion().front());
-      Value logSum = b.create<arith::MulFOp>(
-          b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys), log2(l)),
-          f32(0.6931471805599453));
-      Value at = a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query);
-      store(lse, b.getF32Type(), at, select(noKeys, minusInfinity(), logSum));
+      storeLse(batch, head, query, m, l, logKeys, noKeys);
     }
   }
 
@@ -459,9 +474,7 @@ private:
   /// T), then finish() as one part would, columns lane + 32·c.
   void merge(Value lane, Value query, Value head, Value batch) {
     Value stride = a.add(Dv, a.constant(2));
-    Value rowAt = a.mul(
-        a.mul(a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query), splits),
-        stride);
+    Value rowAt = a.mul(a.mul(rowIndex(batch, head, query), splits), stride);
     Value zero = a.constant(0), one = a.constant(1);
     auto partMax = [&](Value part) {
       return load(workspace, b.getF32Type(), a.add(rowAt, a.mul(part, stride)));
@@ -476,9 +489,7 @@ private:
       b.create<scf::YieldOp>(ValueRange{maxOf(mp, m)});
     }
     Value m = maxLoop.getResult(0);
-    Value safeMax = select(
-        b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, m, minusInfinity()),
-        f32(0.0), m);
+    Value safeMax = finiteShift(m);
     // sum over parts of workspace[part][offset] · exp2(m_p - m)
     auto sumParts = [&](Value offset) {
       auto loop = b.create<scf::ForOp>(zero, splits, one, ValueRange{f32(0.0)});
@@ -751,18 +762,23 @@ private:
         seenFrom[i] = a.sub(rowFirst[i], lanesKey);
         seenTo[i] = a.sub(rowLast[i], lanesKey);
       }
+      // n-tile j's raw products as scores in log2 units, -inf where the row
+      // does not see the key.
+      auto maskTile = [&](int64_t j, SmallVector<Value> &c) {
+        for (int64_t e = 0; e < 4; ++e) {
+          int i = e / 2;
+          Value offset = a.constant(8 * j + e % 2);
+          Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
+                                                  a.lt(offset, seenTo[i]));
+          c[e] = select(visible, logScore(c[e], factor), minusInf);
+        }
+      };
       SmallVector<SmallVector<Value>> scores;
       if (staged) {
         stageBlock(block, kvHead, batch, dk, dv);
         scores = stagedScores(lane, qRegs, element, dk);
         for (auto [j, c] : llvm::enumerate(scores))
-          for (int64_t e = 0; e < 4; ++e) {
-            int i = e / 2;
-            Value offset = a.constant(8 * j + e % 2);
-            Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
-                                                    a.lt(offset, seenTo[i]));
-            c[e] = select(visible, logScore(c[e], factor), minusInf);
-          }
+          maskTile(j, c);
       }
       for (int64_t j = 0; j < (staged ? 0 : blockKeys / 8); ++j) {
         Value key = a.add(block, a.add(a.constant(8 * j), g));
@@ -782,14 +798,7 @@ private:
           }
           c = mma(element, qRegs[ks], kRegs, c);
         }
-        // Scores in log2 units, -inf where the row does not see the key.
-        for (int64_t e = 0; e < 4; ++e) {
-          int i = e / 2;
-          Value offset = a.constant(8 * j + e % 2);
-          Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
-                                                  a.lt(offset, seenTo[i]));
-          c[e] = select(visible, logScore(c[e], factor), minusInf);
-        }
+        maskTile(j, c);
         scores.push_back(c);
       }
       // The online softmax per row, as the CPU kernels: p = exp2(s - m -
@@ -801,9 +810,7 @@ private:
         for (auto &c : scores)
           m = maxOf(maxOf(c[2 * i], m), c[2 * i + 1]);
         m = quadReduce(m, /*isMax=*/true);
-        Value safe = select(
-            b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, m, minusInf),
-            f32(0.0), m);
+        Value safe = finiteShift(m);
         rescale[i] = exp2(b.create<arith::SubFOp>(state[i], safe));
         shift[i] = b.create<arith::AddFOp>(safe, logKeys);
         next.push_back(m);
@@ -912,12 +919,7 @@ private:
             b.create<arith::AndIOp>(a.eq(t, zero), a.eq(column0, zero)), false);
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(&write.getThenRegion().front());
-        Value logSum = b.create<arith::MulFOp>(
-            b.create<arith::AddFOp>(b.create<arith::AddFOp>(result[i], logKeys),
-                                    log2(l)),
-            f32(0.6931471805599453));
-        Value at = a.add(a.mul(a.add(a.mul(batch, Hq), head), S), rows[i]);
-        store(lse, b.getF32Type(), at, select(noKeys, minusInf, logSum));
+        storeLse(batch, head, rows[i], result[i], l, logKeys, noKeys);
       }
     }
   }
