@@ -189,15 +189,23 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
   }
   for (auto gpuModule : module.getOps<mlir::gpu::GPUModuleOp>())
     for (auto kernel : gpuModule.getOps<mlir::gpu::GPUFuncOp>()) {
-      GpuKernel entry{kernel.getName().str(), {}, {}, "", "", 0, std::nullopt};
+      GpuKernel entry;
+      entry.name = kernel.getName().str();
       if (auto merge = kernel->getAttrOfType<mlir::StringAttr>("attn.merge"))
         entry.merge = merge.str();
       if (auto mma =
               kernel->getAttrOfType<mlir::StringAttr>("attn.tensor_core"))
         entry.tensorCore = mma.str();
-      if (auto rows =
-              kernel->getAttrOfType<mlir::IntegerAttr>("attn.tensor_core_rows"))
-        entry.tensorCoreRows = rows.getInt();
+      if (auto block = kernel->getAttrOfType<mlir::ArrayAttr>("attn.block"))
+        for (mlir::Attribute size : block)
+          entry.block.push_back(mlir::cast<mlir::IntegerAttr>(size).getInt());
+      if (auto grid = kernel->getAttrOfType<mlir::ArrayAttr>("attn.grid"))
+        for (mlir::Attribute size : grid)
+          entry.grid.push_back(
+              mlir::cast<mlir::StringAttr>(size).getValue().str());
+      if (auto bytes =
+              kernel->getAttrOfType<mlir::StringAttr>("attn.workspace_bytes"))
+        entry.workspaceBytes = bytes.str();
       if (auto params = kernel->getAttrOfType<mlir::ArrayAttr>("attn.params"))
         for (mlir::Attribute param : params)
           entry.params.push_back(

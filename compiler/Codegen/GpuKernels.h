@@ -37,7 +37,11 @@ struct GpuKernel {
   /// The tensor-core kernel that replaces this one when splits == 1 ("" if
   /// none).
   std::string tensorCore;
-  int64_t tensorCoreRows = 0; ///< Query rows per block of that kernel.
+  /// Threads per block, and blocks as size expressions ("ceil(S / 4)").
+  std::vector<int64_t> block;
+  std::vector<std::string> grid;
+  /// Bytes of workspace when keys are split ("" for other kernels).
+  std::string workspaceBytes;
   std::optional<PtxasReport> ptxas;
 };
 

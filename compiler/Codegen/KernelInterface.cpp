@@ -141,8 +141,8 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
   auto describe = [&](const GpuKernel &kernel) {
     json entry = {{"name", kernel.name},
                   {"params", kernel.params},
-                  {"block", {128, 1, 1}},
-                  {"grid", {"ceil(S / 4)", "Hq", "B"}}};
+                  {"block", kernel.block},
+                  {"grid", kernel.grid}};
     if (kernel.ptxas)
       entry["ptxas"] = {{"registers", kernel.ptxas->registers},
                         {"spill_store_bytes", kernel.ptxas->spillStoreBytes},
@@ -163,10 +163,9 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
       sizes[size] = {source.first, source.second};
     json entry = describe(kernel);
     entry["sizes"] = sizes;
-    entry["grid"] = {"ceil(S * splits / 4)", "Hq", "B"};
     entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
                           {"min_keys_per_split", kGpuSplitMinKeys}};
-    entry["workspace_bytes"] = "4 * splits * B * Hq * S * (Dv + 2)";
+    entry["workspace_bytes"] = kernel.workspaceBytes;
     // The tensor-core kernel reads K and V 16 bytes at a time and Q and K
     // in 4-byte pairs: every tensor must start on a 16-byte boundary (as
     // cuMemAlloc's do; a view into a larger buffer may not).
@@ -176,9 +175,6 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
         entry["merge"] = describe(other);
       if (other.name == kernel.tensorCore) {
         entry["tensor_core"] = describe(other);
-        entry["tensor_core"]["grid"] = {
-            "ceil(S / " + std::to_string(kernel.tensorCoreRows) + ")", "Hq",
-            "B"};
         entry["tensor_core"]["use_when"] = "splits == 1";
       }
     }

@@ -16,7 +16,8 @@
 // any, the output, lse if returned), the workspace, then B, Hq, Hkv, S, T,
 // Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
 // `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
-// blocks of 128 threads; grids in KernelInterface.cpp's manifest
+// `attn.block` and `attn.grid` the launch (sizes as expressions), and
+// `attn.workspace_bytes` the key splits' workspace; the manifest copies them
 // (docs/design/gpu.md).
 //
 //===----------------------------------------------------------------------===//
@@ -74,6 +75,11 @@ int64_t mmaChunkColumns(AttentionOp op) {
 int64_t mmaColumnChunks(AttentionOp op) {
   return (headDim(op.getValue()) + mmaChunkColumns(op) - 1) /
          mmaChunkColumns(op);
+}
+/// The query rows of a tensor-core block: its warps, 16 rows of one chunk
+/// each.
+int64_t mmaBlockRows(AttentionOp op) {
+  return kWarpsPerBlock * kMmaRows / mmaColumnChunks(op);
 }
 constexpr int64_t kStagedBlockKeys = 64;
 /// Elements of one staged row: 8 more than the data, so the 8 rows an
@@ -167,9 +173,7 @@ public:
           a.mul(a.rem(item, chunks), a.constant(mmaChunkColumns(op)));
       // The keys the block's rows see (the staged kernel's warps share
       // every key block and barrier) or the warp's rows see.
-      int64_t rows = mmaStaged(op)
-                         ? kWarpsPerBlock * kMmaRows / mmaColumnChunks(op)
-                         : kMmaRows;
+      int64_t rows = mmaStaged(op) ? mmaBlockRows(op) : kMmaRows;
       Value first = mmaStaged(op)
                         ? a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
                                 a.constant(rows))
@@ -976,11 +980,13 @@ struct LowerToGpuPass
   }
 
   /// A gpu.func whose parameters are `params` (pointers, then i64 sizes
-  /// from B on), built by KernelBuilder in `role`.
+  /// from B on), built by KernelBuilder in `role`, launched as `attn.block`
+  /// and `attn.grid` say: 128 threads, blocks (`gridX`, Hq, B), the mapping
+  /// KernelBuilder::build() reads back from the block ids.
   gpu::GPUFuncOp createKernel(gpu::GPUModuleOp gpuModule, AttentionOp op,
                               StringRef name, ArrayRef<Attribute> params,
-                              ArrayRef<NamedAttribute> sources,
-                              KernelRole role) {
+                              ArrayRef<NamedAttribute> sources, KernelRole role,
+                              const Twine &gridX) {
     auto pointer = LLVM::LLVMPointerType::get(&getContext(), 1);
     // Before gpu.module_end, in the order they are made.
     OpBuilder builder(gpuModule.getBodyRegion().front().getTerminator());
@@ -995,6 +1001,10 @@ struct LowerToGpuPass
     kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                     builder.getUnitAttr());
     kernel->setAttr("attn.params", builder.getArrayAttr(params));
+    kernel->setAttr("attn.block",
+                    builder.getI64ArrayAttr({32 * kWarpsPerBlock, 1, 1}));
+    kernel->setAttr("attn.grid",
+                    builder.getStrArrayAttr({gridX.str(), "Hq", "B"}));
     kernel->setAttr("attn.sizes", builder.getDictionaryAttr(sources));
     // No known_block_size: its .maxntid 128 makes ptxas cap the kernel at
     // 64 registers, and spill, where it needs about 70.
@@ -1104,8 +1114,13 @@ struct LowerToGpuPass
       SmallVector<Attribute> params(names);
       params.push_back(top.getStringAttr("workspace"));
       params.append(sizeNames);
-      auto kernel = createKernel(gpuModule, op, name, params, sources,
-                                 KernelRole::Attention);
+      auto kernel = createKernel(
+          gpuModule, op, name, params, sources, KernelRole::Attention,
+          "ceil(S * splits / " + Twine(kWarpsPerBlock) + ")");
+      // [m, l, acc[Dv]] of f32 per (batch, head, row, part): row() and
+      // merge().
+      kernel->setAttr("attn.workspace_bytes",
+                      top.getStringAttr("4 * splits * B * Hq * S * (Dv + 2)"));
       // The merge: the workspace, the outputs, the sizes.
       SmallVector<Attribute> mergeParams{top.getStringAttr("workspace")};
       mergeParams.append(names.begin() +
@@ -1113,16 +1128,14 @@ struct LowerToGpuPass
                          names.end());
       mergeParams.append(sizeNames);
       createKernel(gpuModule, op, name + "_merge", mergeParams, sources,
-                   KernelRole::Merge);
+                   KernelRole::Merge,
+                   "ceil(S / " + Twine(kWarpsPerBlock) + ")");
       kernel->setAttr("attn.merge", top.getStringAttr(name + "_merge"));
       if (hasTensorCoreKernel(op)) {
         createKernel(gpuModule, op, name + "_mma", params, sources,
-                     KernelRole::TensorCore);
+                     KernelRole::TensorCore,
+                     "ceil(S / " + Twine(mmaBlockRows(op)) + ")");
         kernel->setAttr("attn.tensor_core", top.getStringAttr(name + "_mma"));
-        // The query rows of a block: its warps, 16 rows of one chunk each.
-        kernel->setAttr("attn.tensor_core_rows",
-                        top.getI64IntegerAttr(kWarpsPerBlock * kMmaRows /
-                                              mmaColumnChunks(op)));
       }
     }
     return success();

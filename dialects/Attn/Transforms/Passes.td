@@ -114,21 +114,27 @@ def LowerPrimitivesPass
 //===----------------------------------------------------------------------===//
 
 def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
-  let summary = "Turns each attn.attention into a CUDA kernel (gpu.func)";
+  let summary = "Turns each attn.attention into CUDA kernels (gpu.func)";
   let description = [{
-    Replaces every function of fused attention ops by a `gpu.module` with one
-    `gpu.func` kernel per op: one warp per query row, lanes over the head dim,
-    the partial q·k products summed by warp shuffles, the online softmax of
-    the CPU kernels per key (p = exp2(s - m - log2 T)), 8 columns of P·V per
-    lane in registers (Dv in chunks of 256). The op's tensors are global
-    pointers (q, k, v, key_lengths if any, output, lse if any), then B, Hq,
-    Hkv, S, T, Dk, Dv as i64; `attn.params` names them; launch with grid
-    (ceil(S / 4), Hq, B) and 128 threads. Dot scores with scale and softcap,
-    the position masks and key lengths, GQA, both layouts, f32/f16/bf16 and
-    lse; any other op or feature is an error that names it. Then upstream's
-    `convert-gpu-to-nvvm`, `nvvm-attach-target` and `gpu-module-to-binary`
-    give PTX. The softcap's tanh is the CPU kernels' rational approximation
-    (attn-approximate-math's patterns), with PTX's fma and abs: no libdevice.
+    Replaces every function of fused attention ops by a `gpu.module` with, per
+    op: a SIMT kernel (one warp per query row, or per (row, part) when keys
+    are split, lanes over the head dim, q·k summed by warp shuffles, the CPU
+    kernels' online softmax per key, p = exp2(s - m - log2 T), 8 columns of
+    P·V per lane, Dv in chunks of 256); the merge of its key splits; and, for
+    f16/bf16 with Dk and Dv fixed and at most 128, a tensor-core kernel
+    (mma.sync m16n8k16, K and V staged in shared memory and read by ldmatrix
+    when the head dims are multiples of 16) that replaces both when keys are
+    not split. Parameters: the op's tensors as global pointers (q, k, v,
+    key_lengths if any, output, lse if any), the workspace, then B, Hq, Hkv,
+    S, T, Dk, Dv and splits as i64; `attn.params` names them, `attn.sizes`
+    gives each size as [tensor, axis], `attn.block` and `attn.grid` the
+    launch, `attn.workspace_bytes` the splits' workspace. Dot scores with
+    scale and softcap, the position masks and key lengths, GQA, both layouts,
+    f32/f16/bf16 and lse; any other op or feature is an error that names it.
+    Then upstream's `convert-gpu-to-nvvm`, `nvvm-attach-target` and
+    `gpu-module-to-binary` give PTX. The softcap's tanh is the CPU kernels'
+    rational approximation (attn-approximate-math's patterns), with PTX's fma
+    and abs: no libdevice.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
