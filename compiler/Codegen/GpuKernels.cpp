@@ -203,9 +203,19 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
         for (mlir::Attribute size : grid)
           entry.grid.push_back(
               mlir::cast<mlir::StringAttr>(size).getValue().str());
+      if (auto rows =
+              kernel->getAttrOfType<mlir::IntegerAttr>("attn.block_rows"))
+        entry.blockRows = rows.getInt();
+      if (auto split = kernel->getAttrOfType<mlir::BoolAttr>("attn.rows_split"))
+        entry.rowsSplit = split.getValue();
       if (auto bytes =
               kernel->getAttrOfType<mlir::StringAttr>("attn.workspace_bytes"))
         entry.workspaceBytes = bytes.str();
+      if (auto bytes =
+              kernel->getAttrOfType<mlir::ArrayAttr>("attn.workspace_row_bytes"))
+        for (mlir::Attribute term : bytes)
+          entry.workspaceRowBytes.push_back(
+              mlir::cast<mlir::IntegerAttr>(term).getInt());
       if (auto params = kernel->getAttrOfType<mlir::ArrayAttr>("attn.params"))
         for (mlir::Attribute param : params)
           entry.params.push_back(

@@ -37,11 +37,18 @@ struct GpuKernel {
   /// The tensor-core kernel that replaces this one when splits == 1 ("" if
   /// none).
   std::string tensorCore;
-  /// Threads per block, and blocks as size expressions ("ceil(S / 4)").
+  /// Threads per block, and blocks as size expressions ("ceil(S / 4)"):
+  /// (ceil(rows / blockRows), Hq, B), rows = S·splits when rowsSplit, else
+  /// S.
   std::vector<int64_t> block;
   std::vector<std::string> grid;
-  /// Bytes of workspace when keys are split ("" for other kernels).
+  int64_t blockRows = 0;
+  bool rowsSplit = false;
+  /// Bytes of workspace when keys are split, as an expression ("" for other
+  /// kernels) and as workspaceRowBytes[0]·Dv + workspaceRowBytes[1] per
+  /// (batch, head, row, part).
   std::string workspaceBytes;
+  std::vector<int64_t> workspaceRowBytes;
   std::optional<PtxasReport> ptxas;
 };
 
@@ -54,6 +61,11 @@ struct GpuKernel {
 /// 8192 warps took 1.24x as long at T = 32768.
 constexpr int64_t kGpuSplitTargetWarps = 4096;
 constexpr int64_t kGpuSplitMinKeys = 64;
+
+/// The byte alignment every tensor of a CUDA kernel needs: the tensor-core
+/// kernel reads K and V 16 bytes at a time and Q and K in 4-byte pairs
+/// (cuMemAlloc's pointers are; a view into a larger buffer may not be).
+constexpr int64_t kCudaTensorAlignment = 16;
 
 struct GpuCompiled {
   std::string ptx;

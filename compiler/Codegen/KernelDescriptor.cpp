@@ -1,6 +1,7 @@
 //===- KernelDescriptor.cpp - The attnrt_kernel a NAME.o exports ----------===//
 
 #include "Codegen/KernelDescriptor.h"
+#include "Codegen/GpuKernels.h"
 #include "Codegen/KernelInterface.h"
 
 #include "llvm/IR/Constants.h"
@@ -12,7 +13,9 @@
 
 #include <attnc/attnrt.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
 #include <stdexcept>
 #include <type_traits>
 
@@ -59,7 +62,28 @@ static_assert(offsetof(attnrt_kernel, abi_version) == 0 &&
               offsetof(attnrt_kernel, entry) == 88 &&
               offsetof(attnrt_kernel, num_divisibilities) == 96 &&
               offsetof(attnrt_kernel, divisibilities) == 104 &&
-              sizeof(attnrt_kernel) == 112);
+              offsetof(attnrt_kernel, cuda) == 112 &&
+              sizeof(attnrt_kernel) == 120);
+static_assert(kIsPointer<decltype(attnrt_kernel::cuda)>);
+
+static_assert(offsetof(attnrt_cuda_function, name) == 0 &&
+              offsetof(attnrt_cuda_function, num_params) == 8 &&
+              offsetof(attnrt_cuda_function, params) == 16 &&
+              offsetof(attnrt_cuda_function, block_threads) == 24 &&
+              offsetof(attnrt_cuda_function, block_rows) == 28 &&
+              offsetof(attnrt_cuda_function, rows_split) == 32 &&
+              sizeof(attnrt_cuda_function) == 40);
+static_assert(offsetof(attnrt_cuda_attention, merge) == 40 &&
+              offsetof(attnrt_cuda_attention, tensor_core) == 80 &&
+              offsetof(attnrt_cuda_attention, size_sources) == 120 &&
+              offsetof(attnrt_cuda_attention, split_target_warps) == 176 &&
+              offsetof(attnrt_cuda_attention, split_min_keys) == 184 &&
+              offsetof(attnrt_cuda_attention, workspace_row_bytes) == 192 &&
+              sizeof(attnrt_cuda_attention) == 208);
+static_assert(offsetof(attnrt_cuda_code, ptx) == 0 &&
+              offsetof(attnrt_cuda_code, num_attentions) == 8 &&
+              offsetof(attnrt_cuda_code, attentions) == 16 &&
+              sizeof(attnrt_cuda_code) == 24);
 
 static_assert(
     std::is_same_v<decltype(attnrt_divisibility::multiple), int64_t> &&
@@ -111,7 +135,8 @@ public:
         i64(llvm::Type::getInt64Ty(context)),
         ptr(llvm::PointerType::get(context, 0)) {}
 
-  void build(const std::string &target, const std::string &manifest);
+  void build(const std::string &target, const std::string &manifest,
+             const GpuCompiled *cuda);
 
 private:
   llvm::Module &module;
@@ -139,7 +164,153 @@ private:
   llvm::Constant *argInfos(const std::vector<ValueId> &ids,
                            const std::string &kind);
   llvm::Constant *divisibilities(const std::vector<SizeDivisibility> &rules);
+  /// The argument called `name`: its number among the inputs, then the
+  /// outputs.
+  int32_t argumentNumber(const std::string &name) const {
+    int32_t number = 0;
+    for (const std::vector<ValueId> *ids : {&graph.inputs, &graph.outputs})
+      for (ValueId id : *ids) {
+        if (graph.value(id).name == name)
+          return number;
+        ++number;
+      }
+    throw std::logic_error("CUDA kernel parameter " + name +
+                           " is no argument of the graph");
+  }
+  llvm::Constant *cudaCode(const GpuCompiled &compiled);
+  llvm::Constant *cudaFunction(const GpuKernel *kernel,
+                               const std::string &suffix);
+  llvm::StructType *cudaFunctionType() {
+    return llvm::StructType::get(context, {ptr, i32, ptr, i32, i32, i32});
+  }
+  llvm::Constant *null() {
+    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+  }
 };
+
+/// The launch sizes of attnrt_cuda_size, in its order.
+const char *const kCudaSizes[] = {"B", "Hq", "Hkv", "S",
+                                  "T", "Dk", "Dv",  "splits"};
+static_assert(std::size(kCudaSizes) == ATTNRT_CUDA_NUM_SIZES);
+
+/// attnrt_cuda_function: a null name when there is no `kernel`.
+llvm::Constant *DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
+                                                const std::string &suffix) {
+  llvm::StructType *type = cudaFunctionType();
+  if (!kernel)
+    return llvm::Constant::getNullValue(type);
+  // Each parameter: argument n (inputs, then outputs), the workspace or a
+  // size, as attnrt_cuda_function::params encodes them.
+  std::vector<int32_t> params;
+  for (const std::string &param : kernel->params) {
+    if (param == "workspace") {
+      params.push_back(ATTNRT_CUDA_WORKSPACE);
+      continue;
+    }
+    auto size = std::find(std::begin(kCudaSizes), std::end(kCudaSizes), param);
+    if (size != std::end(kCudaSizes)) {
+      params.push_back(ATTNRT_CUDA_SIZE(size - std::begin(kCudaSizes)));
+      continue;
+    }
+    params.push_back(argumentNumber(param));
+  }
+  if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
+      kernel->block[2] != 1 || kernel->blockRows < 1)
+    throw std::logic_error("CUDA kernel " + kernel->name +
+                           ": a launch the descriptor cannot state");
+  return llvm::ConstantStruct::get(
+      type, {string(kernel->name, suffix + ".name"),
+             llvm::ConstantInt::get(i32, params.size()),
+             privateConstant(llvm::ConstantDataArray::get(
+                                 context, llvm::ArrayRef<int32_t>(params)),
+                             suffix + ".params"),
+             llvm::ConstantInt::get(i32, kernel->block[0]),
+             llvm::ConstantInt::get(i32, kernel->blockRows),
+             llvm::ConstantInt::get(i32, kernel->rowsSplit ? 1 : 0)});
+}
+
+/// attnrt_cuda_code: the PTX and, per attention op, its functions.
+llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
+  llvm::StructType *functionType = cudaFunctionType();
+  checkStructLayout(module, functionType, "attnrt_cuda_function",
+                    {offsetof(attnrt_cuda_function, name),
+                     offsetof(attnrt_cuda_function, num_params),
+                     offsetof(attnrt_cuda_function, params),
+                     offsetof(attnrt_cuda_function, block_threads),
+                     offsetof(attnrt_cuda_function, block_rows),
+                     offsetof(attnrt_cuda_function, rows_split)},
+                    sizeof(attnrt_cuda_function));
+  auto *pairType = llvm::ArrayType::get(i32, 2);
+  auto *sourcesType = llvm::ArrayType::get(pairType, ATTNRT_CUDA_SPLITS);
+  auto *attentionType = llvm::StructType::get(
+      context, {functionType, functionType, functionType, sourcesType, i64,
+                i64, llvm::ArrayType::get(i64, 2)});
+  checkStructLayout(module, attentionType, "attnrt_cuda_attention",
+                    {offsetof(attnrt_cuda_attention, attention),
+                     offsetof(attnrt_cuda_attention, merge),
+                     offsetof(attnrt_cuda_attention, tensor_core),
+                     offsetof(attnrt_cuda_attention, size_sources),
+                     offsetof(attnrt_cuda_attention, split_target_warps),
+                     offsetof(attnrt_cuda_attention, split_min_keys),
+                     offsetof(attnrt_cuda_attention, workspace_row_bytes)},
+                    sizeof(attnrt_cuda_attention));
+  auto *codeType = llvm::StructType::get(context, {ptr, i32, ptr});
+  checkStructLayout(module, codeType, "attnrt_cuda_code",
+                    {offsetof(attnrt_cuda_code, ptx),
+                     offsetof(attnrt_cuda_code, num_attentions),
+                     offsetof(attnrt_cuda_code, attentions)},
+                    sizeof(attnrt_cuda_code));
+
+  auto find = [&](const std::string &name) -> const GpuKernel * {
+    for (const GpuKernel &kernel : compiled.kernels)
+      if (!name.empty() && kernel.name == name)
+        return &kernel;
+    return nullptr;
+  };
+  std::vector<llvm::Constant *> attentions;
+  for (const GpuKernel &kernel : compiled.kernels) {
+    if (kernel.merge.empty())
+      continue; // a merge or tensor-core kernel, stated with its attention
+    std::string suffix = "cuda" + std::to_string(attentions.size());
+    std::vector<llvm::Constant *> sources;
+    for (int size = 0; size < ATTNRT_CUDA_SPLITS; ++size) {
+      auto source = std::find_if(
+          kernel.sizes.begin(), kernel.sizes.end(),
+          [&](const auto &entry) { return entry.first == kCudaSizes[size]; });
+      if (source == kernel.sizes.end())
+        throw std::logic_error("CUDA kernel " + kernel.name + ": no source for " +
+                               kCudaSizes[size]);
+      sources.push_back(llvm::ConstantArray::get(
+          pairType,
+          {llvm::ConstantInt::get(i32, argumentNumber(source->second.first)),
+           llvm::ConstantInt::get(i32, source->second.second)}));
+    }
+    if (kernel.workspaceRowBytes.size() != 2 || !find(kernel.merge))
+      throw std::logic_error("CUDA kernel " + kernel.name +
+                             ": no workspace or merge");
+    attentions.push_back(llvm::ConstantStruct::get(
+        attentionType,
+        {cudaFunction(&kernel, suffix),
+         cudaFunction(find(kernel.merge), suffix + ".merge"),
+         cudaFunction(find(kernel.tensorCore), suffix + ".tensor_core"),
+         llvm::ConstantArray::get(sourcesType, sources),
+         llvm::ConstantInt::get(i64, kGpuSplitTargetWarps),
+         llvm::ConstantInt::get(i64, kGpuSplitMinKeys),
+         llvm::ConstantDataArray::get(
+             context, llvm::ArrayRef<int64_t>(kernel.workspaceRowBytes))}));
+  }
+  if (attentions.empty())
+    throw std::logic_error("CUDA code without attention kernels");
+  llvm::Constant *table = privateConstant(
+      llvm::ConstantArray::get(
+          llvm::ArrayType::get(attentionType, attentions.size()), attentions),
+      "cuda.attentions");
+  return privateConstant(
+      llvm::ConstantStruct::get(
+          codeType, {string(compiled.ptx, "ptx"),
+                     llvm::ConstantInt::get(i32, attentions.size()), table}),
+      "cuda");
+}
 
 /// attnrt_divisibility[]: {multiple, divisor, what}.
 llvm::Constant *DescriptorBuilder::divisibilities(
@@ -205,9 +376,13 @@ llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
 }
 
 void DescriptorBuilder::build(const std::string &target,
-                              const std::string &manifest) {
-  llvm::Function *entry = module.getFunction(graph.name + "_entry");
-  if (!entry)
+                              const std::string &manifest,
+                              const GpuCompiled *cuda) {
+  // A CPU kernel's code is its entry; a CUDA kernel's its PTX.
+  llvm::Constant *entry = module.getFunction(graph.name + "_entry");
+  if (cuda)
+    entry = null();
+  else if (!entry)
     throw std::logic_error("addKernelDescriptor: no " + graph.name +
                            "_entry in the module");
   std::vector<llvm::Constant *> dimNames;
@@ -219,7 +394,8 @@ void DescriptorBuilder::build(const std::string &target,
   // attnrt_kernel, field by field (LLVM adds the C padding).
   auto *kernelType = llvm::StructType::get(
       context,
-      {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr, i32, ptr});
+      {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr, i32, ptr,
+       ptr});
   checkStructLayout(module, kernelType, "attnrt_kernel",
                     {offsetof(attnrt_kernel, abi_version),
                      offsetof(attnrt_kernel, name),
@@ -234,7 +410,8 @@ void DescriptorBuilder::build(const std::string &target,
                      offsetof(attnrt_kernel, manifest),
                      offsetof(attnrt_kernel, entry),
                      offsetof(attnrt_kernel, num_divisibilities),
-                     offsetof(attnrt_kernel, divisibilities)},
+                     offsetof(attnrt_kernel, divisibilities),
+                     offsetof(attnrt_kernel, cuda)},
                     sizeof(attnrt_kernel));
   llvm::Constant *fields[] = {
       llvm::ConstantInt::get(i32, ATTNRT_ABI_VERSION),
@@ -245,12 +422,15 @@ void DescriptorBuilder::build(const std::string &target,
       argInfos(graph.inputs, "input"),
       llvm::ConstantInt::get(i32, graph.outputs.size()),
       argInfos(graph.outputs, "output"),
-      llvm::ConstantInt::get(i32, 1), // The kernels accept any alignment.
+      // CPU kernels accept any alignment; the tensor-core kernel reads K and
+      // V 16 bytes at a time.
+      llvm::ConstantInt::get(i32, cuda ? kCudaTensorAlignment : 1),
       string(target, "target"),
       string(manifest, "manifest"),
       entry,
       llvm::ConstantInt::get(i32, rules.size()),
-      divisibilities(rules)};
+      divisibilities(rules),
+      cuda ? cudaCode(*cuda) : null()};
   new llvm::GlobalVariable(module, kernelType, /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage,
                            llvm::ConstantStruct::get(kernelType, fields),
@@ -278,7 +458,14 @@ void checkStructLayout(const llvm::Module &module, llvm::StructType *type,
 void addKernelDescriptor(llvm::Module &module, const Graph &graph,
                          const std::string &target,
                          const std::string &manifest) {
-  DescriptorBuilder(module, graph).build(target, manifest);
+  DescriptorBuilder(module, graph).build(target, manifest, nullptr);
+}
+
+void addCudaKernelDescriptor(llvm::Module &module, const Graph &graph,
+                             const std::string &target,
+                             const std::string &manifest,
+                             const GpuCompiled &compiled) {
+  DescriptorBuilder(module, graph).build(target, manifest, &compiled);
 }
 
 } // namespace attnc

@@ -2,7 +2,8 @@
 //
 // `const attnrt_kernel NAME_kernel` (runtime/include/attnc/attnrt.h): the
 // argument names, dtypes and dims, the target, the manifest text and the
-// entry, as LLVM constants beside the code.
+// entry (a CUDA kernel: its PTX and launches), as LLVM constants beside the
+// code.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_CODEGEN_KERNELDESCRIPTOR_H
@@ -25,6 +26,15 @@ namespace attnc {
 void addKernelDescriptor(llvm::Module &module, const Graph &graph,
                          const std::string &target,
                          const std::string &manifest);
+
+struct GpuCompiled;
+
+/// Adds `NAME_kernel` of a CUDA kernel to `module`: no entry, the PTX and
+/// the launches of `compiled` as its attnrt_cuda_code.
+void addCudaKernelDescriptor(llvm::Module &module, const Graph &graph,
+                             const std::string &target,
+                             const std::string &manifest,
+                             const GpuCompiled &compiled);
 
 /// Checks with `module`'s data layout that `type`, the LLVM type the
 /// compiler emits for the C struct `cName`, has that struct's field

@@ -36,7 +36,7 @@ std::string describe(const Graph &graph, ValueId id) {
 
 } // namespace
 
-std::string kernelHeader(const Graph &graph) {
+std::string kernelHeader(const Graph &graph, bool cuda) {
   const std::string &name = graph.name;
   std::string guard = "ATTNC_KERNEL_" + name + "_H";
   for (char &c : guard)
@@ -60,21 +60,38 @@ std::string kernelHeader(const Graph &graph) {
   for (ValueId id : graph.outputs)
     out << " *   " << describe(graph, id) << "\n";
   out << " */\n"
-      << "extern const attnrt_kernel " << name << "_kernel;\n\n"
-      << "/* The generated entry point; call it through attnrt_invoke, which\n"
-      << " * validates the tensors first. */\n"
-      << "int32_t " << name
-      << "_entry(attnrt_invocation *invocation, const int64_t *dims,\n"
-      << "        void *const *buffers);\n\n"
-      << "/* Runs the kernel on `context`: inputs[" << graph.inputs.size()
+      << "extern const attnrt_kernel " << name << "_kernel;\n\n";
+  if (cuda)
+    out << "/* A CUDA kernel: create the context with\n"
+        << " * attnrt_context_create_on_device(options, ATTNRT_DEVICE_CUDA, "
+           "ordinal, &context)\n"
+        << " * and give it device pointers. */\n\n";
+  else
+    out << "/* The generated entry point; call it through attnrt_invoke, "
+           "which\n"
+        << " * validates the tensors first. */\n"
+        << "int32_t " << name
+        << "_entry(attnrt_invocation *invocation, const int64_t *dims,\n"
+        << "        void *const *buffers);\n\n";
+  out << "/* Runs the kernel on `context`: inputs[" << graph.inputs.size()
       << "], outputs[" << graph.outputs.size() << "]. */\n"
       << "static inline attnrt_status " << name
       << "(attnrt_context *context, const attnrt_tensor *inputs,\n"
       << "    attnrt_tensor *outputs) {\n"
       << "  return attnrt_invoke(context, &" << name << "_kernel, inputs, "
       << graph.inputs.size() << ", outputs, " << graph.outputs.size()
-      << ");\n}\n\n"
-      << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
+      << ");\n}\n\n";
+  if (cuda)
+    out << "/* Queues the kernel on a CUDA stream (a CUstream) and returns. "
+           "*/\n"
+        << "static inline attnrt_status " << name
+        << "_on_stream(attnrt_context *context,\n"
+        << "    const attnrt_tensor *inputs, attnrt_tensor *outputs, "
+           "void *stream) {\n"
+        << "  return attnrt_invoke_on_stream(context, &" << name
+        << "_kernel, inputs, " << graph.inputs.size() << ", outputs, "
+        << graph.outputs.size() << ", stream);\n}\n\n";
+  out << "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n"
       << "#endif /* " << guard << " */\n";
   return out.str();
 }
@@ -137,7 +154,7 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
   json manifest =
       interfaceManifest(graph, "mlir", {{"name", target}, {"chip", chip}});
   manifest["ptx"] = graph.name + ".ptx";
-  manifest["launcher"] = "none yet: libattnrt runs CPU kernels only";
+  manifest["object"] = graph.name + ".o";
   auto describe = [&](const GpuKernel &kernel) {
     json entry = {{"name", kernel.name},
                   {"params", kernel.params},
@@ -166,10 +183,7 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
     entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
                           {"min_keys_per_split", kGpuSplitMinKeys}};
     entry["workspace_bytes"] = kernel.workspaceBytes;
-    // The tensor-core kernel reads K and V 16 bytes at a time and Q and K
-    // in 4-byte pairs: every tensor must start on a 16-byte boundary (as
-    // cuMemAlloc's do; a view into a larger buffer may not).
-    entry["tensor_alignment_bytes"] = 16;
+    entry["tensor_alignment_bytes"] = kCudaTensorAlignment;
     for (const GpuKernel &other : compiled.kernels) {
       if (other.name == kernel.merge)
         entry["merge"] = describe(other);

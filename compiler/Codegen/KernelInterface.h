@@ -21,8 +21,9 @@ namespace attnc {
 /// a fixed size, or -(index + 1) of a run-time size in runtimeDims() order.
 std::vector<int64_t> abiDims(const Graph &graph, const Shape &shape);
 
-/// The C header declaring NAME_kernel, NAME_entry and the typed wrapper NAME.
-std::string kernelHeader(const Graph &graph);
+/// The C header declaring NAME_kernel, NAME_entry and the typed wrapper NAME
+/// (for a CUDA kernel: no entry, and NAME_on_stream beside NAME).
+std::string kernelHeader(const Graph &graph, bool cuda = false);
 
 /// The manifest: the graph's name, backend, target, schedule, run-time dims
 /// and every argument with its dtype and dims, as JSON text.

@@ -1,16 +1,19 @@
 //===- CompileCuda.cpp - attnc compile --target cuda-* --------------------===//
 //
-// NAME.ptx (one kernel per fused attention op, see attn-lower-to-gpu) and
-// NAME.json: the graph's inputs and outputs as for the CPU targets, and per
-// kernel its parameters, launch shape and ptxas report. No NAME.o or NAME.h
-// yet: libattnrt has no CUDA launcher (docs/design/gpu.md).
+// NAME.o, NAME.h and NAME.json as for the CPU targets, and NAME.ptx (the
+// kernels of each fused attention op, see attn-lower-to-gpu). NAME.o holds
+// the descriptor libattnrt launches the PTX from (attnrt_cuda_code); the
+// manifest gives per kernel its parameters, launch shape and ptxas report.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Driver/Compile.h"
 
+#include "Codegen/EmitObject.h"
 #include "Codegen/GpuKernels.h"
+#include "Codegen/KernelDescriptor.h"
 #include "Codegen/KernelInterface.h"
+#include "Codegen/Target.h"
 #include "Import/ImportGraph.h"
 #include "Support/Error.h"
 
@@ -63,10 +66,24 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
   stageDone("fused");
   GpuCompiled compiled = compileForCuda(*module, chip, asked("kernels"));
 
+  std::string manifest =
+      cudaKernelManifest(graph, options.target, chip, compiled);
+  // The host object: the descriptor and the PTX it carries, no code. An
+  // empty MLIR module, so that emitObject's translation and object emission
+  // apply to what the descriptor adds.
+  mlir::OwningOpRef<mlir::ModuleOp> host =
+      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+  std::string object =
+      emitObject(*host, cpuTarget("x86-64"), nullptr,
+                 [&](llvm::Module &llvmModule) {
+                   addCudaKernelDescriptor(llvmModule, graph, options.target,
+                                           manifest, compiled);
+                 });
   std::vector<std::pair<std::string, std::string>> files{
-      {graph.name + ".ptx", compiled.ptx},
-      {graph.name + ".json",
-       cudaKernelManifest(graph, options.target, chip, compiled)}};
+      {graph.name + ".o", object},
+      {graph.name + ".h", kernelHeader(graph, /*cuda=*/true)},
+      {graph.name + ".json", manifest},
+      {graph.name + ".ptx", compiled.ptx}};
   files.insert(files.end(), emitted.begin(), emitted.end());
   return files;
 }

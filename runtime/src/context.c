@@ -174,6 +174,8 @@ static attnrt_status create_context(const attnrt_context_options *options,
   memset(context, 0, sizeof *context);
   context->allocator = allocator;
   context->cache_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+  context->cuda_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+  context->device_kind = ATTNRT_DEVICE_CPU;
   context->threads = threads;
   for (size_t i = 0; i < ATTNRT_VALIDATED_CAPACITY; ++i)
     atomic_init(&context->validated[i], NULL);
@@ -199,6 +201,22 @@ attnrt_status attnrt_context_create(const attnrt_context_options *options,
   return create_context(options, out_context);
 }
 
+attnrt_status attnrt_context_create_on_device(
+    const attnrt_context_options *options, attnrt_device_kind kind,
+    int32_t ordinal, attnrt_context **out_context) {
+  if (out_context)
+    *out_context = NULL;
+  if ((kind != ATTNRT_DEVICE_CPU && kind != ATTNRT_DEVICE_CUDA) ||
+      ordinal < 0 || (kind == ATTNRT_DEVICE_CPU && ordinal != 0))
+    return ATTNRT_INVALID_ARGUMENT;
+  attnrt_status status = create_context(options, out_context);
+  if (status == ATTNRT_OK) {
+    (*out_context)->device_kind = kind;
+    (*out_context)->device_ordinal = ordinal;
+  }
+  return status;
+}
+
 void attnrt_context_release(attnrt_context *context) {
   if (!context)
     return;
@@ -208,7 +226,9 @@ void attnrt_context_release(attnrt_context *context) {
   if (context->owns_pool)
     pthreadpool_destroy(context->pool);
   attnrt_impl_release_cache(context);
+  attnrt_impl_cuda_release(context);
   pthread_mutex_destroy(&context->cache_lock);
+  pthread_mutex_destroy(&context->cuda_lock);
   attnrt_impl_release(context, (void *)context->kernels);
   attnrt_allocator allocator = context->allocator;
   allocator.release(allocator.self, context);

@@ -12,16 +12,13 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "internal.h"
+#include "cuda_driver.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The driver API's types, as cuda.h declares them (its ABI is stable). */
-typedef int cuda_result; /* CUresult; 0 = CUDA_SUCCESS */
 
 typedef struct cuda_driver {
   void *library;
@@ -36,6 +33,9 @@ static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
 static cuda_driver driver;
 /* Empty when the driver loaded and initialised; else why not. */
 static char driver_problem[512];
+/* The launcher's entry points, and why not when the driver lacks one. */
+static attnrt_cuda_api launcher;
+static char launcher_problem[512];
 
 /* What cuInit says most often, for drivers that cannot name their errors
  * (the toolkit's stub library fails those calls too). */
@@ -53,7 +53,7 @@ static const struct {
 
 /* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", or the
  * number when neither the driver nor known_errors names it. */
-static void describe(cuda_result error, char *out, size_t capacity) {
+void attnrt_impl_cuda_describe(cuda_result error, char *out, size_t capacity) {
   const char *name = NULL, *text = NULL;
   if (driver.get_error_name && driver.get_error_name(error, &name) != 0)
     name = NULL;
@@ -107,10 +107,42 @@ static void load_driver(void) {
       return;
     }
   }
+  /* The launcher's, by the names cuda.h maps its API to (_v2 where the
+   * first version was replaced); looked for after the probe's, which a
+   * driver too old for the launcher still answers. */
+  struct {
+    const char *name;
+    void **slot;
+  } launches[] = {
+      {"cuDeviceGet", (void **)&launcher.device_get},
+      {"cuDeviceGetCount", (void **)&launcher.device_get_count},
+      {"cuDeviceGetAttribute", (void **)&launcher.device_get_attribute},
+      {"cuDevicePrimaryCtxRetain", (void **)&launcher.primary_context_retain},
+      {"cuDevicePrimaryCtxRelease_v2",
+       (void **)&launcher.primary_context_release},
+      {"cuCtxPushCurrent_v2", (void **)&launcher.context_push},
+      {"cuCtxPopCurrent_v2", (void **)&launcher.context_pop},
+      {"cuModuleLoadDataEx", (void **)&launcher.module_load},
+      {"cuModuleUnload", (void **)&launcher.module_unload},
+      {"cuModuleGetFunction", (void **)&launcher.module_function},
+      {"cuLaunchKernel", (void **)&launcher.launch},
+      {"cuMemAllocAsync", (void **)&launcher.allocate_async},
+      {"cuMemFreeAsync", (void **)&launcher.free_async},
+      {"cuStreamSynchronize", (void **)&launcher.stream_synchronize},
+      {"cuPointerGetAttribute", (void **)&launcher.pointer_attribute},
+  };
+  for (size_t i = 0; i < sizeof launches / sizeof launches[0]; ++i) {
+    *launches[i].slot = dlsym(driver.library, launches[i].name);
+    if (!*launches[i].slot && !launcher_problem[0])
+      snprintf(launcher_problem, sizeof launcher_problem,
+               "the CUDA driver %s has no %s: libattnrt launches kernels "
+               "with a driver of CUDA 11.2 or later",
+               path, launches[i].name);
+  }
   cuda_result result = driver.init(0);
   if (result != 0) {
     char reason[256];
-    describe(result, reason, sizeof reason);
+    attnrt_impl_cuda_describe(result, reason, sizeof reason);
     snprintf(driver_problem, sizeof driver_problem,
              "the CUDA driver %s did not start: cuInit failed with %s", path,
              reason);
@@ -127,6 +159,21 @@ ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_driver(char *problem,
   }
   if (capacity > 0)
     problem[0] = '\0';
+  return ATTNRT_OK;
+}
+
+attnrt_status attnrt_impl_cuda_api(const attnrt_cuda_api **api,
+                                   char *problem, size_t capacity) {
+  *api = NULL;
+  attnrt_status status = attnrt_impl_cuda_driver(problem, capacity);
+  if (status != ATTNRT_OK)
+    return status;
+  if (launcher_problem[0]) {
+    if (capacity > 0)
+      snprintf(problem, capacity, "%s", launcher_problem);
+    return ATTNRT_UNAVAILABLE;
+  }
+  *api = &launcher;
   return ATTNRT_OK;
 }
 
@@ -156,7 +203,7 @@ attnrt_status attnrt_device_count(attnrt_device_kind kind, int32_t *out_count,
     cuda_result result = driver.device_get_count(&count);
     if (result != 0) {
       char reason[256];
-      describe(result, reason, sizeof reason);
+      attnrt_impl_cuda_describe(result, reason, sizeof reason);
       snprintf(message, message_capacity, "cuDeviceGetCount failed with %s",
                reason);
       return ATTNRT_UNAVAILABLE;

@@ -62,6 +62,12 @@ struct attnrt_context {
   /* Descriptors that passed attnrt_impl_check_descriptor: filled once each,
    * lock-free, by whichever thread validates first. */
   _Atomic(const attnrt_kernel *) validated[ATTNRT_VALIDATED_CAPACITY];
+  /* Where CUDA kernels run (attnrt_context_create_on_device), and the
+   * driver state the first CUDA invoke sets up (cuda_launch.c). */
+  attnrt_device_kind device_kind;
+  int32_t device_ordinal;
+  pthread_mutex_t cuda_lock;
+  struct attnrt_cuda_state *cuda;
 };
 
 struct attnrt_invocation {
@@ -108,5 +114,26 @@ attnrt_impl_validate_once(attnrt_context *context, const attnrt_kernel *kernel);
  * ATTNRT_UNAVAILABLE with why in `problem` (cut to `capacity` bytes). */
 ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_driver(char *problem,
                                                     size_t capacity);
+
+/* A CUDA kernel's descriptor: the ABI version 3 field, null for CPU
+ * kernels and descriptors of version 2. */
+ATTNRT_HIDDEN const attnrt_cuda_code *
+attnrt_impl_cuda_code(const attnrt_kernel *kernel);
+
+/* Checks a CUDA kernel's device code against its descriptor (every name,
+ * parameter and size source in range); sets the context's error. */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_check_cuda_code(
+    const attnrt_context *context, const attnrt_kernel *kernel);
+
+/* Runs the validated CUDA kernel on the context's device: `buffers` the
+ * data of the inputs then the outputs, whose shapes give the sizes. Waits
+ * for the launches when `wait`. */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_launch(
+    attnrt_context *context, const attnrt_kernel *kernel,
+    const attnrt_tensor *inputs, const attnrt_tensor *outputs,
+    void *const *buffers, void *stream, int wait);
+
+/* Unloads the context's modules and releases its device. */
+ATTNRT_HIDDEN void attnrt_impl_cuda_release(attnrt_context *context);
 
 #endif /* ATTNRT_INTERNAL_H */

@@ -229,10 +229,10 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
   }
   /* Read nothing past abi_version before it matches: the layout may be
    * another ABI's. */
-  if (kernel->abi_version != ATTNRT_ABI_VERSION) {
+  if (kernel->abi_version != 2 && kernel->abi_version != ATTNRT_ABI_VERSION) {
     attnrt_impl_set_error(context,
                           "kernel has ABI version %" PRIu32
-                          ", this runtime supports %u; rebuild it with a "
+                          ", this runtime supports 2 and %u; rebuild it with a "
                           "matching attnc",
                           kernel->abi_version, ATTNRT_ABI_VERSION);
     return ATTNRT_INVALID_ARGUMENT;
@@ -271,10 +271,21 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
     attnrt_impl_set_error(context, "kernel %s: alignment is 0", name);
     return ATTNRT_INVALID_ARGUMENT;
   }
-  if (!kernel->entry) {
+  int is_cuda = kernel->target && strncmp(kernel->target, "cuda-", 5) == 0;
+  if (attnrt_impl_cuda_code(kernel) && !is_cuda) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: CUDA code in a kernel for target %s",
+                          name, kernel->target ? kernel->target : "(none)");
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  /* A CUDA kernel's code is its PTX; a CPU kernel's its entry. */
+  if (!kernel->entry && !is_cuda) {
     attnrt_impl_set_error(context, "kernel %s: entry is null", name);
     return ATTNRT_INVALID_ARGUMENT;
   }
+  attnrt_status cuda_status = attnrt_impl_check_cuda_code(context, kernel);
+  if (cuda_status != ATTNRT_OK)
+    return cuda_status;
   size_t num_args = (size_t)kernel->num_inputs + (size_t)kernel->num_outputs;
   for (size_t a = 0; a < num_args; ++a) {
     attnrt_status status = check_arg_info(context, kernel, a);
@@ -490,29 +501,26 @@ static int overlaps(const void *a, int64_t a_bytes, const void *b,
   return a0 < b0 + (uintptr_t)b_bytes && b0 < a0 + (uintptr_t)a_bytes;
 }
 
-attnrt_status attnrt_invoke(attnrt_context *context,
+/* attnrt_invoke and attnrt_invoke_on_stream: a CUDA kernel's launches go
+ * on `stream`, waited for when `wait`. */
+static attnrt_status invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
-                            attnrt_tensor *outputs, size_t num_outputs) {
+                            attnrt_tensor *outputs, size_t num_outputs,
+                            void *stream, int wait) {
   if (!context)
     return ATTNRT_INVALID_ARGUMENT;
   attnrt_status status = attnrt_impl_validate_once(context, kernel);
   if (status != ATTNRT_OK)
     return status;
   const char *name = kernel->name;
-  if (kernel->target && strncmp(kernel->target, "cuda-", 5) == 0) {
-    /* No launcher for CUDA kernels in this runtime yet; the missing driver,
-     * when that is the case, is what a user has to act on first. */
-    char problem[512];
-    if (attnrt_impl_cuda_driver(problem, sizeof problem) != ATTNRT_OK)
-      attnrt_impl_set_error(context, "kernel %s targets %s: %s", name,
-                            kernel->target, problem);
-    else
-      attnrt_impl_set_error(context,
-                            "kernel %s targets %s: this libattnrt launches "
-                            "CPU kernels only",
-                            name, kernel->target);
-    return ATTNRT_UNAVAILABLE;
+  int is_cuda = strncmp(kernel->target ? kernel->target : "", "cuda-", 5) == 0;
+  if (stream && !is_cuda) {
+    attnrt_impl_set_error(context,
+                          "kernel %s runs on the CPU (target %s): its "
+                          "stream must be null",
+                          name, kernel->target ? kernel->target : "(none)");
+    return ATTNRT_INVALID_ARGUMENT;
   }
   if (num_inputs != (size_t)kernel->num_inputs) {
     attnrt_impl_set_error(context,
@@ -601,6 +609,12 @@ attnrt_status attnrt_invoke(attnrt_context *context,
     release_workspace(context, workspace, local);
     return status;
   }
+  if (is_cuda) {
+    status = attnrt_impl_cuda_launch(context, kernel, inputs, outputs, buffers,
+                                     stream, wait);
+    release_workspace(context, workspace, local);
+    return status;
+  }
   attnrt_invocation invocation;
   attnrt_impl_invocation_begin(&invocation, context);
   int32_t result = kernel->entry(&invocation, dims, buffers);
@@ -619,4 +633,22 @@ attnrt_status attnrt_invoke(attnrt_context *context,
                         "an attnrt_status, reported as ATTNRT_INTERNAL)",
                         name, result);
   return ATTNRT_INTERNAL;
+}
+
+attnrt_status attnrt_invoke(attnrt_context *context,
+                            const attnrt_kernel *kernel,
+                            const attnrt_tensor *inputs, size_t num_inputs,
+                            attnrt_tensor *outputs, size_t num_outputs) {
+  return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs,
+                NULL, /*wait=*/1);
+}
+
+attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
+                                      const attnrt_kernel *kernel,
+                                      const attnrt_tensor *inputs,
+                                      size_t num_inputs,
+                                      attnrt_tensor *outputs,
+                                      size_t num_outputs, void *stream) {
+  return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs,
+                stream, /*wait=*/0);
 }

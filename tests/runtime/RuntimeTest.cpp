@@ -238,7 +238,7 @@ TEST(RegistryTest, RejectsAnotherAbiVersion) {
             ATTNRT_INVALID_ARGUMENT);
   EXPECT_EQ(context.error(),
             "kernel has ABI version " + std::to_string(ATTNRT_ABI_VERSION + 1) +
-                ", this runtime supports " +
+                ", this runtime supports 2 and " +
                 std::to_string(ATTNRT_ABI_VERSION) +
                 "; rebuild it with a matching attnc");
 }
@@ -523,11 +523,32 @@ TEST_F(AxpyMisuseTest, NullKernel) {
   EXPECT_EQ(error(), "kernel is null");
 }
 
+// A descriptor of ABI version 2 (before attnrt_kernel::cuda) still runs: it
+// ends before the field, so its copy here has the field cleared only to
+// stand for memory the runtime must not read.
+TEST_F(AxpyMisuseTest, AbiVersionTwoStillRuns) {
+  attnrt_kernel kernel = fake_axpy_kernel;
+  kernel.abi_version = 2;
+  kernel.cuda = reinterpret_cast<const attnrt_cuda_code *>(uintptr_t{1});
+  EXPECT_EQ(invoke(&kernel), ATTNRT_OK) << error();
+}
+
+TEST_F(AxpyMisuseTest, CpuKernelTakesNoStream) {
+  int stream = 0;
+  EXPECT_EQ(attnrt_invoke_on_stream(context_.get(), &fake_axpy_kernel, inputs_,
+                                    3, outputs_, 1, &stream),
+            ATTNRT_INVALID_ARGUMENT);
+  EXPECT_THAT(error(), HasSubstr("its stream must be null"));
+  EXPECT_EQ(attnrt_invoke_on_stream(context_.get(), &fake_axpy_kernel, inputs_,
+                                    3, outputs_, 1, nullptr),
+            ATTNRT_OK);
+}
+
 TEST_F(AxpyMisuseTest, WrongAbiVersion) {
   attnrt_kernel kernel = fake_axpy_kernel;
   kernel.abi_version = 0;
   EXPECT_EQ(invoke(&kernel), ATTNRT_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports " +
+  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports 2 and " +
                          std::to_string(ATTNRT_ABI_VERSION) +
                          "; rebuild it with a matching attnc");
 }

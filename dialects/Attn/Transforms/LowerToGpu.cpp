@@ -16,9 +16,12 @@
 // any, the output, lse if returned), the workspace, then B, Hq, Hkv, S, T,
 // Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
 // `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
-// `attn.block` and `attn.grid` the launch (sizes as expressions), and
-// `attn.workspace_bytes` the key splits' workspace; the manifest copies them
-// (docs/design/gpu.md).
+// `attn.block` the threads, `attn.block_rows` and `attn.rows_split` the grid
+// ((ceil(rows / block_rows), Hq, B), rows S, or S·splits when a row is a
+// (row, part) pair; `attn.grid` spells it out), and
+// `attn.workspace_row_bytes` [a, b] the key splits' workspace, a·Dv + b bytes
+// per (row, part) (`attn.workspace_bytes` spells it out); the manifest and
+// the kernel descriptor copy them (docs/design/gpu.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -980,13 +983,14 @@ struct LowerToGpuPass
   }
 
   /// A gpu.func whose parameters are `params` (pointers, then i64 sizes
-  /// from B on), built by KernelBuilder in `role`, launched as `attn.block`
-  /// and `attn.grid` say: 128 threads, blocks (`gridX`, Hq, B), the mapping
-  /// KernelBuilder::build() reads back from the block ids.
+  /// from B on), built by KernelBuilder in `role`, launched with 128 threads
+  /// a block and blocks (ceil(rows / blockRows), Hq, B), rows = S, or
+  /// S·splits when `rowsSplit`: the mapping KernelBuilder::build() reads
+  /// back from the block ids.
   gpu::GPUFuncOp createKernel(gpu::GPUModuleOp gpuModule, AttentionOp op,
                               StringRef name, ArrayRef<Attribute> params,
                               ArrayRef<NamedAttribute> sources, KernelRole role,
-                              const Twine &gridX) {
+                              int64_t blockRows, bool rowsSplit) {
     auto pointer = LLVM::LLVMPointerType::get(&getContext(), 1);
     // Before gpu.module_end, in the order they are made.
     OpBuilder builder(gpuModule.getBodyRegion().front().getTerminator());
@@ -1003,8 +1007,12 @@ struct LowerToGpuPass
     kernel->setAttr("attn.params", builder.getArrayAttr(params));
     kernel->setAttr("attn.block",
                     builder.getI64ArrayAttr({32 * kWarpsPerBlock, 1, 1}));
-    kernel->setAttr("attn.grid",
-                    builder.getStrArrayAttr({gridX.str(), "Hq", "B"}));
+    kernel->setAttr("attn.block_rows", builder.getI64IntegerAttr(blockRows));
+    kernel->setAttr("attn.rows_split", builder.getBoolAttr(rowsSplit));
+    std::string gridX = (Twine("ceil(S") + (rowsSplit ? " * splits" : "") +
+                         " / " + Twine(blockRows) + ")")
+                            .str();
+    kernel->setAttr("attn.grid", builder.getStrArrayAttr({gridX, "Hq", "B"}));
     kernel->setAttr("attn.sizes", builder.getDictionaryAttr(sources));
     // No known_block_size: its .maxntid 128 makes ptxas cap the kernel at
     // 64 registers, and spill, where it needs about 70.
@@ -1114,13 +1122,18 @@ struct LowerToGpuPass
       SmallVector<Attribute> params(names);
       params.push_back(top.getStringAttr("workspace"));
       params.append(sizeNames);
-      auto kernel = createKernel(
-          gpuModule, op, name, params, sources, KernelRole::Attention,
-          "ceil(S * splits / " + Twine(kWarpsPerBlock) + ")");
+      auto kernel =
+          createKernel(gpuModule, op, name, params, sources,
+                       KernelRole::Attention, kWarpsPerBlock, /*rowsSplit=*/true);
       // [m, l, acc[Dv]] of f32 per (batch, head, row, part): row() and
       // merge().
+      const int64_t rowBytes[] = {4, 8}; // 4·Dv + 8
+      kernel->setAttr("attn.workspace_row_bytes",
+                      top.getI64ArrayAttr(rowBytes));
       kernel->setAttr("attn.workspace_bytes",
-                      top.getStringAttr("4 * splits * B * Hq * S * (Dv + 2)"));
+                      top.getStringAttr("splits * B * Hq * S * (" +
+                                        Twine(rowBytes[0]) + " * Dv + " +
+                                        Twine(rowBytes[1]) + ")"));
       // The merge: the workspace, the outputs, the sizes.
       SmallVector<Attribute> mergeParams{top.getStringAttr("workspace")};
       mergeParams.append(names.begin() +
@@ -1128,13 +1141,12 @@ struct LowerToGpuPass
                          names.end());
       mergeParams.append(sizeNames);
       createKernel(gpuModule, op, name + "_merge", mergeParams, sources,
-                   KernelRole::Merge,
-                   "ceil(S / " + Twine(kWarpsPerBlock) + ")");
+                   KernelRole::Merge, kWarpsPerBlock, /*rowsSplit=*/false);
       kernel->setAttr("attn.merge", top.getStringAttr(name + "_merge"));
       if (hasTensorCoreKernel(op)) {
         createKernel(gpuModule, op, name + "_mma", params, sources,
-                     KernelRole::TensorCore,
-                     "ceil(S / " + Twine(mmaBlockRows(op)) + ")");
+                     KernelRole::TensorCore, mmaBlockRows(op),
+                     /*rowsSplit=*/false);
         kernel->setAttr("attn.tensor_core", top.getStringAttr(name + "_mma"));
       }
     }

@@ -127,8 +127,10 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
     not split. Parameters: the op's tensors as global pointers (q, k, v,
     key_lengths if any, output, lse if any), the workspace, then B, Hq, Hkv,
     S, T, Dk, Dv and splits as i64; `attn.params` names them, `attn.sizes`
-    gives each size as [tensor, axis], `attn.block` and `attn.grid` the
-    launch, `attn.workspace_bytes` the splits' workspace. Dot scores with
+    gives each size as [tensor, axis], `attn.block`, `attn.block_rows` and
+    `attn.rows_split` the launch (`attn.grid` spelled out),
+    `attn.workspace_row_bytes` the splits' workspace (`attn.workspace_bytes`
+    spelled out). Dot scores with
     scale and softcap, the position masks and key lengths, GQA, both layouts,
     f32/f16/bf16 and lse; any other op or feature is an error that names it.
     Then upstream's `convert-gpu-to-nvvm`, `nvvm-attach-target` and

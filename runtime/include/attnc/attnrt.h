@@ -125,6 +125,66 @@ typedef struct attnrt_invocation attnrt_invocation;
 typedef int32_t (*attnrt_entry_fn)(attnrt_invocation *invocation,
                                    const int64_t *dims, void *const *buffers);
 
+/* The device code of a CUDA kernel (a descriptor whose target starts with
+ * "cuda-"): its PTX, and per fused attention op the functions that compute
+ * it and how to launch them. Every launch parameter is 64 bits: a device
+ * pointer or an int64 size. */
+
+/* The sizes a CUDA attention op's functions take, in this order. */
+typedef enum attnrt_cuda_size {
+  ATTNRT_CUDA_B = 0,      /* batch */
+  ATTNRT_CUDA_HQ = 1,     /* query heads */
+  ATTNRT_CUDA_HKV = 2,    /* key/value heads */
+  ATTNRT_CUDA_S = 3,      /* query rows */
+  ATTNRT_CUDA_T = 4,      /* keys */
+  ATTNRT_CUDA_DK = 5,     /* query/key head dim */
+  ATTNRT_CUDA_DV = 6,     /* value head dim */
+  ATTNRT_CUDA_SPLITS = 7, /* key splits, chosen by the launcher */
+  ATTNRT_CUDA_NUM_SIZES = 8
+} attnrt_cuda_size;
+
+/* A launch parameter (attnrt_cuda_function::params): n >= 0 is argument n
+ * of the kernel (its inputs, then its outputs), ATTNRT_CUDA_WORKSPACE the
+ * key splits' workspace, ATTNRT_CUDA_SIZE(s) size s. */
+#define ATTNRT_CUDA_WORKSPACE (-1)
+#define ATTNRT_CUDA_SIZE(size) (-2 - (int32_t)(size))
+
+/* One __global__ function of the PTX, launched with blocks of block_threads
+ * threads on the grid (ceil(rows / block_rows), Hq, B), where rows is S, or
+ * S * splits when rows_split is 1 (each row a (query row, key split)
+ * pair). */
+typedef struct attnrt_cuda_function {
+  const char *name; /* null: no such function */
+  int32_t num_params;
+  const int32_t *params;
+  int32_t block_threads;
+  int32_t block_rows;
+  int32_t rows_split;
+} attnrt_cuda_function;
+
+/* One fused attention op. With splits == 1 the tensor_core function runs
+ * when there is one, else `attention`; with splits > 1 `attention` leaves
+ * each part in a workspace of splits * B * Hq * S * (workspace_row_bytes[0]
+ * * Dv + workspace_row_bytes[1]) bytes, and `merge` combines them. splits is
+ * 1 when B * Hq * S >= split_target_warps, else min(ceil(split_target_warps
+ * / (B * Hq * S)), ceil(T / split_min_keys)). */
+typedef struct attnrt_cuda_attention {
+  attnrt_cuda_function attention;
+  attnrt_cuda_function merge;
+  attnrt_cuda_function tensor_core;
+  /* Sizes B .. Dv: {argument, axis} of the tensor each is read from. */
+  int32_t size_sources[ATTNRT_CUDA_SPLITS][2];
+  int64_t split_target_warps;
+  int64_t split_min_keys;
+  int64_t workspace_row_bytes[2];
+} attnrt_cuda_attention;
+
+typedef struct attnrt_cuda_code {
+  const char *ptx; /* NUL-terminated; the driver compiles it for its GPU */
+  int32_t num_attentions;
+  const attnrt_cuda_attention *attentions;
+} attnrt_cuda_code;
+
 typedef struct attnrt_kernel {
   uint32_t abi_version; /* ATTNRT_ABI_VERSION of the attnc that wrote it */
   const char *name;
@@ -137,12 +197,15 @@ typedef struct attnrt_kernel {
   uint32_t alignment;  /* required byte alignment of every buffer (>= 1) */
   const char *target;  /* "x86-64-avx512", "cuda-sm90", ... */
   const char *manifest; /* the NAME.json manifest text, schedule included */
-  attnrt_entry_fn entry;
+  attnrt_entry_fn entry; /* null for a CUDA kernel */
   int32_t num_divisibilities; /* checked once the run-time sizes are bound */
   const attnrt_divisibility *divisibilities;
+  /* ABI version 3: the device code of a CUDA kernel (entry is then null);
+   * null for CPU kernels. Descriptors of version 2 end before it. */
+  const attnrt_cuda_code *cuda;
 } attnrt_kernel;
 
-#define ATTNRT_ABI_VERSION 2u
+#define ATTNRT_ABI_VERSION 3u
 
 /*===-- Contexts ----------------------------------------------------------===*/
 
@@ -234,6 +297,19 @@ typedef enum attnrt_device_kind {
 attnrt_status attnrt_device_count(attnrt_device_kind kind, int32_t *out_count,
                                   char *message, size_t message_capacity);
 
+/* Creates a context whose CUDA kernels run on CUDA device `ordinal` (in the
+ * driver's numbering) with the device's primary context; its CPU kernels
+ * run as on any context. ATTNRT_DEVICE_CPU with ordinal 0 is
+ * attnrt_context_create. The driver is not asked until the first CUDA
+ * kernel runs: a context for a device this machine lacks is created, and
+ * its CUDA invokes fail with ATTNRT_UNAVAILABLE saying why (no driver, no
+ * such device, a GPU older than the kernel's target). Tensors of a CUDA
+ * kernel hold device pointers (CUdeviceptr, as from cuMemAlloc) of that
+ * device, aligned as the descriptor says. Thread-safe. */
+attnrt_status attnrt_context_create_on_device(
+    const attnrt_context_options *options, attnrt_device_kind kind,
+    int32_t ordinal, attnrt_context **out_context);
+
 /*===-- Registry and invocation -------------------------------------------===*/
 
 /* Makes `kernel` findable by name in this context. Fails with
@@ -251,7 +327,8 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
  * sizes, run-time sizes consistent across arguments, >= 1 and meeting the
  * kernel's divisibilities, dense strides,
  * alignment, non-null data), binds the run-time sizes, and runs the kernel on
- * the context's threads. Outputs must not alias inputs. The descriptor
+ * the context's threads (a CUDA kernel: on the context's device, returning
+ * once its launches finished; see attnrt_invoke_on_stream). Outputs must not alias inputs. The descriptor
  * itself is checked on its first use with the context only. The call
  * allocates nothing for kernels of up to 64 run-time sizes and 64 arguments
  * (beyond, its bookkeeping comes from the context's allocator), and the
@@ -261,6 +338,20 @@ attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
                             attnrt_tensor *outputs, size_t num_outputs);
+
+/* attnrt_invoke with a CUDA stream (a CUstream; null is the default
+ * stream): a CUDA kernel's launches are queued on it and the call returns
+ * without waiting for them (attnrt_invoke waits). The module of a kernel is
+ * loaded once per context, on its first invoke, and its functions kept; the
+ * key splits' workspace, when the sizes call for one, is allocated and
+ * freed in stream order (cuMemAllocAsync). A CPU kernel takes a null stream
+ * only, and runs as with attnrt_invoke. Thread-safe. */
+attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
+                                      const attnrt_kernel *kernel,
+                                      const attnrt_tensor *inputs,
+                                      size_t num_inputs,
+                                      attnrt_tensor *outputs,
+                                      size_t num_outputs, void *stream);
 
 /*===-- Services for generated code ---------------------------------------===*/
 

@@ -1,0 +1,599 @@
+/*===- cuda_launch.c - CUDA kernels, launched through the driver ----------===*
+ *
+ * A CUDA kernel's descriptor carries its PTX and, per fused attention op,
+ * its functions and how to launch them (attnrt_cuda_code). A context created
+ * for a CUDA device sets the device up on its first CUDA invoke: the
+ * driver's primary context of the device, its compute capability. Each
+ * kernel's module is loaded once per context (the driver compiles the PTX
+ * for the GPU then) and its functions kept; an invoke after that finds them
+ * under the context's lock, reads the sizes off the tensors' shapes, picks
+ * the key splits, and queues the launches on the caller's stream. It
+ * allocates nothing but the splits' workspace, in stream order.
+ *
+ *===----------------------------------------------------------------------===*/
+#include "cuda_driver.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Functions per attention op: attention, merge, tensor_core. */
+enum { FUNCTIONS_PER_ATTENTION = 3 };
+
+/* The most launch parameters of one function. */
+enum { MAX_PARAMS = 64 };
+
+typedef struct loaded_module {
+  const attnrt_kernel *kernel;
+  void *module;     /* CUmodule */
+  void **functions; /* CUfunction, FUNCTIONS_PER_ATTENTION per op */
+} loaded_module;
+
+struct attnrt_cuda_state {
+  const attnrt_cuda_api *api;
+  int device;        /* CUdevice */
+  void *primary;     /* CUcontext: the device's primary context, retained */
+  int compute;       /* compute capability, 10 * major + minor */
+  loaded_module *modules;
+  size_t num_modules, module_capacity;
+};
+
+const attnrt_cuda_code *attnrt_impl_cuda_code(const attnrt_kernel *kernel) {
+  return kernel->abi_version >= 3 ? kernel->cuda : NULL;
+}
+
+/*===-- Descriptor checks -------------------------------------------------===*/
+
+static attnrt_status check_function(const attnrt_context *context,
+                                    const attnrt_kernel *kernel,
+                                    const attnrt_cuda_function *function,
+                                    int32_t op, const char *role,
+                                    int required) {
+  const char *name = kernel->name;
+  if (!function->name) {
+    if (!required)
+      return ATTNRT_OK;
+    attnrt_impl_set_error(context, "kernel %s: attention %" PRId32
+                          " has no %s function", name, op, role);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  if (function->num_params < 0 || function->num_params > MAX_PARAMS ||
+      (function->num_params > 0 && !function->params) ||
+      function->block_threads < 1 || function->block_threads > 1024 ||
+      function->block_rows < 1 ||
+      (function->rows_split != 0 && function->rows_split != 1)) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: function %s has a bad launch "
+                          "(%" PRId32 " params, block of %" PRId32
+                          " threads, %" PRId32 " rows)",
+                          name, function->name, function->num_params,
+                          function->block_threads, function->block_rows);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  int32_t num_args = kernel->num_inputs + kernel->num_outputs;
+  for (int32_t p = 0; p < function->num_params; ++p) {
+    int32_t code = function->params[p];
+    if (code >= num_args || code < ATTNRT_CUDA_SIZE(ATTNRT_CUDA_SPLITS)) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: function %s: parameter %" PRId32
+                            " is %" PRId32 ", which names nothing",
+                            name, function->name, p, code);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+  }
+  return ATTNRT_OK;
+}
+
+attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
+                                          const attnrt_kernel *kernel) {
+  const attnrt_cuda_code *code = attnrt_impl_cuda_code(kernel);
+  const char *name = kernel->name;
+  if (!code) /* A CUDA target without code fails when invoked. */
+    return ATTNRT_OK;
+  if (!code->ptx || code->num_attentions < 1 || !code->attentions) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: its CUDA code has no PTX or no "
+                          "attention ops",
+                          name);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  for (int32_t op = 0; op < code->num_attentions; ++op) {
+    const attnrt_cuda_attention *attention = &code->attentions[op];
+    attnrt_status status = check_function(context, kernel,
+                                          &attention->attention, op,
+                                          "attention", 1);
+    if (status == ATTNRT_OK)
+      status = check_function(context, kernel, &attention->merge, op,
+                              "merge", 1);
+    if (status == ATTNRT_OK)
+      status = check_function(context, kernel, &attention->tensor_core, op,
+                              "tensor_core", 0);
+    if (status != ATTNRT_OK)
+      return status;
+    for (int32_t s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
+      int32_t argument = attention->size_sources[s][0];
+      int32_t axis = attention->size_sources[s][1];
+      const attnrt_arg_info *info =
+          argument < 0 ? NULL
+          : argument < kernel->num_inputs
+              ? &kernel->inputs[argument]
+              : argument < kernel->num_inputs + kernel->num_outputs
+                  ? &kernel->outputs[argument - kernel->num_inputs]
+                  : NULL;
+      if (!info || axis < 0 || axis >= info->rank) {
+        attnrt_impl_set_error(context,
+                              "kernel %s: attention %" PRId32
+                              ": size %" PRId32 " is read from no tensor axis",
+                              name, op, s);
+        return ATTNRT_INVALID_ARGUMENT;
+      }
+    }
+    if (attention->split_target_warps < 1 || attention->split_min_keys < 1 ||
+        attention->workspace_row_bytes[0] < 0 ||
+        attention->workspace_row_bytes[1] < 0) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: attention %" PRId32
+                            ": bad key-split rule or workspace",
+                            name, op);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+  }
+  return ATTNRT_OK;
+}
+
+/*===-- Device and modules ------------------------------------------------===*/
+
+/* "CUDA_ERROR_INVALID_VALUE (...)" for `result`. */
+static void describe(cuda_result result, char *out, size_t capacity) {
+  attnrt_impl_cuda_describe(result, out, capacity);
+}
+
+/* The compute capability a target needs ("cuda-sm90a": 90, exact 1), or 0
+ * for a target this runtime cannot read. */
+static int target_compute(const char *target, int *exact) {
+  int compute = 0;
+  const char *digit = target + strlen("cuda-sm");
+  if (strncmp(target, "cuda-sm", strlen("cuda-sm")) != 0)
+    return 0;
+  while (*digit >= '0' && *digit <= '9' && compute < 1000)
+    compute = 10 * compute + (*digit++ - '0');
+  *exact = *digit == 'a';
+  return compute;
+}
+
+/* The context's device, set up on first use; null with the error set. */
+static struct attnrt_cuda_state *device_state(attnrt_context *context,
+                                              const attnrt_kernel *kernel,
+                                              attnrt_status *status) {
+  const char *name = kernel->name;
+  char problem[512];
+  const attnrt_cuda_api *api;
+  *status = attnrt_impl_cuda_api(&api, problem, sizeof problem);
+  if (*status != ATTNRT_OK) {
+    attnrt_impl_set_error(context, "kernel %s targets %s: %s", name,
+                          kernel->target, problem);
+    return NULL;
+  }
+  if (context->device_kind != ATTNRT_DEVICE_CUDA) {
+    attnrt_impl_set_error(context,
+                          "kernel %s targets %s: this context runs kernels "
+                          "on the CPU; create it with "
+                          "attnrt_context_create_on_device(options, "
+                          "ATTNRT_DEVICE_CUDA, ordinal, &context)",
+                          name, kernel->target);
+    *status = ATTNRT_INVALID_ARGUMENT;
+    return NULL;
+  }
+  pthread_mutex_lock(&context->cuda_lock);
+  struct attnrt_cuda_state *state = context->cuda;
+  if (!state) {
+    int device = 0, count = 0, major = 0, minor = 0;
+    void *primary = NULL;
+    cuda_result result = api->device_get(&device, context->device_ordinal);
+    if (result != 0) {
+      if (api->device_get_count(&count) != 0)
+        count = 0;
+      describe(result, problem, sizeof problem);
+      attnrt_impl_set_error(context,
+                            "kernel %s: no CUDA device %" PRId32
+                            " (the driver counts %d): %s",
+                            name, context->device_ordinal, count, problem);
+      *status = ATTNRT_UNAVAILABLE;
+    } else if ((result = api->device_get_attribute(
+                    &major, CUDA_DEVICE_COMPUTE_MAJOR, device)) != 0 ||
+               (result = api->device_get_attribute(
+                    &minor, CUDA_DEVICE_COMPUTE_MINOR, device)) != 0 ||
+               (result = api->primary_context_retain(&primary, device)) !=
+                   0) {
+      describe(result, problem, sizeof problem);
+      attnrt_impl_set_error(context,
+                            "kernel %s: CUDA device %" PRId32
+                            " cannot be set up: %s",
+                            name, context->device_ordinal, problem);
+      *status = ATTNRT_UNAVAILABLE;
+    } else {
+      state = attnrt_impl_allocate(context, sizeof *state,
+                                   ATTNRT_CONTEXT_ALIGNMENT);
+      if (!state) {
+        api->primary_context_release(device);
+        attnrt_impl_set_error(context, "kernel %s: out of memory", name);
+        *status = ATTNRT_OUT_OF_MEMORY;
+      } else {
+        memset(state, 0, sizeof *state);
+        state->api = api;
+        state->device = device;
+        state->primary = primary;
+        state->compute = 10 * major + minor;
+        context->cuda = state;
+      }
+    }
+  }
+  pthread_mutex_unlock(&context->cuda_lock);
+  if (!state)
+    return NULL;
+
+  int exact = 0;
+  int needed = target_compute(kernel->target, &exact);
+  if (needed == 0 || state->compute < needed ||
+      (exact && state->compute != needed)) {
+    /* attnc's CUDA targets: cuda-sm80, cuda-sm90, cuda-sm90a. */
+    const char *instead = state->compute >= 90   ? "--target cuda-sm90"
+                          : state->compute >= 80 ? "--target cuda-sm80"
+                                                 : "none of attnc's CUDA "
+                                                   "targets (sm_80 and newer)";
+    attnrt_impl_set_error(context,
+                          "kernel %s targets %s; CUDA device %" PRId32
+                          " is sm_%d, which runs %s",
+                          name, kernel->target, context->device_ordinal,
+                          state->compute, instead);
+    *status = ATTNRT_UNAVAILABLE;
+    return NULL;
+  }
+  return state;
+}
+
+/* The functions of `kernel`'s module, loading it on first use (the
+ * device's primary context current); null with the error set. */
+static void **kernel_functions(attnrt_context *context,
+                               struct attnrt_cuda_state *state,
+                               const attnrt_kernel *kernel,
+                               attnrt_status *status) {
+  const attnrt_cuda_api *api = state->api;
+  const attnrt_cuda_code *code = attnrt_impl_cuda_code(kernel);
+  void **functions = NULL;
+  pthread_mutex_lock(&context->cuda_lock);
+  for (size_t m = 0; m < state->num_modules && !functions; ++m)
+    if (state->modules[m].kernel == kernel)
+      functions = state->modules[m].functions;
+  if (functions) {
+    pthread_mutex_unlock(&context->cuda_lock);
+    return functions;
+  }
+
+  char problem[256];
+  if (state->num_modules == state->module_capacity) {
+    size_t capacity = state->module_capacity ? 2 * state->module_capacity : 4;
+    loaded_module *modules = attnrt_impl_allocate(
+        context, capacity * sizeof *modules, ATTNRT_CONTEXT_ALIGNMENT);
+    if (!modules) {
+      pthread_mutex_unlock(&context->cuda_lock);
+      attnrt_impl_set_error(context, "kernel %s: out of memory", kernel->name);
+      *status = ATTNRT_OUT_OF_MEMORY;
+      return NULL;
+    }
+    if (state->num_modules)
+      memcpy(modules, state->modules, state->num_modules * sizeof *modules);
+    attnrt_impl_release(context, state->modules);
+    state->modules = modules;
+    state->module_capacity = capacity;
+  }
+  size_t count = (size_t)code->num_attentions * FUNCTIONS_PER_ATTENTION;
+  functions = attnrt_impl_allocate(context, count * sizeof *functions,
+                                   ATTNRT_CONTEXT_ALIGNMENT);
+  if (!functions) {
+    pthread_mutex_unlock(&context->cuda_lock);
+    attnrt_impl_set_error(context, "kernel %s: out of memory", kernel->name);
+    *status = ATTNRT_OUT_OF_MEMORY;
+    return NULL;
+  }
+  memset(functions, 0, count * sizeof *functions);
+
+  /* The JIT's own words on a PTX it refuses. */
+  char log[1024] = "";
+  int options[] = {CUDA_JIT_ERROR_LOG_BUFFER,
+                   CUDA_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, (void *)(uintptr_t)sizeof log};
+  void *module = NULL;
+  cuda_result result = api->module_load(&module, code->ptx, 2, options, values);
+  if (result != 0) {
+    pthread_mutex_unlock(&context->cuda_lock);
+    attnrt_impl_release(context, functions);
+    describe(result, problem, sizeof problem);
+    log[sizeof log - 1] = '\0';
+    attnrt_impl_set_error(context,
+                          "kernel %s: the CUDA driver cannot load its PTX for "
+                          "sm_%d: %s%s%s",
+                          kernel->name, state->compute, problem,
+                          log[0] ? ": " : "", log);
+    *status = ATTNRT_UNAVAILABLE;
+    return NULL;
+  }
+  for (int32_t op = 0; op < code->num_attentions; ++op) {
+    const attnrt_cuda_function *roles[FUNCTIONS_PER_ATTENTION] = {
+        &code->attentions[op].attention, &code->attentions[op].merge,
+        &code->attentions[op].tensor_core};
+    for (int r = 0; r < FUNCTIONS_PER_ATTENTION && result == 0; ++r) {
+      if (!roles[r]->name)
+        continue;
+      result = api->module_function(
+          &functions[op * FUNCTIONS_PER_ATTENTION + r], module,
+          roles[r]->name);
+      if (result != 0) {
+        describe(result, problem, sizeof problem);
+        attnrt_impl_set_error(context,
+                              "kernel %s: its PTX has no function %s: %s",
+                              kernel->name, roles[r]->name, problem);
+      }
+    }
+  }
+  if (result != 0) {
+    api->module_unload(module);
+    pthread_mutex_unlock(&context->cuda_lock);
+    attnrt_impl_release(context, functions);
+    *status = ATTNRT_INVALID_ARGUMENT;
+    return NULL;
+  }
+  state->modules[state->num_modules++] =
+      (loaded_module){kernel, module, functions};
+  pthread_mutex_unlock(&context->cuda_lock);
+  return functions;
+}
+
+void attnrt_impl_cuda_release(attnrt_context *context) {
+  struct attnrt_cuda_state *state = context->cuda;
+  if (!state)
+    return;
+  const attnrt_cuda_api *api = state->api;
+  void *previous = NULL;
+  if (api->context_push(state->primary) == 0) {
+    for (size_t m = 0; m < state->num_modules; ++m)
+      api->module_unload(state->modules[m].module);
+    api->context_pop(&previous);
+  }
+  for (size_t m = 0; m < state->num_modules; ++m)
+    attnrt_impl_release(context, state->modules[m].functions);
+  attnrt_impl_release(context, state->modules);
+  api->primary_context_release(state->device);
+  attnrt_impl_release(context, state);
+  context->cuda = NULL;
+}
+
+/*===-- Launches ----------------------------------------------------------===*/
+
+static const attnrt_tensor *tensor_at(const attnrt_kernel *kernel,
+                                      const attnrt_tensor *inputs,
+                                      const attnrt_tensor *outputs,
+                                      int32_t argument) {
+  return argument < kernel->num_inputs
+             ? &inputs[argument]
+             : &outputs[argument - kernel->num_inputs];
+}
+
+/* "input q" / "output o" */
+static const char *argument_name(const attnrt_kernel *kernel, int32_t argument,
+                                 const char **kind) {
+  int input = argument < kernel->num_inputs;
+  *kind = input ? "input" : "output";
+  return input ? kernel->inputs[argument].name
+               : kernel->outputs[argument - kernel->num_inputs].name;
+}
+
+/* Every tensor is memory of the context's device: a host pointer would
+ * fault inside the kernel, where nothing can say which argument it was. */
+static attnrt_status check_pointers(attnrt_context *context,
+                                    const struct attnrt_cuda_state *state,
+                                    const attnrt_kernel *kernel,
+                                    void *const *buffers) {
+  int32_t num_args = kernel->num_inputs + kernel->num_outputs;
+  for (int32_t a = 0; a < num_args; ++a) {
+    int ordinal = -1;
+    const char *kind;
+    const char *name = argument_name(kernel, a, &kind);
+    cuda_result result = state->api->pointer_attribute(
+        &ordinal, CUDA_POINTER_DEVICE_ORDINAL, (cuda_pointer)(uintptr_t)buffers[a]);
+    if (result != 0) {
+      char problem[256];
+      describe(result, problem, sizeof problem);
+      attnrt_impl_set_error(context,
+                            "%s %s: data %p is not memory of the CUDA driver "
+                            "(%s); kernel %s takes device pointers of CUDA "
+                            "device %" PRId32 " (cuMemAlloc)",
+                            kind, name, buffers[a], problem, kernel->name,
+                            context->device_ordinal);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+    if (ordinal != context->device_ordinal) {
+      attnrt_impl_set_error(context,
+                            "%s %s: data is memory of CUDA device %d; this "
+                            "context runs on device %" PRId32,
+                            kind, name, ordinal, context->device_ordinal);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+  }
+  return ATTNRT_OK;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* Launches `function` for one attention op with `sizes` (B .. splits). */
+static attnrt_status launch(attnrt_context *context,
+                            const struct attnrt_cuda_state *state,
+                            const attnrt_kernel *kernel,
+                            const attnrt_cuda_function *function,
+                            void *handle, const int64_t *sizes,
+                            void *const *buffers, cuda_pointer workspace,
+                            void *stream) {
+  uint64_t values[MAX_PARAMS];
+  void *params[MAX_PARAMS];
+  for (int32_t p = 0; p < function->num_params; ++p) {
+    int32_t code = function->params[p];
+    values[p] = code >= 0 ? (uint64_t)(uintptr_t)buffers[code]
+                : code == ATTNRT_CUDA_WORKSPACE
+                    ? workspace
+                    : (uint64_t)sizes[ATTNRT_CUDA_SIZE(0) - code];
+    params[p] = &values[p];
+  }
+  int64_t rows = sizes[ATTNRT_CUDA_S] *
+                 (function->rows_split ? sizes[ATTNRT_CUDA_SPLITS] : 1);
+  int64_t grid[3] = {ceil_div(rows, function->block_rows),
+                     sizes[ATTNRT_CUDA_HQ], sizes[ATTNRT_CUDA_B]};
+  /* CUDA's grid limits: 2^31 - 1 blocks along x, 65535 along y and z. */
+  static const char *const axes[3] = {"query rows", "query heads Hq",
+                                      "batch B"};
+  const int64_t limits[3] = {INT32_MAX, 65535, 65535};
+  for (int d = 0; d < 3; ++d) {
+    if (grid[d] > limits[d]) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: %s: %" PRId64 " blocks along grid "
+                            "axis %d exceed CUDA's %" PRId64,
+                            kernel->name, axes[d], grid[d], d, limits[d]);
+      return ATTNRT_SHAPE_MISMATCH;
+    }
+  }
+  cuda_result result = state->api->launch(
+      handle, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
+      (unsigned)function->block_threads, 1, 1, 0, stream, params, NULL);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context, "kernel %s: launching %s failed: %s",
+                          kernel->name, function->name, problem);
+    return ATTNRT_INTERNAL;
+  }
+  return ATTNRT_OK;
+}
+
+/* One attention op: its sizes, splits, workspace and launches. */
+static attnrt_status run_attention(attnrt_context *context,
+                                   const struct attnrt_cuda_state *state,
+                                   const attnrt_kernel *kernel,
+                                   const attnrt_cuda_attention *attention,
+                                   void **functions,
+                                   const attnrt_tensor *inputs,
+                                   const attnrt_tensor *outputs,
+                                   void *const *buffers, void *stream) {
+  const attnrt_cuda_api *api = state->api;
+  int64_t sizes[ATTNRT_CUDA_NUM_SIZES];
+  for (int s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
+    const attnrt_tensor *tensor =
+        tensor_at(kernel, inputs, outputs, attention->size_sources[s][0]);
+    sizes[s] = tensor->shape[attention->size_sources[s][1]];
+  }
+  /* B·Hq·S ≤ q's elements, which fit in int64 (checked with its bytes). */
+  int64_t rows =
+      sizes[ATTNRT_CUDA_B] * sizes[ATTNRT_CUDA_HQ] * sizes[ATTNRT_CUDA_S];
+  int64_t splits = 1;
+  if (rows < attention->split_target_warps) {
+    splits = ceil_div(attention->split_target_warps, rows);
+    int64_t most = ceil_div(sizes[ATTNRT_CUDA_T], attention->split_min_keys);
+    if (splits > most)
+      splits = most;
+    if (splits < 1)
+      splits = 1;
+  }
+  sizes[ATTNRT_CUDA_SPLITS] = splits;
+
+  if (splits == 1) {
+    int tensor_core = attention->tensor_core.name != NULL;
+    return launch(context, state, kernel,
+                  tensor_core ? &attention->tensor_core : &attention->attention,
+                  functions[tensor_core ? 2 : 0], sizes, buffers, 0, stream);
+  }
+  int64_t row_bytes = 0, bytes = 0;
+  if (__builtin_mul_overflow(attention->workspace_row_bytes[0],
+                             sizes[ATTNRT_CUDA_DV], &row_bytes) ||
+      __builtin_add_overflow(row_bytes, attention->workspace_row_bytes[1],
+                             &row_bytes) ||
+      __builtin_mul_overflow(rows, splits, &bytes) ||
+      __builtin_mul_overflow(bytes, row_bytes, &bytes)) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: the key splits' workspace overflows "
+                          "int64 at these sizes",
+                          kernel->name);
+    return ATTNRT_OUT_OF_MEMORY;
+  }
+  cuda_pointer workspace = 0;
+  cuda_result result = api->allocate_async(&workspace, (size_t)bytes, stream);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context,
+                          "kernel %s: cannot allocate %" PRId64
+                          " bytes of workspace for %" PRId64
+                          " key splits on CUDA device %" PRId32 ": %s",
+                          kernel->name, bytes, splits, context->device_ordinal,
+                          problem);
+    return ATTNRT_OUT_OF_MEMORY;
+  }
+  attnrt_status status =
+      launch(context, state, kernel, &attention->attention, functions[0],
+             sizes, buffers, workspace, stream);
+  if (status == ATTNRT_OK)
+    status = launch(context, state, kernel, &attention->merge, functions[1],
+                    sizes, buffers, workspace, stream);
+  api->free_async(workspace, stream);
+  return status;
+}
+
+attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
+                                      const attnrt_kernel *kernel,
+                                      const attnrt_tensor *inputs,
+                                      const attnrt_tensor *outputs,
+                                      void *const *buffers, void *stream,
+                                      int wait) {
+  const attnrt_cuda_code *code = attnrt_impl_cuda_code(kernel);
+  attnrt_status status = ATTNRT_OK;
+  struct attnrt_cuda_state *state = device_state(context, kernel, &status);
+  if (!state)
+    return status;
+  if (!code) {
+    attnrt_impl_set_error(context,
+                          "kernel %s targets %s but carries no device code "
+                          "(a descriptor of ABI version %" PRIu32
+                          "); compile it again with this attnc",
+                          kernel->name, kernel->target, kernel->abi_version);
+    return ATTNRT_UNAVAILABLE;
+  }
+  const attnrt_cuda_api *api = state->api;
+  cuda_result result = api->context_push(state->primary);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context,
+                          "kernel %s: cannot make CUDA device %" PRId32
+                          " current: %s",
+                          kernel->name, context->device_ordinal, problem);
+    return ATTNRT_UNAVAILABLE;
+  }
+  void **functions = kernel_functions(context, state, kernel, &status);
+  if (functions)
+    status = check_pointers(context, state, kernel, buffers);
+  for (int32_t op = 0; functions && status == ATTNRT_OK &&
+                       op < code->num_attentions;
+       ++op)
+    status = run_attention(context, state, kernel, &code->attentions[op],
+                           functions + op * FUNCTIONS_PER_ATTENTION, inputs,
+                           outputs, buffers, stream);
+  if (status == ATTNRT_OK && wait &&
+      (result = api->stream_synchronize(stream)) != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context, "kernel %s failed on CUDA device %" PRId32
+                          ": %s",
+                          kernel->name, context->device_ordinal, problem);
+    status = ATTNRT_INTERNAL;
+  }
+  void *previous = NULL;
+  api->context_pop(&previous);
+  return status;
+}

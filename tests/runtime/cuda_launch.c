@@ -1,0 +1,356 @@
+/*===- cuda_launch.c - libattnrt's CUDA launcher against a stand-in driver -===*
+ *
+ * Three graphs compiled by attnc for cuda-sm90 (decode with key splits, cross
+ * attention with key lengths on the tensor-core kernel, f32 causal on the
+ * SIMT kernel) invoked through libattnrt with the stand-in driver of
+ * fake_cuda_driver.c, which records every launch: the functions chosen, the
+ * grids, the blocks and each parameter are checked against what the
+ * kernels' design says (docs/design/gpu.md), and the module cache, the
+ * stream, the workspace and the errors a user can meet (a host pointer,
+ * another device's memory, no such device, an older GPU, PTX the driver
+ * refuses, a CPU context). Run with ATTNRT_CUDA_DRIVER naming the stand-in.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#include "fake_cuda_driver.h"
+
+#include "cross_attention.h"
+#include "llama3_gqa_decode.h"
+#include "sdpa_exporter_causal.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(condition, ...)                                                  \
+  do {                                                                         \
+    if (!(condition)) {                                                        \
+      printf("FAILED line %d: %s: ", __LINE__, #condition);                    \
+      printf(__VA_ARGS__);                                                     \
+      printf("\n");                                                            \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+static fake_cuda_malloc_fn device_malloc;
+static fake_cuda_counts_fn driver_counts;
+static fake_cuda_launch_fn driver_launch;
+static fake_cuda_forget_fn forget_launches;
+
+/* A dense tensor of `rank` dims in device memory of `ordinal`. */
+typedef struct device_tensor {
+  int64_t shape[4];
+  attnrt_tensor tensor;
+} device_tensor;
+
+static void make(device_tensor *t, attnrt_dtype dtype, int ordinal, int rank,
+                 const int64_t *shape) {
+  size_t bytes = attnrt_dtype_size(dtype);
+  for (int d = 0; d < rank; ++d) {
+    t->shape[d] = shape[d];
+    bytes *= (size_t)shape[d];
+  }
+  t->tensor = (attnrt_tensor){device_malloc(bytes, ordinal), dtype, rank,
+                              t->shape, NULL};
+}
+
+static uint64_t address(const device_tensor *t) {
+  return (uint64_t)(uintptr_t)t->tensor.data;
+}
+
+static attnrt_context *context_on(int ordinal) {
+  attnrt_context_options options;
+  attnrt_context_options_initialize(&options);
+  options.threads = 1;
+  attnrt_context *context = NULL;
+  attnrt_status status = attnrt_context_create_on_device(
+      &options, ATTNRT_DEVICE_CUDA, ordinal, &context);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_status_name(status));
+  return context;
+}
+
+/* Launch `index` ran `function` on `grid` with blocks of 128 threads and
+ * these parameters. */
+static void expect_launch(int index, const char *function, unsigned gx,
+                          unsigned gy, unsigned gz, int num_params,
+                          const uint64_t *params, void *stream) {
+  const fake_cuda_launch *launch = driver_launch(index);
+  CHECK(launch != NULL, "no launch %d", index);
+  if (!launch)
+    return;
+  CHECK(strcmp(launch->function, function) == 0, "launch %d ran %s, not %s",
+        index, launch->function, function);
+  CHECK(launch->grid[0] == gx && launch->grid[1] == gy && launch->grid[2] == gz,
+        "%s: grid (%u, %u, %u), not (%u, %u, %u)", function, launch->grid[0],
+        launch->grid[1], launch->grid[2], gx, gy, gz);
+  CHECK(launch->block[0] == 128 && launch->block[1] == 1 &&
+            launch->block[2] == 1,
+        "%s: block (%u, %u, %u)", function, launch->block[0], launch->block[1],
+        launch->block[2]);
+  CHECK(launch->stream == stream, "%s: stream %p, not %p", function,
+        launch->stream, stream);
+  CHECK(launch->num_params == num_params, "%s: %d params in the PTX, not %d",
+        function, launch->num_params, num_params);
+  for (int p = 0; p < num_params && p < launch->num_params; ++p)
+    CHECK(launch->params[p] == params[p] || params[p] == UINT64_MAX,
+          "%s: param %d is %llu, not %llu", function, p,
+          (unsigned long long)launch->params[p],
+          (unsigned long long)params[p]);
+}
+
+/* Any value: the workspace's address, which the driver chose. */
+#define ANY UINT64_MAX
+
+static void decode(attnrt_context *context) {
+  /* B = 1, T = 1000: 32 rows want 4096 warps, so min(ceil(4096 / 32),
+   * ceil(1000 / 64)) = 16 key splits; 4 (row, part) pairs a block. */
+  const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 1000, 128};
+  device_tensor q, k, v, o;
+  make(&q, ATTNRT_BF16, 0, 4, q_shape);
+  make(&k, ATTNRT_BF16, 0, 4, kv_shape);
+  make(&v, ATTNRT_BF16, 0, 4, kv_shape);
+  make(&o, ATTNRT_BF16, 0, 4, q_shape);
+  attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
+  int syncs = driver_counts()->synchronizations;
+  for (int round = 0; round < 2; ++round) {
+    forget_launches();
+    attnrt_status status = llama3_gqa_decode(context, inputs, &o.tensor);
+    CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+    CHECK(driver_counts()->launches == 2, "%d launches",
+          driver_counts()->launches);
+    const uint64_t attention[] = {address(&q), address(&k), address(&v),
+                                  address(&o), ANY, 1, 32, 8, 1, 1000, 128,
+                                  128, 16};
+    expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
+                  NULL);
+    uint64_t merge[] = {ANY, address(&o), 1, 32, 8, 1, 1000, 128, 128, 16};
+    merge[0] = driver_launch(0) ? driver_launch(0)->params[4] : 0;
+    expect_launch(1, "llama3_gqa_decode_attention0_merge", 1, 32, 1, 10, merge,
+                  NULL);
+    CHECK(merge[0] != 0, "no workspace");
+  }
+  /* f32 m, l and Dv columns per (row, split). */
+  CHECK(driver_counts()->last_workspace_bytes == 16 * 32 * (4 * 128 + 8),
+        "workspace of %zu bytes", driver_counts()->last_workspace_bytes);
+  CHECK(driver_counts()->workspaces_live == 0, "%d workspaces left",
+        driver_counts()->workspaces_live);
+  CHECK(driver_counts()->synchronizations == syncs + 2,
+        "attnrt_invoke waits: %d synchronizations",
+        driver_counts()->synchronizations - syncs);
+
+  /* On a stream: passed through, not waited for. */
+  forget_launches();
+  void *stream = (void *)(uintptr_t)0x5e7;
+  attnrt_status status =
+      llama3_gqa_decode_on_stream(context, inputs, &o.tensor, stream);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+  const uint64_t attention[] = {address(&q), address(&k), address(&v),
+                                address(&o), ANY, 1, 32, 8, 1, 1000, 128,
+                                128, 16};
+  expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
+                stream);
+  CHECK(driver_counts()->synchronizations == syncs + 2,
+        "attnrt_invoke_on_stream waited");
+
+  /* B = 200: 6400 rows fill the GPU, no split; the tensor-core kernel, 64
+   * rows a block. */
+  const int64_t big_q[] = {200, 32, 1, 128}, big_kv[] = {200, 8, 64, 128};
+  device_tensor bq, bk, bv, bo;
+  make(&bq, ATTNRT_BF16, 0, 4, big_q);
+  make(&bk, ATTNRT_BF16, 0, 4, big_kv);
+  make(&bv, ATTNRT_BF16, 0, 4, big_kv);
+  make(&bo, ATTNRT_BF16, 0, 4, big_q);
+  attnrt_tensor big_inputs[] = {bq.tensor, bk.tensor, bv.tensor};
+  forget_launches();
+  status = llama3_gqa_decode(context, big_inputs, &bo.tensor);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+  CHECK(driver_counts()->launches == 1, "%d launches",
+        driver_counts()->launches);
+  const uint64_t mma[] = {address(&bq), address(&bk), address(&bv),
+                          address(&bo), 0, 200, 32, 8, 1, 64, 128, 128, 1};
+  expect_launch(0, "llama3_gqa_decode_attention0_mma", 1, 32, 200, 13, mma,
+                NULL);
+
+  /* What a user can get wrong. */
+  void *host = aligned_alloc(64, 1 * 32 * 128 * 2);
+  attnrt_tensor wrong[] = {q.tensor, k.tensor, v.tensor};
+  wrong[0].data = host;
+  status = llama3_gqa_decode(context, wrong, &o.tensor);
+  CHECK(status == ATTNRT_INVALID_ARGUMENT &&
+            strstr(attnrt_context_last_error(context),
+                   "input q: data ") &&
+            strstr(attnrt_context_last_error(context),
+                   "is not memory of the CUDA driver"),
+        "host pointer: %s %s", attnrt_status_name(status),
+        attnrt_context_last_error(context));
+  free(host);
+  device_tensor other;
+  make(&other, ATTNRT_BF16, 1, 4, q_shape);
+  wrong[0].data = other.tensor.data;
+  status = llama3_gqa_decode(context, wrong, &o.tensor);
+  CHECK(status == ATTNRT_INVALID_ARGUMENT &&
+            strstr(attnrt_context_last_error(context),
+                   "input q: data is memory of CUDA device 1; this context "
+                   "runs on device 0"),
+        "another device: %s", attnrt_context_last_error(context));
+  wrong[0].data = (char *)q.tensor.data + 8;
+  wrong[0].shape = (const int64_t[]){1, 32, 1, 120};
+  status = attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3,
+                         &o.tensor, 1);
+  CHECK(status == ATTNRT_SHAPE_MISMATCH, "%s %s", attnrt_status_name(status),
+        attnrt_context_last_error(context));
+  wrong[0].shape = q.shape;
+  status = attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3,
+                         &o.tensor, 1);
+  CHECK(status == ATTNRT_LAYOUT_MISMATCH &&
+            strstr(attnrt_context_last_error(context), "16-byte aligned"),
+        "misaligned: %s %s", attnrt_status_name(status),
+        attnrt_context_last_error(context));
+}
+
+static void cross(attnrt_context *context) {
+  /* B = 2, S = 300: 7200 rows, no split; key lengths the fourth input. */
+  const int64_t q_shape[] = {2, 12, 300, 64}, kv_shape[] = {2, 12, 77, 64},
+                lengths_shape[] = {2};
+  device_tensor q, k, v, lengths, o;
+  make(&q, ATTNRT_F16, 0, 4, q_shape);
+  make(&k, ATTNRT_F16, 0, 4, kv_shape);
+  make(&v, ATTNRT_F16, 0, 4, kv_shape);
+  make(&lengths, ATTNRT_I32, 0, 1, lengths_shape);
+  make(&o, ATTNRT_F16, 0, 4, q_shape);
+  attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor, lengths.tensor};
+  forget_launches();
+  attnrt_status status = cross_attention(context, inputs, &o.tensor);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+  const uint64_t mma[] = {address(&q), address(&k), address(&v),
+                          address(&lengths), address(&o), 0, 2, 12, 12, 300,
+                          77, 64, 64, 1};
+  expect_launch(0, "cross_attention_attention0_mma", 5, 12, 2, 14, mma, NULL);
+}
+
+static void causal(attnrt_context *context) {
+  /* f32, B = 1, S = T = 7: 84 rows would split, but 7 keys make one
+   * split; no tensor-core kernel for f32, so the SIMT kernel. */
+  const int64_t shape[] = {1, 12, 7, 64};
+  device_tensor q, k, v, o;
+  make(&q, ATTNRT_F32, 0, 4, shape);
+  make(&k, ATTNRT_F32, 0, 4, shape);
+  make(&v, ATTNRT_F32, 0, 4, shape);
+  make(&o, ATTNRT_F32, 0, 4, shape);
+  attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
+  forget_launches();
+  attnrt_status status = sdpa_exporter_causal(context, inputs, &o.tensor);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+  CHECK(driver_counts()->launches == 1, "%d launches",
+        driver_counts()->launches);
+  const uint64_t simt[] = {address(&q), address(&k), address(&v), address(&o),
+                           0, 1, 12, 12, 7, 7, 64, 64, 1};
+  expect_launch(0, "sdpa_exporter_causal_attention0", 2, 12, 1, 13, simt,
+                NULL);
+}
+
+/* A context whose setup or module load fails says why, per invoke. */
+static void expect_unavailable(int ordinal, const char *variable,
+                               const char *value, const char *message) {
+  if (variable)
+    setenv(variable, value, 1);
+  attnrt_context *context = context_on(ordinal);
+  const int64_t shape[] = {1, 12, 7, 64};
+  device_tensor q, k, v, o;
+  make(&q, ATTNRT_F32, 0, 4, shape);
+  make(&k, ATTNRT_F32, 0, 4, shape);
+  make(&v, ATTNRT_F32, 0, 4, shape);
+  make(&o, ATTNRT_F32, 0, 4, shape);
+  attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
+  attnrt_status status = sdpa_exporter_causal(context, inputs, &o.tensor);
+  CHECK(status == ATTNRT_UNAVAILABLE &&
+            strstr(attnrt_context_last_error(context), message),
+        "%s %s (wanted: %s)", attnrt_status_name(status),
+        attnrt_context_last_error(context), message);
+  attnrt_context_release(context);
+  if (variable)
+    unsetenv(variable);
+}
+
+int main(void) {
+  const char *path = getenv("ATTNRT_CUDA_DRIVER");
+  int32_t count = 0;
+  char message[256];
+  attnrt_status status =
+      attnrt_device_count(ATTNRT_DEVICE_CUDA, &count, message, sizeof message);
+  void *driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  if (status != ATTNRT_OK || !driver) {
+    printf("FAILED: needs ATTNRT_CUDA_DRIVER naming the stand-in driver (%s)\n",
+           message);
+    return 1;
+  }
+  device_malloc = (fake_cuda_malloc_fn)dlsym(driver, "fake_cuda_malloc");
+  driver_counts = (fake_cuda_counts_fn)dlsym(driver, "fake_cuda_get_counts");
+  driver_launch = (fake_cuda_launch_fn)dlsym(driver, "fake_cuda_get_launch");
+  forget_launches = (fake_cuda_forget_fn)dlsym(driver, "fake_cuda_forget");
+  if (!device_malloc || !driver_counts || !driver_launch || !forget_launches) {
+    printf("FAILED: %s is not the recording stand-in\n", path);
+    return 1;
+  }
+
+  /* A CPU context does not run CUDA kernels. */
+  attnrt_context_options options;
+  attnrt_context_options_initialize(&options);
+  attnrt_context *cpu = NULL;
+  CHECK(attnrt_context_create(&options, &cpu) == ATTNRT_OK, "cpu context");
+  const int64_t shape[] = {1, 12, 7, 64};
+  device_tensor q;
+  make(&q, ATTNRT_F32, 0, 4, shape);
+  attnrt_tensor inputs[] = {q.tensor, q.tensor, q.tensor};
+  device_tensor o;
+  make(&o, ATTNRT_F32, 0, 4, shape);
+  status = sdpa_exporter_causal(cpu, inputs, &o.tensor);
+  CHECK(status == ATTNRT_INVALID_ARGUMENT &&
+            strstr(attnrt_context_last_error(cpu),
+                   "this context runs kernels on the CPU"),
+        "%s", attnrt_context_last_error(cpu));
+  attnrt_context_release(cpu);
+  CHECK(attnrt_context_create_on_device(&options, ATTNRT_DEVICE_CPU, 1, &cpu) ==
+            ATTNRT_INVALID_ARGUMENT,
+        "CPU device 1");
+  CHECK(attnrt_context_create_on_device(&options, ATTNRT_DEVICE_CUDA, -1,
+                                        &cpu) == ATTNRT_INVALID_ARGUMENT,
+        "CUDA device -1");
+
+  attnrt_context *context = context_on(0);
+  decode(context);
+  cross(context);
+  causal(context);
+  CHECK(driver_counts()->module_loads == 3,
+        "%d module loads for 3 kernels on one context",
+        driver_counts()->module_loads);
+  CHECK(driver_counts()->current_depth == 0, "context stack depth %d",
+        driver_counts()->current_depth);
+  attnrt_context_release(context);
+  CHECK(driver_counts()->module_unloads == 3, "%d modules unloaded",
+        driver_counts()->module_unloads);
+  CHECK(driver_counts()->primary_retained == 0,
+        "primary context retained %d times after release",
+        driver_counts()->primary_retained);
+
+  expect_unavailable(5, NULL, NULL,
+                     "no CUDA device 5 (the driver counts 2): "
+                     "CUDA_ERROR_INVALID_DEVICE");
+  expect_unavailable(0, "FAKE_CUDA_COMPUTE", "80",
+                     "kernel sdpa_exporter_causal targets cuda-sm90; CUDA "
+                     "device 0 is sm_80, which runs --target cuda-sm80");
+  expect_unavailable(0, "FAKE_CUDA_JIT_ERROR", "1",
+                     "the CUDA driver cannot load its PTX for sm_90: "
+                     "CUDA_ERROR_INVALID_PTX: ptxas fatal   : fake JIT "
+                     "failure");
+  CHECK(driver_counts()->primary_retained == 0 &&
+            driver_counts()->current_depth == 0,
+        "after failures: retained %d, depth %d",
+        driver_counts()->primary_retained, driver_counts()->current_depth);
+
+  printf("%s\n", failures ? "cuda launch: FAILED" : "cuda launch: ok");
+  return failures != 0;
+}

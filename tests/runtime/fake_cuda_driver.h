@@ -1,0 +1,42 @@
+/*===- fake_cuda_driver.h - What the stand-in driver records ---*- C -*-===*
+ *
+ * The stand-in libcuda.so.1 (fake_cuda_driver.c) keeps what libattnrt asked
+ * of it; tests reach these functions with dlsym on the driver libattnrt
+ * opened (dlopen of the same path with RTLD_NOLOAD).
+ *
+ *===----------------------------------------------------------------------===*/
+#ifndef ATTNC_TESTS_FAKE_CUDA_DRIVER_H
+#define ATTNC_TESTS_FAKE_CUDA_DRIVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { FAKE_CUDA_MAX_PARAMS = 64 };
+
+typedef struct fake_cuda_launch {
+  char function[128];
+  unsigned grid[3], block[3], shared_bytes;
+  void *stream;
+  int num_params; /* counted in the PTX's .entry */
+  uint64_t params[FAKE_CUDA_MAX_PARAMS];
+} fake_cuda_launch;
+
+typedef struct fake_cuda_counts {
+  int module_loads, module_unloads;
+  int primary_retained; /* retains minus releases */
+  int current_depth;    /* pushes minus pops */
+  int synchronizations;
+  int workspaces_live;  /* cuMemAllocAsync minus cuMemFreeAsync */
+  size_t last_workspace_bytes;
+  int launches;
+} fake_cuda_counts;
+
+/* Memory the driver counts as device `ordinal`'s. */
+typedef void *(*fake_cuda_malloc_fn)(size_t bytes, int ordinal);
+/* The counts so far, and launch `index` (null past the last). */
+typedef const fake_cuda_counts *(*fake_cuda_counts_fn)(void);
+typedef const fake_cuda_launch *(*fake_cuda_launch_fn)(int index);
+/* Forgets the launches (the counts stay). */
+typedef void (*fake_cuda_forget_fn)(void);
+
+#endif /* ATTNC_TESTS_FAKE_CUDA_DRIVER_H */
