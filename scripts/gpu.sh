@@ -8,7 +8,8 @@
 #                                  probe, into DIR (default build/gpu)
 #   scripts/gpu.sh run [DIR] [OUT] there (python3 with numpy, CuPy and
 #                                  PyTorch): the probe, the oracle under
-#                                  every key-split rule, the benchmark;
+#                                  every key-split rule and through
+#                                  libattnrt's launcher, the benchmark;
 #                                  logs and JSON into OUT (default DIR/results)
 #
 # Both run from the repository root; DIR must be inside it for `run` to
@@ -56,6 +57,11 @@ run)
   check tc-split7 "$dir/tc" --split-rule 1000000,7
   check oracle-default "$dir/oracle"
   check oracle-split1 "$dir/oracle" --split-rule 1000000,1
+  # The same kernels launched by libattnrt from their NAME.o descriptors.
+  LD_LIBRARY_PATH="$dir/lib" check tc-attnrt "$dir/tc" --launcher attnrt \
+    --attnrt "$dir/lib/libattnrt.so.2"
+  LD_LIBRARY_PATH="$dir/lib" check oracle-attnrt "$dir/oracle" --launcher attnrt \
+    --attnrt "$dir/lib/libattnrt.so.2"
   python3 benchmarks/gpu/bench.py run "$dir/bench" --json "$out/bench.json" \
     > "$out/bench.log" 2>&1 || status=1
   grep '^{' "$out/bench.log" | python3 -c '

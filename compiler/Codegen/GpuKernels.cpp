@@ -211,8 +211,8 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
       if (auto bytes =
               kernel->getAttrOfType<mlir::StringAttr>("attn.workspace_bytes"))
         entry.workspaceBytes = bytes.str();
-      if (auto bytes =
-              kernel->getAttrOfType<mlir::ArrayAttr>("attn.workspace_row_bytes"))
+      if (auto bytes = kernel->getAttrOfType<mlir::ArrayAttr>(
+              "attn.workspace_row_bytes"))
         for (mlir::Attribute term : bytes)
           entry.workspaceRowBytes.push_back(
               mlir::cast<mlir::IntegerAttr>(term).getInt());

@@ -151,8 +151,8 @@ private:
         llvm::GlobalValue::PrivateLinkage, value, graph.name + "." + suffix);
   }
   llvm::Constant *string(const std::string &text, const std::string &suffix) {
-    return privateConstant(
-        llvm::ConstantDataArray::getString(context, text), suffix);
+    return privateConstant(llvm::ConstantDataArray::getString(context, text),
+                           suffix);
   }
   llvm::Constant *pointerArray(const std::vector<llvm::Constant *> &items,
                                const std::string &suffix) {
@@ -243,8 +243,8 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
   auto *pairType = llvm::ArrayType::get(i32, 2);
   auto *sourcesType = llvm::ArrayType::get(pairType, ATTNRT_CUDA_SPLITS);
   auto *attentionType = llvm::StructType::get(
-      context, {functionType, functionType, functionType, sourcesType, i64,
-                i64, llvm::ArrayType::get(i64, 2)});
+      context, {functionType, functionType, functionType, sourcesType, i64, i64,
+                llvm::ArrayType::get(i64, 2)});
   checkStructLayout(module, attentionType, "attnrt_cuda_attention",
                     {offsetof(attnrt_cuda_attention, attention),
                      offsetof(attnrt_cuda_attention, merge),
@@ -278,8 +278,8 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
           kernel.sizes.begin(), kernel.sizes.end(),
           [&](const auto &entry) { return entry.first == kCudaSizes[size]; });
       if (source == kernel.sizes.end())
-        throw std::logic_error("CUDA kernel " + kernel.name + ": no source for " +
-                               kCudaSizes[size]);
+        throw std::logic_error("CUDA kernel " + kernel.name +
+                               ": no source for " + kCudaSizes[size]);
       sources.push_back(llvm::ConstantArray::get(
           pairType,
           {llvm::ConstantInt::get(i32, argumentNumber(source->second.first)),
@@ -313,8 +313,8 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
 }
 
 /// attnrt_divisibility[]: {multiple, divisor, what}.
-llvm::Constant *DescriptorBuilder::divisibilities(
-    const std::vector<SizeDivisibility> &rules) {
+llvm::Constant *
+DescriptorBuilder::divisibilities(const std::vector<SizeDivisibility> &rules) {
   auto *ruleType = llvm::StructType::get(context, {i64, i64, ptr});
   checkStructLayout(module, ruleType, "attnrt_divisibility",
                     {offsetof(attnrt_divisibility, multiple),
@@ -328,8 +328,8 @@ llvm::Constant *DescriptorBuilder::divisibilities(
     constants.push_back(llvm::ConstantStruct::get(
         ruleType, {llvm::ConstantInt::get(i64, sizes[0]),
                    llvm::ConstantInt::get(i64, sizes[1]),
-                   string(rule.what, "divisibility" +
-                                         std::to_string(constants.size()))}));
+                   string(rule.what,
+                          "divisibility" + std::to_string(constants.size()))}));
   }
   if (constants.empty())
     return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
@@ -343,29 +343,26 @@ llvm::Constant *DescriptorBuilder::divisibilities(
 llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
                                             const std::string &kind) {
   auto *infoType = llvm::StructType::get(context, {ptr, i32, i32, ptr});
-  checkStructLayout(module, infoType, "attnrt_arg_info",
-                    {offsetof(attnrt_arg_info, name),
-                     offsetof(attnrt_arg_info, dtype),
-                     offsetof(attnrt_arg_info, rank),
-                     offsetof(attnrt_arg_info, dims)},
-                    sizeof(attnrt_arg_info));
+  checkStructLayout(
+      module, infoType, "attnrt_arg_info",
+      {offsetof(attnrt_arg_info, name), offsetof(attnrt_arg_info, dtype),
+       offsetof(attnrt_arg_info, rank), offsetof(attnrt_arg_info, dims)},
+      sizeof(attnrt_arg_info));
   std::vector<llvm::Constant *> infos;
   for (size_t n = 0; n < ids.size(); ++n) {
     const TensorType &type = graph.type(ids[n]);
     std::string suffix = kind + std::to_string(n);
     std::vector<int64_t> dims = abiDims(graph, type.shape);
     llvm::Constant *dimArray =
-        dims.empty() ? llvm::ConstantPointerNull::get(
-                           llvm::PointerType::get(context, 0))
-                     : privateConstant(
-                           llvm::ConstantDataArray::get(
-                               context, llvm::ArrayRef<int64_t>(dims)),
-                           suffix + ".dims");
+        dims.empty()
+            ? llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0))
+            : privateConstant(llvm::ConstantDataArray::get(
+                                  context, llvm::ArrayRef<int64_t>(dims)),
+                              suffix + ".dims");
     infos.push_back(llvm::ConstantStruct::get(
-        infoType,
-        {string(graph.value(ids[n]).name, suffix + ".name"),
-         llvm::ConstantInt::get(i32, abiDType(type.dtype)),
-         llvm::ConstantInt::get(i32, dims.size()), dimArray}));
+        infoType, {string(graph.value(ids[n]).name, suffix + ".name"),
+                   llvm::ConstantInt::get(i32, abiDType(type.dtype)),
+                   llvm::ConstantInt::get(i32, dims.size()), dimArray}));
   }
   if (infos.empty())
     return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
@@ -392,27 +389,20 @@ void DescriptorBuilder::build(const std::string &target,
     dimNames.push_back(string(runtimeDims[k], "dim" + std::to_string(k)));
 
   // attnrt_kernel, field by field (LLVM adds the C padding).
-  auto *kernelType = llvm::StructType::get(
-      context,
-      {i32, ptr, i32, ptr, i32, ptr, i32, ptr, i32, ptr, ptr, ptr, i32, ptr,
-       ptr});
-  checkStructLayout(module, kernelType, "attnrt_kernel",
-                    {offsetof(attnrt_kernel, abi_version),
-                     offsetof(attnrt_kernel, name),
-                     offsetof(attnrt_kernel, num_dims),
-                     offsetof(attnrt_kernel, dim_names),
-                     offsetof(attnrt_kernel, num_inputs),
-                     offsetof(attnrt_kernel, inputs),
-                     offsetof(attnrt_kernel, num_outputs),
-                     offsetof(attnrt_kernel, outputs),
-                     offsetof(attnrt_kernel, alignment),
-                     offsetof(attnrt_kernel, target),
-                     offsetof(attnrt_kernel, manifest),
-                     offsetof(attnrt_kernel, entry),
-                     offsetof(attnrt_kernel, num_divisibilities),
-                     offsetof(attnrt_kernel, divisibilities),
-                     offsetof(attnrt_kernel, cuda)},
-                    sizeof(attnrt_kernel));
+  auto *kernelType =
+      llvm::StructType::get(context, {i32, ptr, i32, ptr, i32, ptr, i32, ptr,
+                                      i32, ptr, ptr, ptr, i32, ptr, ptr});
+  checkStructLayout(
+      module, kernelType, "attnrt_kernel",
+      {offsetof(attnrt_kernel, abi_version), offsetof(attnrt_kernel, name),
+       offsetof(attnrt_kernel, num_dims), offsetof(attnrt_kernel, dim_names),
+       offsetof(attnrt_kernel, num_inputs), offsetof(attnrt_kernel, inputs),
+       offsetof(attnrt_kernel, num_outputs), offsetof(attnrt_kernel, outputs),
+       offsetof(attnrt_kernel, alignment), offsetof(attnrt_kernel, target),
+       offsetof(attnrt_kernel, manifest), offsetof(attnrt_kernel, entry),
+       offsetof(attnrt_kernel, num_divisibilities),
+       offsetof(attnrt_kernel, divisibilities), offsetof(attnrt_kernel, cuda)},
+      sizeof(attnrt_kernel));
   llvm::Constant *fields[] = {
       llvm::ConstantInt::get(i32, ATTNRT_ABI_VERSION),
       string(graph.name, "name"),
@@ -425,11 +415,8 @@ void DescriptorBuilder::build(const std::string &target,
       // CPU kernels accept any alignment; the tensor-core kernel reads K and
       // V 16 bytes at a time.
       llvm::ConstantInt::get(i32, cuda ? kCudaTensorAlignment : 1),
-      string(target, "target"),
-      string(manifest, "manifest"),
-      entry,
-      llvm::ConstantInt::get(i32, rules.size()),
-      divisibilities(rules),
+      string(target, "target"), string(manifest, "manifest"), entry,
+      llvm::ConstantInt::get(i32, rules.size()), divisibilities(rules),
       cuda ? cudaCode(*cuda) : null()};
   new llvm::GlobalVariable(module, kernelType, /*isConstant=*/true,
                            llvm::GlobalValue::ExternalLinkage,
@@ -441,8 +428,7 @@ void DescriptorBuilder::build(const std::string &target,
 
 void checkStructLayout(const llvm::Module &module, llvm::StructType *type,
                        const char *cName,
-                       std::initializer_list<uint64_t> offsets,
-                       uint64_t size) {
+                       std::initializer_list<uint64_t> offsets, uint64_t size) {
   const llvm::StructLayout *layout =
       module.getDataLayout().getStructLayout(type);
   bool same = type->getNumElements() == offsets.size() &&

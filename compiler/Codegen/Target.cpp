@@ -38,9 +38,9 @@ CpuTarget cpuTarget(const std::string &name) {
   }
   if (name == "cuda-sm80" || name == "cuda-sm90" || name == "cuda-sm90a")
     throw UserError("--target " + name +
-                    ": CUDA kernels are compiled to PTX only (attnc compile); "
-                    "libattnrt cannot launch them yet. CPU targets: host, "
-                    "x86-64, x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16");
+                    ": a CUDA target, which attnc compile and attnc run "
+                    "take; this command takes CPU targets: host, x86-64, "
+                    "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16");
   throw UserError("--target " + name +
                   ": unknown target; allowed: host, x86-64, x86-64-avx2, "
                   "x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, cuda-sm90, "
@@ -71,8 +71,8 @@ std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd",
                                    "avx512dq", "avx512vl"};
   std::vector<std::string> needed;
-  bool avx512 = target.name == "x86-64-avx512" ||
-                target.name == "x86-64-avx512-bf16";
+  bool avx512 =
+      target.name == "x86-64-avx512" || target.name == "x86-64-avx512-bf16";
   if (target.name == "x86-64-avx2" || avx512)
     needed.assign(std::begin(v3), std::end(v3));
   if (avx512)

@@ -54,13 +54,13 @@ inline constexpr MlirStage kMlirStages[] = {
 struct CompiledGraph {
   CpuTarget target;
   AttentionSchedule schedule;
-  std::string object;   ///< NAME.o, or NAME.a for the halide backend.
+  std::string object;     ///< NAME.o, or NAME.a for the halide backend.
   bool isArchive = false; ///< `object` is a static library (NAME.a).
-  std::string header;   ///< NAME.h
-  std::string manifest; ///< NAME.json
+  std::string header;     ///< NAME.h
+  std::string manifest;   ///< NAME.json
   /// The module after each stage asked for, by stage name.
   std::map<std::string, std::string> mlir;
-  std::string llvm;     ///< The optimised LLVM IR, when asked for.
+  std::string llvm; ///< The optimised LLVM IR, when asked for.
   /// Why the tuning database gave no schedule, when one was used.
   std::string scheduleNote;
   /// The tuning record the schedule came from, for people; empty if none.
@@ -76,8 +76,9 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options);
 void reportTunedSchedule(const CompileOptions &options,
                          const CompiledGraph &compiled);
 
-/// `--target cuda-*` (CompileCuda.cpp): NAME.ptx and NAME.json (and the
-/// --emit files), as (file name, contents); `chip` from cudaChip.
+/// `--target cuda-*` (CompileCuda.cpp): NAME.o, NAME.h, NAME.json and
+/// NAME.ptx (and the --emit files), as (file name, contents); `chip` from
+/// cudaChip.
 std::vector<std::pair<std::string, std::string>>
 compileForCudaFiles(const Graph &graph, const CompileOptions &options,
                     const std::string &chip);

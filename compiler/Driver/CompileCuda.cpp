@@ -73,12 +73,11 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
   // apply to what the descriptor adds.
   mlir::OwningOpRef<mlir::ModuleOp> host =
       mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
-  std::string object =
-      emitObject(*host, cpuTarget("x86-64"), nullptr,
-                 [&](llvm::Module &llvmModule) {
-                   addCudaKernelDescriptor(llvmModule, graph, options.target,
-                                           manifest, compiled);
-                 });
+  std::string object = emitObject(
+      *host, cpuTarget("x86-64"), nullptr, [&](llvm::Module &llvmModule) {
+        addCudaKernelDescriptor(llvmModule, graph, options.target, manifest,
+                                compiled);
+      });
   std::vector<std::pair<std::string, std::string>> files{
       {graph.name + ".o", object},
       {graph.name + ".h", kernelHeader(graph, /*cuda=*/true)},

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Codegen/GpuKernels.h"
 #include "Codegen/LoadObject.h"
 #include "Codegen/Target.h"
 #include "Driver/Commands.h"
@@ -29,6 +30,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <unistd.h>
 
@@ -171,14 +173,15 @@ PreparedRun prepareRun(uint64_t seed, bool needsReference,
 }
 
 /// A compiled graph loaded into this process, run through libattnrt exactly
-/// as an application would run it.
+/// as an application would run it: a CUDA kernel on CUDA device 0, its
+/// tensors copied there and back.
 class LoadedKernel {
 public:
-  LoadedKernel(const Graph &graph, const CompiledGraph &compiled,
-               size_t threads)
-      : graph(graph),
-        object(compiled.isArchive ? LoadedObject::loadArchive(compiled.object)
-                                  : LoadedObject::load(compiled.object)) {
+  LoadedKernel(const Graph &graph, const std::string &objectBytes,
+               bool isArchive, size_t threads, bool cuda)
+      : graph(graph), cuda(cuda),
+        object(isArchive ? LoadedObject::loadArchive(objectBytes)
+                         : LoadedObject::load(objectBytes)) {
     kernel = static_cast<const attnrt_kernel *>(
         object->symbol(graph.name + "_kernel"));
     if (!kernel)
@@ -187,13 +190,17 @@ public:
     attnrt_context_options settings;
     attnrt_context_options_initialize(&settings);
     settings.threads = threads;
-    if (attnrt_context_create(&settings, &context) != ATTNRT_OK)
+    if (attnrt_context_create_on_device(
+            &settings, cuda ? ATTNRT_DEVICE_CUDA : ATTNRT_DEVICE_CPU, 0,
+            &context) != ATTNRT_OK)
       throw std::runtime_error("cannot create an attnrt context");
   }
   ~LoadedKernel() { attnrt_context_release(context); }
 
-  std::vector<Tensor> run(const DimBindings &dims,
-                          std::vector<Tensor> &inputs) {
+  /// The outputs; `milliseconds`, when given, receives the kernel's time
+  /// (attnrt_invoke_timed: device time for a CUDA kernel).
+  std::vector<Tensor> run(const DimBindings &dims, std::vector<Tensor> &inputs,
+                          double *milliseconds = nullptr) {
     std::vector<Tensor> outputs;
     for (ValueId id : graph.outputs) {
       Tensor output;
@@ -214,19 +221,76 @@ public:
       in.push_back(describe(tensor));
     for (Tensor &tensor : outputs)
       out.push_back(describe(tensor));
-    attnrt_status status = attnrt_invoke(context, kernel, in.data(), in.size(),
-                                         out.data(), out.size());
+    DeviceCopies copies(*this);
+    if (cuda) {
+      for (attnrt_tensor &tensor : in)
+        copies.toDevice(tensor, /*upload=*/true);
+      for (attnrt_tensor &tensor : out)
+        copies.toDevice(tensor, /*upload=*/false);
+    }
+    attnrt_status status =
+        milliseconds
+            ? attnrt_invoke_timed(context, kernel, in.data(), in.size(),
+                                  out.data(), out.size(), milliseconds)
+            : attnrt_invoke(context, kernel, in.data(), in.size(), out.data(),
+                            out.size());
     if (status == ATTNRT_OUT_OF_MEMORY)
       throw UserError("attnc run: out of memory running " + graph.name);
+    // A CUDA kernel may meet no driver, no device, an older GPU: the
+    // user's to act on.
+    if (status != ATTNRT_OK && cuda)
+      throw UserError(std::string("attnc run: ") +
+                      attnrt_context_last_error(context));
     if (status != ATTNRT_OK)
       throw std::logic_error(std::string("attnrt_invoke: ") +
                              attnrt_status_name(status) + ": " +
                              attnrt_context_last_error(context));
+    for (size_t i = 0; cuda && i < outputs.size(); ++i)
+      copies.toHost(outputs[i], out[i]);
     return outputs;
   }
 
 private:
+  /// The device buffers of one CUDA run, released at its end.
+  class DeviceCopies {
+  public:
+    explicit DeviceCopies(LoadedKernel &owner) : owner(owner) {}
+    ~DeviceCopies() {
+      for (void *buffer : buffers)
+        attnrt_device_release(owner.context, buffer);
+    }
+    /// Points `tensor` at a device copy of its data (uploaded or not).
+    void toDevice(attnrt_tensor &tensor, bool upload) {
+      size_t bytes = attnrt_dtype_size(tensor.dtype);
+      for (int32_t d = 0; d < tensor.rank; ++d)
+        bytes *= size_t(tensor.shape[d]);
+      void *buffer = nullptr;
+      check(attnrt_device_allocate(owner.context, bytes, &buffer));
+      buffers.push_back(buffer);
+      if (upload)
+        check(attnrt_device_upload(owner.context, buffer, tensor.data, bytes));
+      tensor.data = buffer;
+    }
+    void toHost(Tensor &output, const attnrt_tensor &device) {
+      check(attnrt_device_download(owner.context, output.data.data(),
+                                   device.data, output.data.size()));
+    }
+
+  private:
+    void check(attnrt_status status) {
+      if (status == ATTNRT_OUT_OF_MEMORY)
+        throw UserError("attnc run: out of device memory: " +
+                        std::string(attnrt_context_last_error(owner.context)));
+      if (status != ATTNRT_OK)
+        throw UserError(std::string("attnc run: ") +
+                        attnrt_context_last_error(owner.context));
+    }
+    LoadedKernel &owner;
+    std::vector<void *> buffers;
+  };
+
   const Graph &graph;
+  bool cuda;
   std::unique_ptr<LoadedObject> object;
   const attnrt_kernel *kernel = nullptr;
   attnrt_context *context = nullptr;
@@ -261,8 +325,11 @@ int runCommand() {
   CompileOptions settings;
   settings.backend = backend;
   settings.target = options::target;
-  if (compiled)
+  std::optional<std::string> cudaChipName =
+      compiled ? cudaChip(options::target) : std::nullopt;
+  if (compiled && !cudaChipName)
     requireHostRuns(options::target); // The kernel runs here.
+
   settings.schedulePath = options::schedule;
   if (backend != "reference")
     settings.tuningDatabase = options::chosenTuningDatabase();
@@ -281,10 +348,32 @@ int runCommand() {
   std::function<std::vector<Tensor>()> compute;
   std::unique_ptr<LoadedKernel> kernel;
   std::vector<Tensor> outputs;
-  if (compiled) {
+  if (cudaChipName) {
+    // NAME.o as `attnc compile --target cuda-*` writes it: the flags and
+    // the graph checked first, then the driver and the GPU.
+    std::vector<std::pair<std::string, std::string>> files =
+        compileForCudaFiles(graph, settings, *cudaChipName);
+    int32_t devices = 0;
+    char why[512] = "";
+    if (attnrt_device_count(ATTNRT_DEVICE_CUDA, &devices, why, sizeof why) !=
+            ATTNRT_OK ||
+        devices == 0)
+      throw UserError("attnc run --target " + options::target + ": " +
+                      (devices == 0 && !why[0] ? "no CUDA device" : why));
+    for (auto &[file, contents] : files)
+      if (file == graph.name + ".o")
+        kernel = std::make_unique<LoadedKernel>(graph, contents, false, threads,
+                                                /*cuda=*/true);
+    compute = [&] { return kernel->run(run.dims, run.inputs); };
+    outputs = compute();
+    if (options::compare)
+      reference = evaluateReference(graph, run.dims, run.inputs);
+  } else if (compiled) {
     CompiledGraph built = compileGraph(graph, settings);
     reportTunedSchedule(settings, built);
-    kernel = std::make_unique<LoadedKernel>(graph, built, threads);
+    kernel = std::make_unique<LoadedKernel>(graph, built.object,
+                                            built.isArchive, threads,
+                                            /*cuda=*/false);
     compute = [&] { return kernel->run(run.dims, run.inputs); };
     outputs = compute();
     // The test hook of `attnc tune --test-corrupt-candidate`: a kernel that
@@ -326,6 +415,14 @@ int runCommand() {
     // its inputs in the caches the previous one left.
     for (uint64_t i = 0; i < repeat; ++i) {
       size_t set = i % (run.moreInputs.size() + 1);
+      if (cudaChipName) {
+        // Device time (CUDA events), not the copies around it.
+        double milliseconds = 0;
+        kernel->run(run.dims, set == 0 ? run.inputs : run.moreInputs[set - 1],
+                    &milliseconds);
+        times.push_back(milliseconds);
+        continue;
+      }
       auto start = std::chrono::steady_clock::now();
       if (set == 0 || !compiled)
         compute();

@@ -201,9 +201,10 @@ attnrt_status attnrt_context_create(const attnrt_context_options *options,
   return create_context(options, out_context);
 }
 
-attnrt_status attnrt_context_create_on_device(
-    const attnrt_context_options *options, attnrt_device_kind kind,
-    int32_t ordinal, attnrt_context **out_context) {
+attnrt_status
+attnrt_context_create_on_device(const attnrt_context_options *options,
+                                attnrt_device_kind kind, int32_t ordinal,
+                                attnrt_context **out_context) {
   if (out_context)
     *out_context = NULL;
   if ((kind != ATTNRT_DEVICE_CPU && kind != ATTNRT_DEVICE_CUDA) ||

@@ -130,6 +130,15 @@ static void load_driver(void) {
       {"cuMemFreeAsync", (void **)&launcher.free_async},
       {"cuStreamSynchronize", (void **)&launcher.stream_synchronize},
       {"cuPointerGetAttribute", (void **)&launcher.pointer_attribute},
+      {"cuMemAlloc_v2", (void **)&launcher.allocate},
+      {"cuMemFree_v2", (void **)&launcher.free},
+      {"cuMemcpyHtoD_v2", (void **)&launcher.upload},
+      {"cuMemcpyDtoH_v2", (void **)&launcher.download},
+      {"cuEventCreate", (void **)&launcher.event_create},
+      {"cuEventRecord", (void **)&launcher.event_record},
+      {"cuEventSynchronize", (void **)&launcher.event_synchronize},
+      {"cuEventElapsedTime", (void **)&launcher.event_elapsed},
+      {"cuEventDestroy_v2", (void **)&launcher.event_destroy},
   };
   for (size_t i = 0; i < sizeof launches / sizeof launches[0]; ++i) {
     *launches[i].slot = dlsym(driver.library, launches[i].name);
@@ -162,8 +171,8 @@ ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_driver(char *problem,
   return ATTNRT_OK;
 }
 
-attnrt_status attnrt_impl_cuda_api(const attnrt_cuda_api **api,
-                                   char *problem, size_t capacity) {
+attnrt_status attnrt_impl_cuda_api(const attnrt_cuda_api **api, char *problem,
+                                   size_t capacity) {
   *api = NULL;
   attnrt_status status = attnrt_impl_cuda_driver(problem, capacity);
   if (status != ATTNRT_OK)

@@ -10,7 +10,7 @@
 
 #include "internal.h"
 
-typedef int cuda_result; /* CUresult; 0 = CUDA_SUCCESS */
+typedef int cuda_result;       /* CUresult; 0 = CUDA_SUCCESS */
 typedef uint64_t cuda_pointer; /* CUdeviceptr */
 
 /* The values of cuda.h this runtime passes. */
@@ -49,6 +49,15 @@ typedef struct attnrt_cuda_api {
   cuda_result (*stream_synchronize)(void *stream);
   cuda_result (*pointer_attribute)(void *value, int attribute,
                                    cuda_pointer pointer);
+  cuda_result (*allocate)(cuda_pointer *pointer, size_t bytes);
+  cuda_result (*free)(cuda_pointer pointer);
+  cuda_result (*upload)(cuda_pointer device, const void *host, size_t bytes);
+  cuda_result (*download)(void *host, cuda_pointer device, size_t bytes);
+  cuda_result (*event_create)(void **event, unsigned int flags);
+  cuda_result (*event_record)(void *event, void *stream);
+  cuda_result (*event_synchronize)(void *event);
+  cuda_result (*event_elapsed)(float *milliseconds, void *start, void *end);
+  cuda_result (*event_destroy)(void *event);
 } attnrt_cuda_api;
 
 /* The driver's launcher entry points: ATTNRT_OK, or ATTNRT_UNAVAILABLE with

@@ -31,9 +31,9 @@ typedef struct loaded_module {
 
 struct attnrt_cuda_state {
   const attnrt_cuda_api *api;
-  int device;        /* CUdevice */
-  void *primary;     /* CUcontext: the device's primary context, retained */
-  int compute;       /* compute capability, 10 * major + minor */
+  int device;    /* CUdevice */
+  void *primary; /* CUcontext: the device's primary context, retained */
+  int compute;   /* compute capability, 10 * major + minor */
   loaded_module *modules;
   size_t num_modules, module_capacity;
 };
@@ -53,8 +53,9 @@ static attnrt_status check_function(const attnrt_context *context,
   if (!function->name) {
     if (!required)
       return ATTNRT_OK;
-    attnrt_impl_set_error(context, "kernel %s: attention %" PRId32
-                          " has no %s function", name, op, role);
+    attnrt_impl_set_error(context,
+                          "kernel %s: attention %" PRId32 " has no %s function",
+                          name, op, role);
     return ATTNRT_INVALID_ARGUMENT;
   }
   if (function->num_params < 0 || function->num_params > MAX_PARAMS ||
@@ -99,12 +100,11 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
   }
   for (int32_t op = 0; op < code->num_attentions; ++op) {
     const attnrt_cuda_attention *attention = &code->attentions[op];
-    attnrt_status status = check_function(context, kernel,
-                                          &attention->attention, op,
-                                          "attention", 1);
+    attnrt_status status = check_function(
+        context, kernel, &attention->attention, op, "attention", 1);
     if (status == ATTNRT_OK)
-      status = check_function(context, kernel, &attention->merge, op,
-                              "merge", 1);
+      status =
+          check_function(context, kernel, &attention->merge, op, "merge", 1);
     if (status == ATTNRT_OK)
       status = check_function(context, kernel, &attention->tensor_core, op,
                               "tensor_core", 0);
@@ -114,16 +114,15 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
       int32_t argument = attention->size_sources[s][0];
       int32_t axis = attention->size_sources[s][1];
       const attnrt_arg_info *info =
-          argument < 0 ? NULL
-          : argument < kernel->num_inputs
-              ? &kernel->inputs[argument]
-              : argument < kernel->num_inputs + kernel->num_outputs
-                  ? &kernel->outputs[argument - kernel->num_inputs]
-                  : NULL;
+          argument < 0                    ? NULL
+          : argument < kernel->num_inputs ? &kernel->inputs[argument]
+          : argument < kernel->num_inputs + kernel->num_outputs
+              ? &kernel->outputs[argument - kernel->num_inputs]
+              : NULL;
       if (!info || axis < 0 || axis >= info->rank) {
         attnrt_impl_set_error(context,
-                              "kernel %s: attention %" PRId32
-                              ": size %" PRId32 " is read from no tensor axis",
+                              "kernel %s: attention %" PRId32 ": size %" PRId32
+                              " is read from no tensor axis",
                               name, op, s);
         return ATTNRT_INVALID_ARGUMENT;
       }
@@ -161,26 +160,24 @@ static int target_compute(const char *target, int *exact) {
   return compute;
 }
 
-/* The context's device, set up on first use; null with the error set. */
-static struct attnrt_cuda_state *device_state(attnrt_context *context,
-                                              const attnrt_kernel *kernel,
-                                              attnrt_status *status) {
-  const char *name = kernel->name;
+/* The context's device, set up on first use; null with the error set,
+ * which begins with `what` ("kernel K targets cuda-sm90"). */
+static struct attnrt_cuda_state *
+setup_device(attnrt_context *context, const char *what, attnrt_status *status) {
   char problem[512];
   const attnrt_cuda_api *api;
   *status = attnrt_impl_cuda_api(&api, problem, sizeof problem);
   if (*status != ATTNRT_OK) {
-    attnrt_impl_set_error(context, "kernel %s targets %s: %s", name,
-                          kernel->target, problem);
+    attnrt_impl_set_error(context, "%s: %s", what, problem);
     return NULL;
   }
   if (context->device_kind != ATTNRT_DEVICE_CUDA) {
     attnrt_impl_set_error(context,
-                          "kernel %s targets %s: this context runs kernels "
+                          "%s: this context runs kernels "
                           "on the CPU; create it with "
                           "attnrt_context_create_on_device(options, "
                           "ATTNRT_DEVICE_CUDA, ordinal, &context)",
-                          name, kernel->target);
+                          what);
     *status = ATTNRT_INVALID_ARGUMENT;
     return NULL;
   }
@@ -194,29 +191,26 @@ static struct attnrt_cuda_state *device_state(attnrt_context *context,
       if (api->device_get_count(&count) != 0)
         count = 0;
       describe(result, problem, sizeof problem);
-      attnrt_impl_set_error(context,
-                            "kernel %s: no CUDA device %" PRId32
-                            " (the driver counts %d): %s",
-                            name, context->device_ordinal, count, problem);
+      attnrt_impl_set_error(
+          context, "%s: no CUDA device %" PRId32 " (the driver counts %d): %s",
+          what, context->device_ordinal, count, problem);
       *status = ATTNRT_UNAVAILABLE;
     } else if ((result = api->device_get_attribute(
                     &major, CUDA_DEVICE_COMPUTE_MAJOR, device)) != 0 ||
                (result = api->device_get_attribute(
                     &minor, CUDA_DEVICE_COMPUTE_MINOR, device)) != 0 ||
-               (result = api->primary_context_retain(&primary, device)) !=
-                   0) {
+               (result = api->primary_context_retain(&primary, device)) != 0) {
       describe(result, problem, sizeof problem);
       attnrt_impl_set_error(context,
-                            "kernel %s: CUDA device %" PRId32
-                            " cannot be set up: %s",
-                            name, context->device_ordinal, problem);
+                            "%s: CUDA device %" PRId32 " cannot be set up: %s",
+                            what, context->device_ordinal, problem);
       *status = ATTNRT_UNAVAILABLE;
     } else {
       state = attnrt_impl_allocate(context, sizeof *state,
                                    ATTNRT_CONTEXT_ALIGNMENT);
       if (!state) {
         api->primary_context_release(device);
-        attnrt_impl_set_error(context, "kernel %s: out of memory", name);
+        attnrt_impl_set_error(context, "%s: out of memory", what);
         *status = ATTNRT_OUT_OF_MEMORY;
       } else {
         memset(state, 0, sizeof *state);
@@ -229,9 +223,19 @@ static struct attnrt_cuda_state *device_state(attnrt_context *context,
     }
   }
   pthread_mutex_unlock(&context->cuda_lock);
+  return state;
+}
+
+/* setup_device for `kernel`, whose target the device must run. */
+static struct attnrt_cuda_state *device_state(attnrt_context *context,
+                                              const attnrt_kernel *kernel,
+                                              attnrt_status *status) {
+  const char *name = kernel->name;
+  char what[256];
+  snprintf(what, sizeof what, "kernel %s targets %s", name, kernel->target);
+  struct attnrt_cuda_state *state = setup_device(context, what, status);
   if (!state)
     return NULL;
-
   int exact = 0;
   int needed = target_compute(kernel->target, &exact);
   if (needed == 0 || state->compute < needed ||
@@ -241,11 +245,10 @@ static struct attnrt_cuda_state *device_state(attnrt_context *context,
                           : state->compute >= 80 ? "--target cuda-sm80"
                                                  : "none of attnc's CUDA "
                                                    "targets (sm_80 and newer)";
-    attnrt_impl_set_error(context,
-                          "kernel %s targets %s; CUDA device %" PRId32
-                          " is sm_%d, which runs %s",
-                          name, kernel->target, context->device_ordinal,
-                          state->compute, instead);
+    attnrt_impl_set_error(
+        context,
+        "kernel %s targets %s; CUDA device %" PRId32 " is sm_%d, which runs %s",
+        name, kernel->target, context->device_ordinal, state->compute, instead);
     *status = ATTNRT_UNAVAILABLE;
     return NULL;
   }
@@ -326,8 +329,7 @@ static void **kernel_functions(attnrt_context *context,
       if (!roles[r]->name)
         continue;
       result = api->module_function(
-          &functions[op * FUNCTIONS_PER_ATTENTION + r], module,
-          roles[r]->name);
+          &functions[op * FUNCTIONS_PER_ATTENTION + r], module, roles[r]->name);
       if (result != 0) {
         describe(result, problem, sizeof problem);
         attnrt_impl_set_error(context,
@@ -399,8 +401,9 @@ static attnrt_status check_pointers(attnrt_context *context,
     int ordinal = -1;
     const char *kind;
     const char *name = argument_name(kernel, a, &kind);
-    cuda_result result = state->api->pointer_attribute(
-        &ordinal, CUDA_POINTER_DEVICE_ORDINAL, (cuda_pointer)(uintptr_t)buffers[a]);
+    cuda_result result =
+        state->api->pointer_attribute(&ordinal, CUDA_POINTER_DEVICE_ORDINAL,
+                                      (cuda_pointer)(uintptr_t)buffers[a]);
     if (result != 0) {
       char problem[256];
       describe(result, problem, sizeof problem);
@@ -429,10 +432,9 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static attnrt_status launch(attnrt_context *context,
                             const struct attnrt_cuda_state *state,
                             const attnrt_kernel *kernel,
-                            const attnrt_cuda_function *function,
-                            void *handle, const int64_t *sizes,
-                            void *const *buffers, cuda_pointer workspace,
-                            void *stream) {
+                            const attnrt_cuda_function *function, void *handle,
+                            const int64_t *sizes, void *const *buffers,
+                            cuda_pointer workspace, void *stream) {
   uint64_t values[MAX_PARAMS];
   void *params[MAX_PARAMS];
   for (int32_t p = 0; p < function->num_params; ++p) {
@@ -474,14 +476,12 @@ static attnrt_status launch(attnrt_context *context,
 }
 
 /* One attention op: its sizes, splits, workspace and launches. */
-static attnrt_status run_attention(attnrt_context *context,
-                                   const struct attnrt_cuda_state *state,
-                                   const attnrt_kernel *kernel,
-                                   const attnrt_cuda_attention *attention,
-                                   void **functions,
-                                   const attnrt_tensor *inputs,
-                                   const attnrt_tensor *outputs,
-                                   void *const *buffers, void *stream) {
+static attnrt_status
+run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
+              const attnrt_kernel *kernel,
+              const attnrt_cuda_attention *attention, void **functions,
+              const attnrt_tensor *inputs, const attnrt_tensor *outputs,
+              void *const *buffers, void *stream) {
   const attnrt_cuda_api *api = state->api;
   int64_t sizes[ATTNRT_CUDA_NUM_SIZES];
   for (int s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
@@ -527,17 +527,16 @@ static attnrt_status run_attention(attnrt_context *context,
   if (result != 0) {
     char problem[256];
     describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context,
-                          "kernel %s: cannot allocate %" PRId64
-                          " bytes of workspace for %" PRId64
-                          " key splits on CUDA device %" PRId32 ": %s",
-                          kernel->name, bytes, splits, context->device_ordinal,
-                          problem);
+    attnrt_impl_set_error(
+        context,
+        "kernel %s: cannot allocate %" PRId64 " bytes of workspace for %" PRId64
+        " key splits on CUDA device %" PRId32 ": %s",
+        kernel->name, bytes, splits, context->device_ordinal, problem);
     return ATTNRT_OUT_OF_MEMORY;
   }
   attnrt_status status =
-      launch(context, state, kernel, &attention->attention, functions[0],
-             sizes, buffers, workspace, stream);
+      launch(context, state, kernel, &attention->attention, functions[0], sizes,
+             buffers, workspace, stream);
   if (status == ATTNRT_OK)
     status = launch(context, state, kernel, &attention->merge, functions[1],
                     sizes, buffers, workspace, stream);
@@ -550,7 +549,7 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
                                       const attnrt_tensor *inputs,
                                       const attnrt_tensor *outputs,
                                       void *const *buffers, void *stream,
-                                      int wait) {
+                                      int wait, double *milliseconds) {
   const attnrt_cuda_code *code = attnrt_impl_cuda_code(kernel);
   attnrt_status status = ATTNRT_OK;
   struct attnrt_cuda_state *state = device_state(context, kernel, &status);
@@ -569,31 +568,168 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
   if (result != 0) {
     char problem[256];
     describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context,
-                          "kernel %s: cannot make CUDA device %" PRId32
-                          " current: %s",
-                          kernel->name, context->device_ordinal, problem);
+    attnrt_impl_set_error(
+        context, "kernel %s: cannot make CUDA device %" PRId32 " current: %s",
+        kernel->name, context->device_ordinal, problem);
     return ATTNRT_UNAVAILABLE;
   }
   void **functions = kernel_functions(context, state, kernel, &status);
   if (functions)
     status = check_pointers(context, state, kernel, buffers);
-  for (int32_t op = 0; functions && status == ATTNRT_OK &&
-                       op < code->num_attentions;
-       ++op)
+  /* Timed: events either side of the launches. */
+  void *events[2] = {NULL, NULL};
+  if (status == ATTNRT_OK && milliseconds &&
+      ((result = api->event_create(&events[0], 0)) != 0 ||
+       (result = api->event_create(&events[1], 0)) != 0 ||
+       (result = api->event_record(events[0], stream)) != 0)) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context, "kernel %s: cannot time it: %s",
+                          kernel->name, problem);
+    status = ATTNRT_INTERNAL;
+  }
+  for (int32_t op = 0;
+       functions && status == ATTNRT_OK && op < code->num_attentions; ++op)
     status = run_attention(context, state, kernel, &code->attentions[op],
                            functions + op * FUNCTIONS_PER_ATTENTION, inputs,
                            outputs, buffers, stream);
+  if (status == ATTNRT_OK && milliseconds) {
+    float elapsed = 0;
+    if ((result = api->event_record(events[1], stream)) != 0 ||
+        (result = api->event_synchronize(events[1])) != 0 ||
+        (result = api->event_elapsed(&elapsed, events[0], events[1])) != 0) {
+      char problem[256];
+      describe(result, problem, sizeof problem);
+      attnrt_impl_set_error(context,
+                            "kernel %s failed on CUDA device %" PRId32 ": %s",
+                            kernel->name, context->device_ordinal, problem);
+      status = ATTNRT_INTERNAL;
+    }
+    *milliseconds = elapsed;
+  }
+  for (int e = 0; e < 2; ++e)
+    if (events[e])
+      api->event_destroy(events[e]);
   if (status == ATTNRT_OK && wait &&
       (result = api->stream_synchronize(stream)) != 0) {
     char problem[256];
     describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context, "kernel %s failed on CUDA device %" PRId32
-                          ": %s",
+    attnrt_impl_set_error(context,
+                          "kernel %s failed on CUDA device %" PRId32 ": %s",
                           kernel->name, context->device_ordinal, problem);
     status = ATTNRT_INTERNAL;
   }
   void *previous = NULL;
   api->context_pop(&previous);
   return status;
+}
+
+/*===-- Device memory -----------------------------------------------------===*/
+
+/* The device of `context`, current on this thread: ATTNRT_OK and the state,
+ * to be followed by pop_device; else the error set. */
+static struct attnrt_cuda_state *
+push_device(attnrt_context *context, const char *what, attnrt_status *status) {
+  struct attnrt_cuda_state *state = setup_device(context, what, status);
+  if (!state)
+    return NULL;
+  cuda_result result = state->api->context_push(state->primary);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context,
+                          "%s: cannot make CUDA device %" PRId32 " current: %s",
+                          what, context->device_ordinal, problem);
+    *status = ATTNRT_UNAVAILABLE;
+    return NULL;
+  }
+  return state;
+}
+
+static void pop_device(const struct attnrt_cuda_state *state) {
+  void *previous = NULL;
+  state->api->context_pop(&previous);
+}
+
+attnrt_status attnrt_device_allocate(attnrt_context *context, size_t bytes,
+                                     void **out_data) {
+  if (!context)
+    return ATTNRT_INVALID_ARGUMENT;
+  if (!out_data) {
+    attnrt_impl_set_error(context, "attnrt_device_allocate: out_data is null");
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  *out_data = NULL;
+  char what[96];
+  snprintf(what, sizeof what, "attnrt_device_allocate of %zu bytes", bytes);
+  attnrt_status status;
+  struct attnrt_cuda_state *state = push_device(context, what, &status);
+  if (!state)
+    return status;
+  cuda_pointer pointer = 0;
+  cuda_result result = state->api->allocate(&pointer, bytes ? bytes : 1);
+  pop_device(state);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context, "%s on CUDA device %" PRId32 ": %s", what,
+                          context->device_ordinal, problem);
+    return result == 2 /* CUDA_ERROR_OUT_OF_MEMORY */ ? ATTNRT_OUT_OF_MEMORY
+                                                      : ATTNRT_INTERNAL;
+  }
+  *out_data = (void *)(uintptr_t)pointer;
+  return ATTNRT_OK;
+}
+
+void attnrt_device_release(attnrt_context *context, void *data) {
+  attnrt_status status;
+  if (!context || !data)
+    return;
+  struct attnrt_cuda_state *state =
+      push_device(context, "attnrt_device_release", &status);
+  if (!state)
+    return;
+  state->api->free((cuda_pointer)(uintptr_t)data);
+  pop_device(state);
+}
+
+/* attnrt_device_upload (`upload`) and attnrt_device_download. */
+static attnrt_status copy(attnrt_context *context, void *destination,
+                          const void *source, size_t bytes, int upload) {
+  if (!context)
+    return ATTNRT_INVALID_ARGUMENT;
+  const char *what = upload ? "attnrt_device_upload" : "attnrt_device_download";
+  if ((!destination || !source) && bytes > 0) {
+    attnrt_impl_set_error(context, "%s: a null pointer", what);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  if (bytes == 0)
+    return ATTNRT_OK;
+  attnrt_status status;
+  struct attnrt_cuda_state *state = push_device(context, what, &status);
+  if (!state)
+    return status;
+  cuda_result result =
+      upload ? state->api->upload((cuda_pointer)(uintptr_t)destination, source,
+                                  bytes)
+             : state->api->download(destination,
+                                    (cuda_pointer)(uintptr_t)source, bytes);
+  pop_device(state);
+  if (result != 0) {
+    char problem[256];
+    describe(result, problem, sizeof problem);
+    attnrt_impl_set_error(context, "%s of %zu bytes: %s", what, bytes, problem);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  return ATTNRT_OK;
+}
+
+attnrt_status attnrt_device_upload(attnrt_context *context, void *device_data,
+                                   const void *host_data, size_t bytes) {
+  return copy(context, device_data, host_data, bytes, 1);
+}
+
+attnrt_status attnrt_device_download(attnrt_context *context, void *host_data,
+                                     const void *device_data, size_t bytes) {
+  return copy(context, host_data, device_data, bytes, 0);
 }

@@ -127,11 +127,12 @@ ATTNRT_HIDDEN attnrt_status attnrt_impl_check_cuda_code(
 
 /* Runs the validated CUDA kernel on the context's device: `buffers` the
  * data of the inputs then the outputs, whose shapes give the sizes. Waits
- * for the launches when `wait`. */
+ * for the launches when `wait`; with `milliseconds`, times them between
+ * CUDA events. */
 ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_launch(
     attnrt_context *context, const attnrt_kernel *kernel,
     const attnrt_tensor *inputs, const attnrt_tensor *outputs,
-    void *const *buffers, void *stream, int wait);
+    void *const *buffers, void *stream, int wait, double *milliseconds);
 
 /* Unloads the context's modules and releases its device. */
 ATTNRT_HIDDEN void attnrt_impl_cuda_release(attnrt_context *context);

@@ -19,12 +19,15 @@
  * always an error. Dims in messages count from 0.
  *
  *===----------------------------------------------------------------------===*/
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "internal.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /*===-- Message helpers ---------------------------------------------------===*/
 
@@ -163,9 +166,9 @@ static void describe_size(char **cursor, size_t *room,
                           const int64_t *dims, int *first) {
   if (encoded > 0)
     return;
-  int written = snprintf(*cursor, *room, "%s%s = %" PRId64, *first ? "" : ", ",
-                         kernel->dim_names[-(encoded + 1)],
-                         size_value(encoded, dims));
+  int written =
+      snprintf(*cursor, *room, "%s%s = %" PRId64, *first ? "" : ", ",
+               kernel->dim_names[-(encoded + 1)], size_value(encoded, dims));
   *first = 0;
   if (written < 0 || (size_t)written >= *room)
     written = (int)(*room ? *room - 1 : 0);
@@ -178,8 +181,7 @@ static attnrt_status check_divisibilities(attnrt_context *context,
                                           const int64_t *dims) {
   for (int32_t i = 0; i < kernel->num_divisibilities; ++i) {
     const attnrt_divisibility *rule = &kernel->divisibilities[i];
-    if (size_value(rule->multiple, dims) % size_value(rule->divisor, dims) ==
-        0)
+    if (size_value(rule->multiple, dims) % size_value(rule->divisor, dims) == 0)
       continue;
     char values[SHAPE_CAPACITY];
     char *cursor = values;
@@ -507,7 +509,7 @@ static attnrt_status invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
                             attnrt_tensor *outputs, size_t num_outputs,
-                            void *stream, int wait) {
+                            void *stream, int wait, double *milliseconds) {
   if (!context)
     return ATTNRT_INVALID_ARGUMENT;
   attnrt_status status = attnrt_impl_validate_once(context, kernel);
@@ -611,13 +613,21 @@ static attnrt_status invoke(attnrt_context *context,
   }
   if (is_cuda) {
     status = attnrt_impl_cuda_launch(context, kernel, inputs, outputs, buffers,
-                                     stream, wait);
+                                     stream, wait, milliseconds);
     release_workspace(context, workspace, local);
     return status;
   }
   attnrt_invocation invocation;
   attnrt_impl_invocation_begin(&invocation, context);
+  struct timespec start, end;
+  if (milliseconds)
+    clock_gettime(CLOCK_MONOTONIC, &start);
   int32_t result = kernel->entry(&invocation, dims, buffers);
+  if (milliseconds) {
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    *milliseconds = 1e3 * (double)(end.tv_sec - start.tv_sec) +
+                    1e-6 * (double)(end.tv_nsec - start.tv_nsec);
+  }
   attnrt_impl_invocation_end(&invocation);
   release_workspace(context, workspace, local);
 
@@ -639,16 +649,30 @@ attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
                             attnrt_tensor *outputs, size_t num_outputs) {
-  return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs,
-                NULL, /*wait=*/1);
+  return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs, NULL,
+                /*wait=*/1, NULL);
+}
+
+attnrt_status attnrt_invoke_timed(attnrt_context *context,
+                                  const attnrt_kernel *kernel,
+                                  const attnrt_tensor *inputs,
+                                  size_t num_inputs, attnrt_tensor *outputs,
+                                  size_t num_outputs,
+                                  double *out_milliseconds) {
+  if (context && !out_milliseconds) {
+    attnrt_impl_set_error(context,
+                          "attnrt_invoke_timed: out_milliseconds is null");
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs, NULL,
+                /*wait=*/1, out_milliseconds);
 }
 
 attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
                                       const attnrt_kernel *kernel,
                                       const attnrt_tensor *inputs,
-                                      size_t num_inputs,
-                                      attnrt_tensor *outputs,
+                                      size_t num_inputs, attnrt_tensor *outputs,
                                       size_t num_outputs, void *stream) {
   return invoke(context, kernel, inputs, num_inputs, outputs, num_outputs,
-                stream, /*wait=*/0);
+                stream, /*wait=*/0, NULL);
 }

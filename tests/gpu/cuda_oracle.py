@@ -4,6 +4,7 @@
     cuda_oracle.py prepare --attnc PATH --out DIR [--target cuda-sm90]
                            [--matrix N] [--count N] [--seed S]
     cuda_oracle.py check DIR [--json FILE] [--split-rule WARPS,KEYS] [-v]
+                         [--launcher cupy|attnrt] [--attnrt LIBATTNRT]
     cuda_oracle.py all --attnc PATH --out DIR [--target T]   (what ctest runs)
 
 `prepare` runs anywhere (no GPU, no CUDA toolkit needed): it compiles with
@@ -15,6 +16,11 @@ saying which generator made each case. Inputs are not stored: `check`
 regenerates them from the same seeds (and refuses a case whose regenerated
 graph differs from the compiled one), so DIR stays small enough to carry to
 a GPU machine.
+
+`prepare` also links each case's NAME.o (the descriptor with the PTX inside)
+into NAME.so, so that `check --launcher attnrt` can run the kernels through
+libattnrt's own launcher (attnrt_invoke on a context created for CUDA device
+0, the tensors CuPy's device arrays) instead of launching them itself.
 
 `check` needs a CUDA device and CuPy: it loads each NAME.ptx through the
 driver (JIT-compiled for the device), launches every kernel of the manifest
@@ -205,6 +211,9 @@ def prepare(a):
         p = subprocess.run([a.attnc, "compile", gpath, "--target", a.target, "-o", d],
                            capture_output=True, text=True, timeout=300)
         if p.returncode == 0:
+            # NAME.so for --launcher attnrt: the descriptor, nothing to link.
+            obj = os.path.join(d, graph["name"] + ".o")
+            subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
             entry["name"] = graph["name"]
             return None
         for f in os.listdir(d):
@@ -305,7 +314,59 @@ def launch_all(cp, d, manifest, device, rule=None, tensor_core=True):
     return splits
 
 
-def check_case(cp, root, d, entry, rule=None, tensor_core=True):
+ATTNRT_DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "i32": 3, "bool": 4}
+
+
+class Attnrt:
+    """libattnrt through ctypes: a context for CUDA device 0, and
+    attnrt_invoke of a kernel descriptor in a case's NAME.so."""
+
+    def __init__(self, path):
+        import ctypes
+        self.ct = ctypes
+
+        class Tensor(ctypes.Structure):
+            _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int),
+                        ("rank", ctypes.c_int32), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                        ("strides", ctypes.POINTER(ctypes.c_int64))]
+        self.Tensor = Tensor
+        self.lib = ctypes.CDLL(path)
+        self.lib.attnrt_context_last_error.restype = ctypes.c_char_p
+        self.lib.attnrt_status_name.restype = ctypes.c_char_p
+        options = ctypes.create_string_buffer(256)     # attnrt_context_options
+        self.lib.attnrt_context_options_initialize(options)
+        self.context = ctypes.c_void_p()
+        status = self.lib.attnrt_context_create_on_device(options, 1, 0,
+                                                         ctypes.byref(self.context))
+        if status:
+            raise RuntimeError("attnrt_context_create_on_device: status %d" % status)
+
+    def invoke(self, so_path, name, manifest, device):
+        """Runs NAME_kernel of `so_path` on `device` (name -> cupy array)."""
+        ct = self.ct
+        kernel = ct.addressof(ct.c_char.in_dll(ct.CDLL(so_path), name + "_kernel"))
+        keep = []
+
+        def tensors(args):
+            array = (self.Tensor * max(len(args), 1))()
+            for i, arg in enumerate(args):
+                a = device[arg["name"]]
+                shape = (ct.c_int64 * a.ndim)(*a.shape)
+                keep.append(shape)
+                array[i] = self.Tensor(a.data.ptr, ATTNRT_DTYPES[arg["dtype"]], a.ndim,
+                                       shape, None)
+            return array
+        inputs, outputs = tensors(manifest["inputs"]), tensors(manifest["outputs"])
+        status = self.lib.attnrt_invoke(self.context, ct.c_void_p(kernel), inputs,
+                                        ct.c_size_t(len(manifest["inputs"])), outputs,
+                                        ct.c_size_t(len(manifest["outputs"])))
+        if status:
+            raise RuntimeError("attnrt_invoke: %s: %s" % (
+                self.lib.attnrt_status_name(status).decode(),
+                self.lib.attnrt_context_last_error(self.context).decode()))
+
+
+def check_case(cp, root, d, entry, rule=None, tensor_core=True, attnrt=None):
     """(ok, summary)."""
     graph, arrays, dims, mcase = regenerate(entry, root)
     with open(os.path.join(d, "graph.json")) as f:
@@ -323,7 +384,13 @@ def check_case(cp, root, d, entry, rule=None, tensor_core=True):
         buf.view(cp.uint8).fill(0xFF)       # NaN in every float dtype
         device[oname] = buf
     try:
-        splits = launch_all(cp, d, manifest, device, rule, tensor_core)
+        if attnrt:
+            attnrt.invoke(os.path.join(d, entry["name"] + ".so"), entry["name"], manifest,
+                          device)
+            cp.cuda.Device().synchronize()
+            splits = ["attnrt"]
+        else:
+            splits = launch_all(cp, d, manifest, device, rule, tensor_core)
     except Exception as e:      # a launch or JIT error: this case fails, the run goes on
         return False, "launch failed: %s" % str(e).splitlines()[0]
     problems, worst = [], 0.0
@@ -375,12 +442,20 @@ def check(a):
         warps, keys = a.split_rule.split(",")
         rule = {"target_warps": int(warps), "min_keys_per_split": int(keys)}
         print("key splits by target_warps=%s min_keys_per_split=%s" % (warps, keys))
+    attnrt = None
+    if a.launcher == "attnrt":
+        if rule or a.no_tensor_core:
+            print("--launcher attnrt launches as the descriptors say: no --split-rule, "
+                  "no --no-tensor-core")
+            return 2
+        attnrt = Attnrt(a.attnrt)
+        print("launched by libattnrt (%s)" % a.attnrt)
     results, failed = [], 0
     by_kind = {}
     for entry in plan["cases"]:
         try:
             ok, summary = check_case(cp, ROOT, os.path.join(a.dir, entry["id"]), entry, rule,
-                                     not a.no_tensor_core)
+                                     not a.no_tensor_core, attnrt)
         except Exception as e:
             ok, summary = False, "error: %s" % e
         failed += not ok
@@ -416,7 +491,12 @@ def prepare_and_check(a):
     # tensor-core kernel); no split on the SIMT kernel
     for rule, simt in ((None, False), ("1000000,1", False), ("0,1", False), ("0,1", True)):
         failed |= check(argparse.Namespace(dir=a.out, json=None, split_rule=rule,
-                                           no_tensor_core=simt, verbose=False)) != 0
+                                           no_tensor_core=simt, verbose=False,
+                                           launcher="cupy", attnrt=None)) != 0
+    if a.attnrt:
+        failed |= check(argparse.Namespace(dir=a.out, json=None, split_rule=None,
+                                           no_tensor_core=False, verbose=False,
+                                           launcher="attnrt", attnrt=a.attnrt)) != 0
     return 1 if failed else 0
 
 
@@ -445,10 +525,16 @@ def main():
     c.add_argument("--no-tensor-core", action="store_true",
                    help="run the SIMT kernel where a tensor-core one would run")
     c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--launcher", choices=["cupy", "attnrt"], default="cupy",
+                   help="who launches the kernels: this script through CuPy, as the "
+                   "manifest says, or libattnrt from the NAME.o descriptor")
+    c.add_argument("--attnrt", default="libattnrt.so.2",
+                   help="libattnrt for --launcher attnrt")
     r = sub.add_parser("all", help="prepare into --out, then check twice (ctest)")
     r.add_argument("--attnc", required=True)
     r.add_argument("--out", required=True)
     r.add_argument("--target", default="cuda-sm90")
+    r.add_argument("--attnrt", help="also check through this libattnrt's launcher")
     a = ap.parse_args()
     return {"prepare": prepare, "check": check, "all": prepare_and_check}[a.verb](a)
 

@@ -7,8 +7,9 @@
 #   /usr/bin/python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv build/tests/lit
 #
 # Substitutions: %python (a Python with numpy), %examples (examples/graphs),
-# %inputs (tests/lit/Inputs); attnc, FileCheck, not, count and split-file are
-# on PATH.
+# %inputs (tests/lit/Inputs), %fake_cuda (the recording stand-in for the CUDA
+# driver, tests/runtime/fake_cuda_driver.c); attnc, FileCheck, not, count and
+# split-file are on PATH.
 
 import os
 
@@ -54,3 +55,6 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%examples", config.attnc_examples_dir))
 config.substitutions.append(
     ("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(
+    ("%fake_cuda", os.path.join(config.attnc_obj_root, "tests", "runtime",
+                                "fake-cuda-full", "libcuda.so.1")))

@@ -236,11 +236,11 @@ TEST(RegistryTest, RejectsAnotherAbiVersion) {
   kernel.abi_version = ATTNRT_ABI_VERSION + 1;
   EXPECT_EQ(attnrt_register_kernel(context.get(), &kernel),
             ATTNRT_INVALID_ARGUMENT);
-  EXPECT_EQ(context.error(),
-            "kernel has ABI version " + std::to_string(ATTNRT_ABI_VERSION + 1) +
-                ", this runtime supports 2 and " +
-                std::to_string(ATTNRT_ABI_VERSION) +
-                "; rebuild it with a matching attnc");
+  EXPECT_EQ(context.error(), "kernel has ABI version " +
+                                 std::to_string(ATTNRT_ABI_VERSION + 1) +
+                                 ", this runtime supports 2 and " +
+                                 std::to_string(ATTNRT_ABI_VERSION) +
+                                 "; rebuild it with a matching attnc");
 }
 
 TEST(RegistryTest, RejectsNullArguments) {
@@ -388,8 +388,7 @@ const BadDescriptor kBadDescriptors[] = {
        k.dim_names = kNamesNM;
      },
      "kernel axpy: run-time dim M is used by no argument"},
-    {"divisibilities null",
-     [](attnrt_kernel &k) { k.num_divisibilities = 1; },
+    {"divisibilities null", [](attnrt_kernel &k) { k.num_divisibilities = 1; },
      "kernel axpy: bad divisibilities (count 1)"},
     {"divisibility of an unknown dim",
      [](attnrt_kernel &k) {
@@ -542,6 +541,18 @@ TEST_F(AxpyMisuseTest, CpuKernelTakesNoStream) {
   EXPECT_EQ(attnrt_invoke_on_stream(context_.get(), &fake_axpy_kernel, inputs_,
                                     3, outputs_, 1, nullptr),
             ATTNRT_OK);
+}
+
+TEST_F(AxpyMisuseTest, TimedInvokeOfACpuKernel) {
+  double milliseconds = -1;
+  EXPECT_EQ(attnrt_invoke_timed(context_.get(), &fake_axpy_kernel, inputs_, 3,
+                                outputs_, 1, &milliseconds),
+            ATTNRT_OK);
+  EXPECT_GE(milliseconds, 0);
+  EXPECT_EQ(attnrt_invoke_timed(context_.get(), &fake_axpy_kernel, inputs_, 3,
+                                outputs_, 1, nullptr),
+            ATTNRT_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "attnrt_invoke_timed: out_milliseconds is null");
 }
 
 TEST_F(AxpyMisuseTest, WrongAbiVersion) {
@@ -1776,7 +1787,8 @@ TEST(ScratchTest, ManyThreadsManyBlocks) {
         std::vector<void *> blocks;
         for (int n = 0; n < 12; ++n) { // more than a thread caches
           size_t bytes = size_t(1 + n * 4096 + t);
-          auto *p = static_cast<unsigned char *>(attnrt_scratch_allocate(bytes));
+          auto *p =
+              static_cast<unsigned char *>(attnrt_scratch_allocate(bytes));
           ASSERT_NE(p, nullptr);
           p[0] = p[bytes - 1] = static_cast<unsigned char>(n);
           blocks.push_back(p);

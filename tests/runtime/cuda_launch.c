@@ -97,8 +97,7 @@ static void expect_launch(int index, const char *function, unsigned gx,
   for (int p = 0; p < num_params && p < launch->num_params; ++p)
     CHECK(launch->params[p] == params[p] || params[p] == UINT64_MAX,
           "%s: param %d is %llu, not %llu", function, p,
-          (unsigned long long)launch->params[p],
-          (unsigned long long)params[p]);
+          (unsigned long long)launch->params[p], (unsigned long long)params[p]);
 }
 
 /* Any value: the workspace's address, which the driver chose. */
@@ -121,9 +120,9 @@ static void decode(attnrt_context *context) {
     CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
     CHECK(driver_counts()->launches == 2, "%d launches",
           driver_counts()->launches);
-    const uint64_t attention[] = {address(&q), address(&k), address(&v),
-                                  address(&o), ANY, 1, 32, 8, 1, 1000, 128,
-                                  128, 16};
+    const uint64_t attention[] = {
+        address(&q), address(&k), address(&v), address(&o), ANY, 1, 32,
+        8,           1,           1000,        128,         128, 16};
     expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
                   NULL);
     uint64_t merge[] = {ANY, address(&o), 1, 32, 8, 1, 1000, 128, 128, 16};
@@ -147,9 +146,9 @@ static void decode(attnrt_context *context) {
   attnrt_status status =
       llama3_gqa_decode_on_stream(context, inputs, &o.tensor, stream);
   CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
-  const uint64_t attention[] = {address(&q), address(&k), address(&v),
-                                address(&o), ANY, 1, 32, 8, 1, 1000, 128,
-                                128, 16};
+  const uint64_t attention[] = {
+      address(&q), address(&k), address(&v), address(&o), ANY, 1, 32,
+      8,           1,           1000,        128,         128, 16};
   expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
                 stream);
   CHECK(driver_counts()->synchronizations == syncs + 2,
@@ -169,8 +168,19 @@ static void decode(attnrt_context *context) {
   CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
   CHECK(driver_counts()->launches == 1, "%d launches",
         driver_counts()->launches);
-  const uint64_t mma[] = {address(&bq), address(&bk), address(&bv),
-                          address(&bo), 0, 200, 32, 8, 1, 64, 128, 128, 1};
+  const uint64_t mma[] = {address(&bq),
+                          address(&bk),
+                          address(&bv),
+                          address(&bo),
+                          0,
+                          200,
+                          32,
+                          8,
+                          1,
+                          64,
+                          128,
+                          128,
+                          1};
   expect_launch(0, "llama3_gqa_decode_attention0_mma", 1, 32, 200, 13, mma,
                 NULL);
 
@@ -180,8 +190,7 @@ static void decode(attnrt_context *context) {
   wrong[0].data = host;
   status = llama3_gqa_decode(context, wrong, &o.tensor);
   CHECK(status == ATTNRT_INVALID_ARGUMENT &&
-            strstr(attnrt_context_last_error(context),
-                   "input q: data ") &&
+            strstr(attnrt_context_last_error(context), "input q: data ") &&
             strstr(attnrt_context_last_error(context),
                    "is not memory of the CUDA driver"),
         "host pointer: %s %s", attnrt_status_name(status),
@@ -198,13 +207,13 @@ static void decode(attnrt_context *context) {
         "another device: %s", attnrt_context_last_error(context));
   wrong[0].data = (char *)q.tensor.data + 8;
   wrong[0].shape = (const int64_t[]){1, 32, 1, 120};
-  status = attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3,
-                         &o.tensor, 1);
+  status =
+      attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3, &o.tensor, 1);
   CHECK(status == ATTNRT_SHAPE_MISMATCH, "%s %s", attnrt_status_name(status),
         attnrt_context_last_error(context));
   wrong[0].shape = q.shape;
-  status = attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3,
-                         &o.tensor, 1);
+  status =
+      attnrt_invoke(context, &llama3_gqa_decode_kernel, wrong, 3, &o.tensor, 1);
   CHECK(status == ATTNRT_LAYOUT_MISMATCH &&
             strstr(attnrt_context_last_error(context), "16-byte aligned"),
         "misaligned: %s %s", attnrt_status_name(status),
@@ -225,9 +234,13 @@ static void cross(attnrt_context *context) {
   forget_launches();
   attnrt_status status = cross_attention(context, inputs, &o.tensor);
   CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
-  const uint64_t mma[] = {address(&q), address(&k), address(&v),
-                          address(&lengths), address(&o), 0, 2, 12, 12, 300,
-                          77, 64, 64, 1};
+  const uint64_t mma[] = {address(&q), address(&k),
+                          address(&v), address(&lengths),
+                          address(&o), 0,
+                          2,           12,
+                          12,          300,
+                          77,          64,
+                          64,          1};
   expect_launch(0, "cross_attention_attention0_mma", 5, 12, 2, 14, mma, NULL);
 }
 
@@ -246,10 +259,57 @@ static void causal(attnrt_context *context) {
   CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
   CHECK(driver_counts()->launches == 1, "%d launches",
         driver_counts()->launches);
-  const uint64_t simt[] = {address(&q), address(&k), address(&v), address(&o),
-                           0, 1, 12, 12, 7, 7, 64, 64, 1};
-  expect_launch(0, "sdpa_exporter_causal_attention0", 2, 12, 1, 13, simt,
-                NULL);
+  const uint64_t simt[] = {
+      address(&q), address(&k), address(&v), address(&o), 0,  1, 12,
+      12,          7,           7,           64,          64, 1};
+  expect_launch(0, "sdpa_exporter_causal_attention0", 2, 12, 1, 13, simt, NULL);
+}
+
+/* attnrt_device_allocate, upload, download and attnrt_invoke_timed. */
+static void memory_and_timing(attnrt_context *context) {
+  const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 300, 128};
+  attnrt_tensor tensors[4];
+  const int64_t *shapes[] = {q_shape, kv_shape, kv_shape, q_shape};
+  size_t bytes[4];
+  for (int t = 0; t < 4; ++t) {
+    bytes[t] = 2 * (size_t)shapes[t][1] * (size_t)shapes[t][2] * 128;
+    void *data = NULL;
+    attnrt_status status = attnrt_device_allocate(context, bytes[t], &data);
+    CHECK(status == ATTNRT_OK && data, "allocate: %s",
+          attnrt_context_last_error(context));
+    tensors[t] = (attnrt_tensor){data, ATTNRT_BF16, 4, shapes[t], NULL};
+  }
+  unsigned char host[2 * 32 * 128], back[2 * 32 * 128];
+  for (size_t i = 0; i < sizeof host; ++i)
+    host[i] = (unsigned char)(i * 7);
+  CHECK(attnrt_device_upload(context, tensors[0].data, host, sizeof host) ==
+            ATTNRT_OK,
+        "upload: %s", attnrt_context_last_error(context));
+  CHECK(attnrt_device_download(context, back, tensors[0].data, sizeof back) ==
+                ATTNRT_OK &&
+            memcmp(host, back, sizeof host) == 0,
+        "download: %s", attnrt_context_last_error(context));
+  CHECK(attnrt_device_upload(context, tensors[0].data, host, sizeof host + 1) ==
+                ATTNRT_INVALID_ARGUMENT &&
+            strstr(attnrt_context_last_error(context),
+                   "attnrt_device_upload of 8193 bytes: "
+                   "CUDA_ERROR_INVALID_VALUE"),
+        "upload past the end: %s", attnrt_context_last_error(context));
+
+  /* 32 rows, 300 keys: ceil(300 / 64) = 5 splits, two launches, each 0.25 ms
+   * on the stand-in's clock. */
+  double milliseconds = -1;
+  forget_launches();
+  attnrt_status status =
+      attnrt_invoke_timed(context, &llama3_gqa_decode_kernel, tensors, 3,
+                          &tensors[3], 1, &milliseconds);
+  CHECK(status == ATTNRT_OK && milliseconds == 0.5, "timed: %s %g ms",
+        attnrt_context_last_error(context), milliseconds);
+  const fake_cuda_launch *first = driver_launch(0);
+  CHECK(first && first->params[12] == 5, "splits %llu",
+        first ? (unsigned long long)first->params[12] : 0ull);
+  for (int t = 0; t < 4; ++t)
+    attnrt_device_release(context, tensors[t].data);
 }
 
 /* A context whose setup or module load fails says why, per invoke. */
@@ -312,6 +372,13 @@ int main(void) {
             strstr(attnrt_context_last_error(cpu),
                    "this context runs kernels on the CPU"),
         "%s", attnrt_context_last_error(cpu));
+  void *data = &data;
+  status = attnrt_device_allocate(cpu, 64, &data);
+  CHECK(status == ATTNRT_INVALID_ARGUMENT && data == NULL &&
+            strstr(attnrt_context_last_error(cpu),
+                   "attnrt_device_allocate of 64 bytes: this context runs "
+                   "kernels on the CPU"),
+        "allocate on a CPU context: %s", attnrt_context_last_error(cpu));
   attnrt_context_release(cpu);
   CHECK(attnrt_context_create_on_device(&options, ATTNRT_DEVICE_CPU, 1, &cpu) ==
             ATTNRT_INVALID_ARGUMENT,
@@ -324,6 +391,7 @@ int main(void) {
   decode(context);
   cross(context);
   causal(context);
+  memory_and_timing(context);
   CHECK(driver_counts()->module_loads == 3,
         "%d module loads for 3 kernels on one context",
         driver_counts()->module_loads);

@@ -43,9 +43,11 @@ int main(void) {
   static const int64_t one[] = {1};
   static const attnrt_arg_info input = {"x", ATTNRT_F32, 1, one};
   static const attnrt_arg_info output = {"y", ATTNRT_F32, 1, one};
+  /* A CUDA target without device code (ABI version 3's cuda field null):
+   * what a user meets first is still the missing driver. */
   static const attnrt_kernel kernel = {
-      ATTNRT_ABI_VERSION, "probe", 0,         NULL, 1,   &input, 1, &output, 4,
-      "cuda-sm90",        "{}",    never_run, 0,    NULL};
+      ATTNRT_ABI_VERSION, "probe", 0,         NULL, 1,    &input, 1, &output, 4,
+      "cuda-sm90",        "{}",    never_run, 0,    NULL, NULL};
   attnrt_context_options options;
   attnrt_context_options_initialize(&options);
   options.threads = 1;

@@ -225,8 +225,8 @@ EXPORT int cuModuleGetFunction(void **handle, void *module, const char *name) {
 
 EXPORT int cuLaunchKernel(void *handle, unsigned grid_x, unsigned grid_y,
                           unsigned grid_z, unsigned block_x, unsigned block_y,
-                          unsigned block_z, unsigned shared_bytes,
-                          void *stream, void **params, void **extra) {
+                          unsigned block_z, unsigned shared_bytes, void *stream,
+                          void **params, void **extra) {
   const function *f = handle;
   if (!f || extra || grid_x == 0 || grid_y == 0 || grid_z == 0)
     return CUDA_ERROR_INVALID_VALUE;
@@ -304,8 +304,7 @@ EXPORT int cuStreamSynchronize(void *stream) {
   return 0;
 }
 
-EXPORT int cuPointerGetAttribute(void *value, int attribute,
-                                 uint64_t pointer) {
+EXPORT int cuPointerGetAttribute(void *value, int attribute, uint64_t pointer) {
   if (attribute != 9) /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
     return CUDA_ERROR_INVALID_VALUE;
   char *address = (char *)(uintptr_t)pointer;
@@ -319,6 +318,83 @@ EXPORT int cuPointerGetAttribute(void *value, int attribute,
     }
   pthread_mutex_unlock(&lock);
   return result;
+}
+
+EXPORT int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
+  void *start = bytes ? remember(bytes, 0) : NULL;
+  if (!start)
+    return bytes ? 2 /* CUDA_ERROR_OUT_OF_MEMORY */ : CUDA_ERROR_INVALID_VALUE;
+  *pointer = (uint64_t)(uintptr_t)start;
+  return 0;
+}
+
+EXPORT int cuMemFree_v2(uint64_t pointer) {
+  int result = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+    if (allocations[i].start == (char *)(uintptr_t)pointer) {
+      free(allocations[i].start);
+      allocations[i].start = NULL;
+      result = 0;
+    }
+  pthread_mutex_unlock(&lock);
+  return result;
+}
+
+/* Copies within an allocation only, as the driver checks. */
+static int copy(char *destination, const char *source, size_t bytes,
+                const char *device) {
+  int result = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+    if (allocations[i].start && device >= allocations[i].start &&
+        device + bytes <= allocations[i].start + allocations[i].bytes)
+      result = 0;
+  pthread_mutex_unlock(&lock);
+  if (result == 0)
+    memcpy(destination, source, bytes);
+  return result;
+}
+
+EXPORT int cuMemcpyHtoD_v2(uint64_t device, const void *host, size_t bytes) {
+  char *to = (char *)(uintptr_t)device;
+  return copy(to, host, bytes, to);
+}
+
+EXPORT int cuMemcpyDtoH_v2(void *host, uint64_t device, size_t bytes) {
+  const char *from = (const char *)(uintptr_t)device;
+  return copy(host, from, bytes, from);
+}
+
+/* An event's time: the number of launches when it was recorded, each
+ * launch taking 0.25 ms. */
+EXPORT int cuEventCreate(void **event, unsigned int flags) {
+  (void)flags;
+  *event = calloc(1, sizeof(int));
+  return *event ? 0 : 2;
+}
+
+EXPORT int cuEventRecord(void *event, void *stream) {
+  (void)stream;
+  pthread_mutex_lock(&lock);
+  *(int *)event = counts.launches;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+EXPORT int cuEventSynchronize(void *event) {
+  (void)event;
+  return 0;
+}
+
+EXPORT int cuEventElapsedTime(float *milliseconds, void *start, void *end) {
+  *milliseconds = 0.25f * (float)(*(int *)end - *(int *)start);
+  return 0;
+}
+
+EXPORT int cuEventDestroy_v2(void *event) {
+  free(event);
+  return 0;
 }
 
 /* The tests' side (fake_cuda_driver.h). */

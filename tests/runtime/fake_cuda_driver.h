@@ -26,7 +26,7 @@ typedef struct fake_cuda_counts {
   int primary_retained; /* retains minus releases */
   int current_depth;    /* pushes minus pops */
   int synchronizations;
-  int workspaces_live;  /* cuMemAllocAsync minus cuMemFreeAsync */
+  int workspaces_live; /* cuMemAllocAsync minus cuMemFreeAsync */
   size_t last_workspace_bytes;
   int launches;
 } fake_cuda_counts;

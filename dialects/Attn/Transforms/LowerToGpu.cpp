@@ -1122,9 +1122,9 @@ struct LowerToGpuPass
       SmallVector<Attribute> params(names);
       params.push_back(top.getStringAttr("workspace"));
       params.append(sizeNames);
-      auto kernel =
-          createKernel(gpuModule, op, name, params, sources,
-                       KernelRole::Attention, kWarpsPerBlock, /*rowsSplit=*/true);
+      auto kernel = createKernel(gpuModule, op, name, params, sources,
+                                 KernelRole::Attention, kWarpsPerBlock,
+                                 /*rowsSplit=*/true);
       // [m, l, acc[Dv]] of f32 per (batch, head, row, part): row() and
       // merge().
       const int64_t rowBytes[] = {4, 8}; // 4·Dv + 8

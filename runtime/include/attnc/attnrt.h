@@ -60,10 +60,10 @@ typedef enum attnrt_status {
   ATTNRT_INVALID_ARGUMENT = 1, /* null pointer, wrong count, bad option */
   ATTNRT_SHAPE_MISMATCH = 2,   /* rank, size or run-time size disagreement */
   ATTNRT_DTYPE_MISMATCH = 3,
-  ATTNRT_LAYOUT_MISMATCH = 4,  /* strides or alignment the kernel cannot use */
+  ATTNRT_LAYOUT_MISMATCH = 4, /* strides or alignment the kernel cannot use */
   ATTNRT_OUT_OF_MEMORY = 5,
-  ATTNRT_NOT_FOUND = 6,        /* no kernel of that name */
-  ATTNRT_UNAVAILABLE = 7,      /* e.g. a CUDA kernel and no CUDA driver */
+  ATTNRT_NOT_FOUND = 6,   /* no kernel of that name */
+  ATTNRT_UNAVAILABLE = 7, /* e.g. a CUDA kernel and no CUDA driver */
   ATTNRT_INTERNAL = 8
 } attnrt_status;
 
@@ -77,7 +77,7 @@ typedef enum attnrt_dtype {
   ATTNRT_F16 = 1,
   ATTNRT_BF16 = 2, /* stored as its uint16 bit pattern */
   ATTNRT_I32 = 3,
-  ATTNRT_BOOL = 4  /* one byte, 0 or 1 */
+  ATTNRT_BOOL = 4 /* one byte, 0 or 1 */
 } attnrt_dtype;
 
 /* Bytes per element; 0 for an unknown dtype. */
@@ -194,9 +194,9 @@ typedef struct attnrt_kernel {
   const attnrt_arg_info *inputs;
   int32_t num_outputs;
   const attnrt_arg_info *outputs;
-  uint32_t alignment;  /* required byte alignment of every buffer (>= 1) */
-  const char *target;  /* "x86-64-avx512", "cuda-sm90", ... */
-  const char *manifest; /* the NAME.json manifest text, schedule included */
+  uint32_t alignment;    /* required byte alignment of every buffer (>= 1) */
+  const char *target;    /* "x86-64-avx512", "cuda-sm90", ... */
+  const char *manifest;  /* the NAME.json manifest text, schedule included */
   attnrt_entry_fn entry; /* null for a CUDA kernel */
   int32_t num_divisibilities; /* checked once the run-time sizes are bound */
   const attnrt_divisibility *divisibilities;
@@ -306,9 +306,10 @@ attnrt_status attnrt_device_count(attnrt_device_kind kind, int32_t *out_count,
  * such device, a GPU older than the kernel's target). Tensors of a CUDA
  * kernel hold device pointers (CUdeviceptr, as from cuMemAlloc) of that
  * device, aligned as the descriptor says. Thread-safe. */
-attnrt_status attnrt_context_create_on_device(
-    const attnrt_context_options *options, attnrt_device_kind kind,
-    int32_t ordinal, attnrt_context **out_context);
+attnrt_status
+attnrt_context_create_on_device(const attnrt_context_options *options,
+                                attnrt_device_kind kind, int32_t ordinal,
+                                attnrt_context **out_context);
 
 /*===-- Registry and invocation -------------------------------------------===*/
 
@@ -328,12 +329,12 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
  * kernel's divisibilities, dense strides,
  * alignment, non-null data), binds the run-time sizes, and runs the kernel on
  * the context's threads (a CUDA kernel: on the context's device, returning
- * once its launches finished; see attnrt_invoke_on_stream). Outputs must not alias inputs. The descriptor
- * itself is checked on its first use with the context only. The call
- * allocates nothing for kernels of up to 64 run-time sizes and 64 arguments
- * (beyond, its bookkeeping comes from the context's allocator), and the
- * kernel's scratch comes from the context's cache once an invoke at that
- * size has run. Thread-safe. */
+ * once its launches finished; see attnrt_invoke_on_stream). Outputs must not
+ * alias inputs. The descriptor itself is checked on its first use with the
+ * context only. The call allocates nothing for kernels of up to 64 run-time
+ * sizes and 64 arguments (beyond, its bookkeeping comes from the context's
+ * allocator), and the kernel's scratch comes from the context's cache once an
+ * invoke at that size has run. Thread-safe. */
 attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
@@ -349,9 +350,36 @@ attnrt_status attnrt_invoke(attnrt_context *context,
 attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
                                       const attnrt_kernel *kernel,
                                       const attnrt_tensor *inputs,
-                                      size_t num_inputs,
-                                      attnrt_tensor *outputs,
+                                      size_t num_inputs, attnrt_tensor *outputs,
                                       size_t num_outputs, void *stream);
+
+/* attnrt_invoke, timed: *out_milliseconds receives the kernel's time, for
+ * a CUDA kernel the device time between CUDA events recorded around its
+ * launches (on the default stream), for a CPU kernel the wall time of its
+ * entry. Argument checks are not counted. For benchmarks and `attnc run
+ * --repeat`. Thread-safe. */
+attnrt_status attnrt_invoke_timed(attnrt_context *context,
+                                  const attnrt_kernel *kernel,
+                                  const attnrt_tensor *inputs,
+                                  size_t num_inputs, attnrt_tensor *outputs,
+                                  size_t num_outputs, double *out_milliseconds);
+
+/*===-- Device memory -----------------------------------------------------===*/
+
+/* Memory of a CUDA context's device (cuMemAlloc: aligned for every kernel),
+ * for applications without an allocator of their own; `bytes` 0 gets a
+ * block too. A CPU context has none (ATTNRT_INVALID_ARGUMENT): its kernels
+ * take host memory. Thread-safe. */
+attnrt_status attnrt_device_allocate(attnrt_context *context, size_t bytes,
+                                     void **out_data);
+/* Frees what attnrt_device_allocate returned (null: nothing). */
+void attnrt_device_release(attnrt_context *context, void *data);
+/* Copies `bytes` from host memory to the context's device, or back; returns
+ * once the copy is done. Thread-safe. */
+attnrt_status attnrt_device_upload(attnrt_context *context, void *device_data,
+                                   const void *host_data, size_t bytes);
+attnrt_status attnrt_device_download(attnrt_context *context, void *host_data,
+                                     const void *device_data, size_t bytes);
 
 /*===-- Services for generated code ---------------------------------------===*/
 
