@@ -4,9 +4,11 @@
 #   attnc_add_kernel(<target> GRAPH <graph.json>
 #                    [BACKEND <mlir|halide>]    # mlir (default)
 #                    [SCHEDULE <schedule.json>]
-#                    [TARGET <cpu target>]      # host (default), x86-64,
+#                    [TARGET <target>]          # host (default), x86-64,
 #                                               # x86-64-avx2, x86-64-avx512,
-#                                               # x86-64-avx512-bf16
+#                                               # x86-64-avx512-bf16, or
+#                                               # cuda-sm80, cuda-sm90,
+#                                               # cuda-sm90a (BACKEND mlir)
 #                    [NAME <kernel name>]       # default: "name" in the graph
 #                    [TUNING_DB <tuning.db>     # schedule: the database's best
 #                     [DIMS <N=V>...]]          # record at these sizes

@@ -14,10 +14,14 @@
 // CHECK: gpu.module @g_gpu
 // CHECK: gpu.func @g_attention0(%[[Q:.+]]: !llvm.ptr<1>, %[[K:.+]]: !llvm.ptr<1>, %[[V:.+]]: !llvm.ptr<1>, %[[LEN:.+]]: !llvm.ptr<1>, %[[O:.+]]: !llvm.ptr<1>, %[[LSE:.+]]: !llvm.ptr<1>, %[[WS:.+]]: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
 // CHECK-SAME: attn.block = [128, 1, 1]
+// CHECK-SAME: attn.block_rows = 4 : i64
 // CHECK-SAME: attn.grid = ["ceil(S * splits / 4)", "Hq", "B"]
 // CHECK-SAME: attn.merge = "g_attention0_merge"
 // CHECK-SAME: attn.params = ["q", "k", "v", "n", "o", "o.lse", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK-SAME: attn.rows_split = true
 // CHECK-SAME: attn.sizes = {B = ["q", 0], Dk = ["q", 3], Dv = ["v", 3], Hkv = ["k", 1], Hq = ["q", 1], S = ["q", 2], T = ["k", 2]}
+// CHECK-SAME: attn.workspace_bytes = "splits * B * Hq * S * (4 * Dv + 8)"
+// CHECK-SAME: attn.workspace_row_bytes = [4, 8]
 // CHECK: gpu.thread_id x
 // CHECK: gpu.block_id x
 // CHECK: scf.if
@@ -40,8 +44,10 @@
 // CHECK: gpu.return
 // The merge: the largest m over the parts, l and each column rescaled.
 // CHECK: gpu.func @g_attention0_merge(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64) kernel
+// CHECK-SAME: attn.block_rows = 4 : i64
 // CHECK-SAME: attn.grid = ["ceil(S / 4)", "Hq", "B"]
 // CHECK-SAME: attn.params = ["workspace", "o", "o.lse", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK-SAME: attn.rows_split = false
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
 // CHECK: arith.cmpf ogt
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
@@ -105,6 +111,7 @@ module {
 // CHECK: gpu.func @tc_attention0_merge(
 // CHECK: gpu.func @tc_attention0_mma(
 // CHECK-SAME: attn.block = [128, 1, 1]
+// CHECK-SAME: attn.block_rows = 64 : i64
 // CHECK-SAME: attn.grid = ["ceil(S / 64)", "Hq", "B"]
 // CHECK: gpu.barrier
 // CHECK: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
