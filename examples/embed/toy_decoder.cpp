@@ -5,11 +5,16 @@
 //
 // Each step checks the kernel's output against a double-precision attention
 // computed below, and the program exits 1 if the largest error is over 1e-4.
+//
+// Compiled for a CUDA target (cmake -DATTNC_EMBED_TARGET=cuda-sm90), the
+// kernel runs on CUDA device 0: the buffers are copied there and back around
+// each call. Without a GPU the program says why and exits 77.
 
 #include "toy_attention.h" // written by `attnc compile`: toy_attention(ctx, inputs, outputs)
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -78,16 +83,56 @@ double max_error(int64_t S, int64_t T) {
   return worst;
 }
 
+// A CUDA kernel's tensors live on the device: device copies of q, the
+// caches and o, refreshed around each call (a real engine would keep the
+// cache there and append to it).
+struct DeviceBuffers {
+  attnrt_context *context;
+  void *data[4] = {};
+  explicit DeviceBuffers(attnrt_context *context) : context(context) {}
+  ~DeviceBuffers() {
+    for (void *buffer : data) attnrt_device_release(context, buffer);
+  }
+  attnrt_status allocate() {
+    for (void *&buffer : data)
+      if (attnrt_status status = attnrt_device_allocate(context, sizeof q, &buffer)) return status;
+    return ATTNRT_OK;
+  }
+};
+
 } // namespace
 
 int main() {
   const Model model;
+  const bool cuda = std::strncmp(toy_attention_kernel.target, "cuda-", 5) == 0;
   attnrt_context_options options;
   attnrt_context_options_initialize(&options); // threads = 0: one per core
   attnrt_context *context = nullptr;
-  if (attnrt_context_create(&options, &context) != ATTNRT_OK) {
+  if (attnrt_context_create_on_device(&options, cuda ? ATTNRT_DEVICE_CUDA : ATTNRT_DEVICE_CPU, 0,
+                                      &context) != ATTNRT_OK) {
     std::fprintf(stderr, "cannot create the attnrt context\n");
     return 1;
+  }
+  // Released last, after the device buffers.
+  struct Release {
+    attnrt_context *context;
+    ~Release() { attnrt_context_release(context); }
+  } release{context};
+  DeviceBuffers device(context);
+  if (cuda) {
+    int32_t count = 0;
+    char why[512] = "";
+    if (attnrt_device_count(ATTNRT_DEVICE_CUDA, &count, why, sizeof why) != ATTNRT_OK ||
+        count == 0) {
+      std::printf("toy_decoder: kernel for %s, no CUDA device: %s\n", toy_attention_kernel.target,
+                  count == 0 && !why[0] ? "the driver counts none" : why);
+      return 77;
+    }
+    if (attnrt_status status = device.allocate()) {
+      std::fprintf(stderr, "device memory: %s: %s\n", attnrt_status_name(status),
+                   attnrt_context_last_error(context));
+      return 1;
+    }
   }
 
   std::vector<int> tokens = {1, 7, 3, 42, 7, 19}; // the prompt
@@ -110,13 +155,28 @@ int main() {
 
     // Tensor views of our buffers; the kernel binds S and T from the shapes.
     const int64_t q_shape[] = {1, S, H, D}, kv_shape[] = {1, T, H, D};
-    const attnrt_tensor inputs[] = {{q, ATTNRT_F32, 4, q_shape, nullptr},
-                                    {k_cache, ATTNRT_F32, 4, kv_shape, nullptr},
-                                    {v_cache, ATTNRT_F32, 4, kv_shape, nullptr}};
-    attnrt_tensor outputs[] = {{o, ATTNRT_F32, 4, q_shape, nullptr}};
+    float *host[] = {q, k_cache, v_cache, o};
+    const size_t bytes[] = {size_t(S * E) * 4, size_t(T * E) * 4, size_t(T * E) * 4,
+                            size_t(S * E) * 4};
+    void *data[4];
+    for (int n = 0; n < 4; ++n) {
+      data[n] = cuda ? device.data[n] : host[n];
+      if (cuda && n < 3 && attnrt_device_upload(context, data[n], host[n], bytes[n])) {
+        std::fprintf(stderr, "upload: %s\n", attnrt_context_last_error(context));
+        return 1;
+      }
+    }
+    const attnrt_tensor inputs[] = {{data[0], ATTNRT_F32, 4, q_shape, nullptr},
+                                    {data[1], ATTNRT_F32, 4, kv_shape, nullptr},
+                                    {data[2], ATTNRT_F32, 4, kv_shape, nullptr}};
+    attnrt_tensor outputs[] = {{data[3], ATTNRT_F32, 4, q_shape, nullptr}};
     if (attnrt_status status = toy_attention(context, inputs, outputs)) {
       std::fprintf(stderr, "toy_attention: %s: %s\n", attnrt_status_name(status),
                    attnrt_context_last_error(context));
+      return 1;
+    }
+    if (cuda && attnrt_device_download(context, o, data[3], bytes[3])) {
+      std::fprintf(stderr, "download: %s\n", attnrt_context_last_error(context));
       return 1;
     }
     const double error = max_error(S, T);
@@ -136,8 +196,6 @@ int main() {
     std::printf("step %2d: S=%lld T=%2lld next token %2d  max |error| %.2e\n", step,
                 (long long)S, (long long)T, best, error);
   }
-  attnrt_context_release(context);
-
   const bool ok = worst <= 1e-4;
   std::printf("%zu tokens; max |error| vs double precision %.2e (tolerance 1e-4): %s\n",
               tokens.size(), worst, ok ? "ok" : "FAILED");
