@@ -147,6 +147,21 @@ static void describe(cuda_result result, char *out, size_t capacity) {
   attnrt_impl_cuda_describe(result, out, capacity);
 }
 
+/* Sets the context's error: the formatted text, ": " and what the driver
+ * says of `result`. */
+static void driver_error(const attnrt_context *context, cuda_result result,
+                         const char *format, ...) ATTNRT_PRINTF(3, 4);
+static void driver_error(const attnrt_context *context, cuda_result result,
+                         const char *format, ...) {
+  char text[ATTNRT_MESSAGE_CAPACITY], problem[256];
+  va_list args;
+  va_start(args, format);
+  vsnprintf(text, sizeof text, format, args);
+  va_end(args);
+  describe(result, problem, sizeof problem);
+  attnrt_impl_set_error(context, "%s: %s", text, problem);
+}
+
 /* The compute capability a target needs ("cuda-sm90a": 90, exact 1), or 0
  * for a target this runtime cannot read. */
 static int target_compute(const char *target, int *exact) {
@@ -190,20 +205,18 @@ setup_device(attnrt_context *context, const char *what, attnrt_status *status) {
     if (result != 0) {
       if (api->device_get_count(&count) != 0)
         count = 0;
-      describe(result, problem, sizeof problem);
-      attnrt_impl_set_error(
-          context, "%s: no CUDA device %" PRId32 " (the driver counts %d): %s",
-          what, context->device_ordinal, count, problem);
+      driver_error(context, result,
+                   "%s: no CUDA device %" PRId32 " (the driver counts %d)",
+                   what, context->device_ordinal, count);
       *status = ATTNRT_UNAVAILABLE;
     } else if ((result = api->device_get_attribute(
                     &major, CUDA_DEVICE_COMPUTE_MAJOR, device)) != 0 ||
                (result = api->device_get_attribute(
                     &minor, CUDA_DEVICE_COMPUTE_MINOR, device)) != 0 ||
                (result = api->primary_context_retain(&primary, device)) != 0) {
-      describe(result, problem, sizeof problem);
-      attnrt_impl_set_error(context,
-                            "%s: CUDA device %" PRId32 " cannot be set up: %s",
-                            what, context->device_ordinal, problem);
+      driver_error(context, result,
+                   "%s: CUDA device %" PRId32 " cannot be set up", what,
+                   context->device_ordinal);
       *status = ATTNRT_UNAVAILABLE;
     } else {
       state = attnrt_impl_allocate(context, sizeof *state,
@@ -330,12 +343,9 @@ static void **kernel_functions(attnrt_context *context,
         continue;
       result = api->module_function(
           &functions[op * FUNCTIONS_PER_ATTENTION + r], module, roles[r]->name);
-      if (result != 0) {
-        describe(result, problem, sizeof problem);
-        attnrt_impl_set_error(context,
-                              "kernel %s: its PTX has no function %s: %s",
-                              kernel->name, roles[r]->name, problem);
-      }
+      if (result != 0)
+        driver_error(context, result, "kernel %s: its PTX has no function %s",
+                     kernel->name, roles[r]->name);
     }
   }
   if (result != 0) {
@@ -368,6 +378,24 @@ void attnrt_impl_cuda_release(attnrt_context *context) {
   api->primary_context_release(state->device);
   attnrt_impl_release(context, state);
   context->cuda = NULL;
+}
+
+/* Makes the context's device current on this thread, until pop_device. */
+static attnrt_status make_current(attnrt_context *context,
+                                  const struct attnrt_cuda_state *state,
+                                  const char *what) {
+  cuda_result result = state->api->context_push(state->primary);
+  if (result == 0)
+    return ATTNRT_OK;
+  driver_error(context, result,
+               "%s: cannot make CUDA device %" PRId32 " current", what,
+               context->device_ordinal);
+  return ATTNRT_UNAVAILABLE;
+}
+
+static void pop_device(const struct attnrt_cuda_state *state) {
+  void *previous = NULL;
+  state->api->context_pop(&previous);
 }
 
 /*===-- Launches ----------------------------------------------------------===*/
@@ -405,14 +433,11 @@ static attnrt_status check_pointers(attnrt_context *context,
         state->api->pointer_attribute(&ordinal, CUDA_POINTER_DEVICE_ORDINAL,
                                       (cuda_pointer)(uintptr_t)buffers[a]);
     if (result != 0) {
-      char problem[256];
-      describe(result, problem, sizeof problem);
-      attnrt_impl_set_error(context,
-                            "%s %s: data %p is not memory of the CUDA driver "
-                            "(%s); kernel %s takes device pointers of CUDA "
-                            "device %" PRId32 " (cuMemAlloc)",
-                            kind, name, buffers[a], problem, kernel->name,
-                            context->device_ordinal);
+      driver_error(
+          context, result,
+          "%s %s: data %p is not memory of the CUDA driver; kernel "
+          "%s takes device pointers of CUDA device %" PRId32 " (cuMemAlloc)",
+          kind, name, buffers[a], kernel->name, context->device_ordinal);
       return ATTNRT_INVALID_ARGUMENT;
     }
     if (ordinal != context->device_ordinal) {
@@ -466,10 +491,8 @@ static attnrt_status launch(attnrt_context *context,
       handle, (unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2],
       (unsigned)function->block_threads, 1, 1, 0, stream, params, NULL);
   if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context, "kernel %s: launching %s failed: %s",
-                          kernel->name, function->name, problem);
+    driver_error(context, result, "kernel %s: launching %s failed",
+                 kernel->name, function->name);
     return ATTNRT_INTERNAL;
   }
   return ATTNRT_OK;
@@ -525,13 +548,11 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
   cuda_pointer workspace = 0;
   cuda_result result = api->allocate_async(&workspace, (size_t)bytes, stream);
   if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(
-        context,
-        "kernel %s: cannot allocate %" PRId64 " bytes of workspace for %" PRId64
-        " key splits on CUDA device %" PRId32 ": %s",
-        kernel->name, bytes, splits, context->device_ordinal, problem);
+    driver_error(context, result,
+                 "kernel %s: cannot allocate %" PRId64
+                 " bytes of workspace for %" PRId64
+                 " key splits on CUDA device %" PRId32,
+                 kernel->name, bytes, splits, context->device_ordinal);
     return ATTNRT_OUT_OF_MEMORY;
   }
   attnrt_status status =
@@ -564,15 +585,12 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
     return ATTNRT_UNAVAILABLE;
   }
   const attnrt_cuda_api *api = state->api;
-  cuda_result result = api->context_push(state->primary);
-  if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(
-        context, "kernel %s: cannot make CUDA device %" PRId32 " current: %s",
-        kernel->name, context->device_ordinal, problem);
-    return ATTNRT_UNAVAILABLE;
-  }
+  char what[160];
+  snprintf(what, sizeof what, "kernel %s", kernel->name);
+  status = make_current(context, state, what);
+  if (status != ATTNRT_OK)
+    return status;
+  cuda_result result = 0;
   void **functions = kernel_functions(context, state, kernel, &status);
   if (functions)
     status = check_pointers(context, state, kernel, buffers);
@@ -582,10 +600,7 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
       ((result = api->event_create(&events[0], 0)) != 0 ||
        (result = api->event_create(&events[1], 0)) != 0 ||
        (result = api->event_record(events[0], stream)) != 0)) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context, "kernel %s: cannot time it: %s",
-                          kernel->name, problem);
+    driver_error(context, result, "kernel %s: cannot time it", kernel->name);
     status = ATTNRT_INTERNAL;
   }
   for (int32_t op = 0;
@@ -598,11 +613,8 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
     if ((result = api->event_record(events[1], stream)) != 0 ||
         (result = api->event_synchronize(events[1])) != 0 ||
         (result = api->event_elapsed(&elapsed, events[0], events[1])) != 0) {
-      char problem[256];
-      describe(result, problem, sizeof problem);
-      attnrt_impl_set_error(context,
-                            "kernel %s failed on CUDA device %" PRId32 ": %s",
-                            kernel->name, context->device_ordinal, problem);
+      driver_error(context, result, "kernel %s failed on CUDA device %" PRId32,
+                   kernel->name, context->device_ordinal);
       status = ATTNRT_INTERNAL;
     }
     *milliseconds = elapsed;
@@ -612,43 +624,24 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
       api->event_destroy(events[e]);
   if (status == ATTNRT_OK && wait &&
       (result = api->stream_synchronize(stream)) != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context,
-                          "kernel %s failed on CUDA device %" PRId32 ": %s",
-                          kernel->name, context->device_ordinal, problem);
+    driver_error(context, result, "kernel %s failed on CUDA device %" PRId32,
+                 kernel->name, context->device_ordinal);
     status = ATTNRT_INTERNAL;
   }
-  void *previous = NULL;
-  api->context_pop(&previous);
+  pop_device(state);
   return status;
 }
 
 /*===-- Device memory -----------------------------------------------------===*/
 
-/* The device of `context`, current on this thread: ATTNRT_OK and the state,
- * to be followed by pop_device; else the error set. */
+/* The device of `context`, set up and current on this thread (until
+ * pop_device); null with the error set. */
 static struct attnrt_cuda_state *
 push_device(attnrt_context *context, const char *what, attnrt_status *status) {
   struct attnrt_cuda_state *state = setup_device(context, what, status);
-  if (!state)
+  if (state && (*status = make_current(context, state, what)) != ATTNRT_OK)
     return NULL;
-  cuda_result result = state->api->context_push(state->primary);
-  if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context,
-                          "%s: cannot make CUDA device %" PRId32 " current: %s",
-                          what, context->device_ordinal, problem);
-    *status = ATTNRT_UNAVAILABLE;
-    return NULL;
-  }
   return state;
-}
-
-static void pop_device(const struct attnrt_cuda_state *state) {
-  void *previous = NULL;
-  state->api->context_pop(&previous);
 }
 
 attnrt_status attnrt_device_allocate(attnrt_context *context, size_t bytes,
@@ -670,10 +663,8 @@ attnrt_status attnrt_device_allocate(attnrt_context *context, size_t bytes,
   cuda_result result = state->api->allocate(&pointer, bytes ? bytes : 1);
   pop_device(state);
   if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context, "%s on CUDA device %" PRId32 ": %s", what,
-                          context->device_ordinal, problem);
+    driver_error(context, result, "%s on CUDA device %" PRId32, what,
+                 context->device_ordinal);
     return result == 2 /* CUDA_ERROR_OUT_OF_MEMORY */ ? ATTNRT_OUT_OF_MEMORY
                                                       : ATTNRT_INTERNAL;
   }
@@ -716,9 +707,7 @@ static attnrt_status copy(attnrt_context *context, void *destination,
                                     (cuda_pointer)(uintptr_t)source, bytes);
   pop_device(state);
   if (result != 0) {
-    char problem[256];
-    describe(result, problem, sizeof problem);
-    attnrt_impl_set_error(context, "%s of %zu bytes: %s", what, bytes, problem);
+    driver_error(context, result, "%s of %zu bytes", what, bytes);
     return ATTNRT_INVALID_ARGUMENT;
   }
   return ATTNRT_OK;

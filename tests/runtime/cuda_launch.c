@@ -57,6 +57,16 @@ static void make(device_tensor *t, attnrt_dtype dtype, int ordinal, int rank,
                               t->shape, NULL};
 }
 
+/* q, k and v of `dtype`, and the output o shaped like q. */
+static void make_attention(device_tensor *q, device_tensor *k, device_tensor *v,
+                           device_tensor *o, attnrt_dtype dtype,
+                           const int64_t *q_shape, const int64_t *kv_shape) {
+  make(q, dtype, 0, 4, q_shape);
+  make(k, dtype, 0, 4, kv_shape);
+  make(v, dtype, 0, 4, kv_shape);
+  make(o, dtype, 0, 4, q_shape);
+}
+
 static uint64_t address(const device_tensor *t) {
   return (uint64_t)(uintptr_t)t->tensor.data;
 }
@@ -108,10 +118,7 @@ static void decode(attnrt_context *context) {
    * ceil(1000 / 64)) = 16 key splits; 4 (row, part) pairs a block. */
   const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 1000, 128};
   device_tensor q, k, v, o;
-  make(&q, ATTNRT_BF16, 0, 4, q_shape);
-  make(&k, ATTNRT_BF16, 0, 4, kv_shape);
-  make(&v, ATTNRT_BF16, 0, 4, kv_shape);
-  make(&o, ATTNRT_BF16, 0, 4, q_shape);
+  make_attention(&q, &k, &v, &o, ATTNRT_BF16, q_shape, kv_shape);
   attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
   int syncs = driver_counts()->synchronizations;
   for (int round = 0; round < 2; ++round) {
@@ -158,10 +165,7 @@ static void decode(attnrt_context *context) {
    * rows a block. */
   const int64_t big_q[] = {200, 32, 1, 128}, big_kv[] = {200, 8, 64, 128};
   device_tensor bq, bk, bv, bo;
-  make(&bq, ATTNRT_BF16, 0, 4, big_q);
-  make(&bk, ATTNRT_BF16, 0, 4, big_kv);
-  make(&bv, ATTNRT_BF16, 0, 4, big_kv);
-  make(&bo, ATTNRT_BF16, 0, 4, big_q);
+  make_attention(&bq, &bk, &bv, &bo, ATTNRT_BF16, big_q, big_kv);
   attnrt_tensor big_inputs[] = {bq.tensor, bk.tensor, bv.tensor};
   forget_launches();
   status = llama3_gqa_decode(context, big_inputs, &bo.tensor);
@@ -249,10 +253,7 @@ static void causal(attnrt_context *context) {
    * split; no tensor-core kernel for f32, so the SIMT kernel. */
   const int64_t shape[] = {1, 12, 7, 64};
   device_tensor q, k, v, o;
-  make(&q, ATTNRT_F32, 0, 4, shape);
-  make(&k, ATTNRT_F32, 0, 4, shape);
-  make(&v, ATTNRT_F32, 0, 4, shape);
-  make(&o, ATTNRT_F32, 0, 4, shape);
+  make_attention(&q, &k, &v, &o, ATTNRT_F32, shape, shape);
   attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
   forget_launches();
   attnrt_status status = sdpa_exporter_causal(context, inputs, &o.tensor);
@@ -320,10 +321,7 @@ static void expect_unavailable(int ordinal, const char *variable,
   attnrt_context *context = context_on(ordinal);
   const int64_t shape[] = {1, 12, 7, 64};
   device_tensor q, k, v, o;
-  make(&q, ATTNRT_F32, 0, 4, shape);
-  make(&k, ATTNRT_F32, 0, 4, shape);
-  make(&v, ATTNRT_F32, 0, 4, shape);
-  make(&o, ATTNRT_F32, 0, 4, shape);
+  make_attention(&q, &k, &v, &o, ATTNRT_F32, shape, shape);
   attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
   attnrt_status status = sdpa_exporter_causal(context, inputs, &o.tensor);
   CHECK(status == ATTNRT_UNAVAILABLE &&
