@@ -36,9 +36,8 @@ STATIC_SHARED_LIMIT = 48 * 1024
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 # Example graphs with something the CUDA kernel does not take yet.
 REFUSED = {"alibi_bshd", "bahdanau_additive_exporter", "bahdanau_additive_step",
-           "bert_encoder_attn", "bool_mask_lse", "cosine_attention",
-           "gpt2_block_attn", "llama3_rotary_exporter", "luong_general",
-           "t5_relative_bias"}
+           "bert_encoder_attn", "cosine_attention", "gpt2_block_attn",
+           "llama3_rotary_exporter", "luong_general"}
 
 
 def generated():
@@ -92,6 +91,43 @@ def tensor_core():
                      "inputs": inputs, "nodes": [node], "outputs": ["o", "o.lse"]}
 
 
+def biased_masked():
+    """Tensor biases and masks (the SIMT kernel): broadcast shapes of every
+    rank, bias dtypes beside the inputs' own, and a mask of the other
+    polarity (an exporter's masked_fill: true = drop)."""
+    cases = [("f32", [1, 4, "S", "T"], ["B", 1, "S", "T"]),
+             ("f16", ["S", "T"], ["T"]),
+             ("bf16", ["B", 4, 1, "T"], [1, 1, "S", "T"])]
+    for dtype, bias_shape, mask_shape in cases:
+        inputs = {"q": {"shape": ["B", 4, "S", 64], "dtype": dtype},
+                  "k": {"shape": ["B", 2, "T", 64], "dtype": dtype},
+                  "v": {"shape": ["B", 2, "T", 64], "dtype": dtype},
+                  "bias": {"shape": bias_shape, "dtype": "f32" if dtype != "f32" else "f16"},
+                  "keep": {"shape": mask_shape, "dtype": "bool"}}
+        node = {"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                "bias": [{"kind": "tensor", "input": "bias"}],
+                "mask": [{"kind": "causal"}, {"kind": "tensor", "input": "keep"}],
+                "return_lse": True}
+        name = "bm_%s" % dtype
+        yield name, {"attnc": 1, "name": name, "dims": {"B": None, "S": None, "T": None},
+                     "inputs": inputs, "nodes": [node], "outputs": ["o", "o.lse"]}
+    # q·kᵀ, masked_fill(drop, -inf), softmax, ·v: one attention op whose
+    # mask drops where it is true.
+    name = "bm_masked_fill"
+    yield name, {
+        "attnc": 1, "name": name, "dims": {"B": None, "S": None, "T": None},
+        "inputs": {"q": {"shape": ["B", 4, "S", 32], "dtype": "f32"},
+                   "k": {"shape": ["B", 4, "T", 32], "dtype": "f32"},
+                   "v": {"shape": ["B", 4, "T", 32], "dtype": "f32"},
+                   "drop": {"shape": ["B", 1, 1, "T"], "dtype": "bool"}},
+        "nodes": [{"name": "s", "op": "matmul", "a": "q", "b": "k", "transpose_b": True},
+                  {"name": "f", "op": "masked_fill", "x": "s", "mask": "drop",
+                   "value": "-inf"},
+                  {"name": "p", "op": "softmax", "x": "f"},
+                  {"name": "o", "op": "matmul", "a": "p", "b": "v"}],
+        "outputs": ["o"]}
+
+
 def identity():
     """A graph whose output no attention computes (scale by 1 folds away)."""
     return {"attnc": 1, "name": "g_identity", "dims": {},
@@ -108,7 +144,8 @@ def main():
     work = a.keep or tempfile.mkdtemp(prefix="cuda-ptx-")
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
-    for name, graph in list(generated()) + list(tensor_core()) + [("g_identity", identity())]:
+    for name, graph in (list(generated()) + list(tensor_core()) + list(biased_masked())
+                        + [("g_identity", identity())]):
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(graph, f)
@@ -149,6 +186,8 @@ def main():
                     problem = "sizes %s" % kernel.get("sizes")
                 elif name.startswith("tc_") and "tensor_core" not in kernel:
                     problem = "no tensor-core kernel"
+                elif name.startswith("bm_") and "tensor_core" in kernel:
+                    problem = "a tensor-core kernel for tensor biases or masks"
             for kernel in entries:
                 if problem:
                     break

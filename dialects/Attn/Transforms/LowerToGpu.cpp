@@ -5,15 +5,18 @@
 //
 // - the SIMT kernel: one warp per query row (or, with key splits, per (row,
 //   part) pair), lanes over the head dim, the partial q·k products summed by
-//   a butterfly of shuffles, 8 columns of P·V per lane (Dv in chunks of
-//   256); every size known only at run time, f32/f16/bf16;
+//   a butterfly of shuffles, tensor biases added and tensor masks applied
+//   per key, 8 columns of P·V per lane (Dv in chunks of 256); every size
+//   known only at run time, f32/f16/bf16;
 // - its merge, when keys are split (FlashDecoding): the parts' (m, l, acc)
 //   from the workspace, rescaled to the largest m;
-// - for f16/bf16 with Dk and Dv fixed and at most 128, the tensor-core
-//   kernel (mma.sync m16n8k16), run instead of both when keys are not split.
+// - for f16/bf16 with Dk and Dv fixed and at most 128 and no tensor bias or
+//   mask, the tensor-core kernel (mma.sync m16n8k16), run instead of both
+//   when keys are not split.
 //
 // Kernel ABI: the op's tensors as global pointers (q, k, v, key_lengths if
-// any, the output, lse if returned), the workspace, then B, Hq, Hkv, S, T,
+// any, the biases, the masks, the output, lse if returned), the workspace,
+// then B, Hq, Hkv, S, T,
 // Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
 // `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
 // `attn.block` the threads, `attn.block_rows` and `attn.rows_split` the grid
@@ -105,8 +108,10 @@ constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
 bool hasTensorCoreKernel(AttentionOp op) {
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
+  // Tensor biases and masks: the SIMT kernel only, for now.
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
-         !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth && dv <= kMmaMaxDepth;
+         !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth &&
+         dv <= kMmaMaxDepth && op.getBiases().empty() && op.getMasks().empty();
 }
 
 /// Why `op` has no GPU kernel yet, or "".
@@ -114,12 +119,8 @@ std::string unsupported(AttentionOp op) {
   if (op.getScore() != ScoreKind::dot)
     return std::string("'") + stringifyScoreKind(op.getScore()).str() +
            "' scores";
-  if (!op.getBiases().empty())
-    return "tensor biases";
   if (op.getAlibi())
     return "ALiBi";
-  if (!op.getMasks().empty())
-    return "tensor masks";
   return "";
 }
 
@@ -142,6 +143,10 @@ public:
       v = args[n++];
       if (op.getKeyLengths())
         keyLengths = args[n++];
+      for (size_t i = 0; i < op.getBiases().size(); ++i)
+        biases.push_back(args[n++]);
+      for (size_t i = 0; i < op.getMasks().size(); ++i)
+        masks.push_back(args[n++]);
     } else {
       workspace = args[n++];
     }
@@ -203,6 +208,7 @@ private:
   KernelRole role;
   IndexArith a;
   Value q, k, v, keyLengths, out, lse, workspace;
+  SmallVector<Value> biases, masks; ///< The op's, as kernel parameters.
   StringRef sharedSymbol; ///< The staged kernel's shared memory.
   Value B, Hq, Hkv, S, T, Dk, Dv, splits;
 
@@ -245,6 +251,47 @@ private:
   }
   Value select(Value condition, Value x, Value y) {
     return b.create<arith::SelectOp>(condition, x, y);
+  }
+  /// The element of a bias or mask `tensor` (dense, broadcastable to [B,
+  /// Hq, S, T]: its dims align with the last ones, each 1 or the full size)
+  /// at (batch, head, query, key).
+  Value broadcastOffset(Value tensor, Value batch, Value head, Value query,
+                        Value key) {
+    ArrayRef<int64_t> shape = cast<ShapedType>(tensor.getType()).getShape();
+    Value index[4] = {batch, head, query, key}, size[4] = {B, Hq, S, T};
+    int64_t rank = shape.size();
+    Value offset = a.constant(0);
+    for (int64_t n = 0; n < rank; ++n) {
+      if (shape[n] == 1)
+        continue;
+      int64_t axis = 4 - rank + n;
+      offset = a.add(a.mul(offset, size[axis]), index[axis]);
+    }
+    return offset;
+  }
+  /// `score` (log2 units) plus every tensor bias, -inf where a tensor mask
+  /// drops the key (a NaN score too: dropped keys leave the softmax).
+  Value biasAndMask(Value score, Value batch, Value head, Value query,
+                    Value key) {
+    for (auto [bias, operand] : llvm::zip(biases, op.getBiases())) {
+      Type type = getElementTypeOrSelf(operand.getType());
+      Value at = broadcastOffset(operand, batch, head, query, key);
+      score = fma(load(bias, type, at), f32(M_LOG2E), score);
+    }
+    std::optional<ArrayRef<bool>> drops = op.getMaskDrops();
+    for (auto [n, mask] : llvm::enumerate(masks)) {
+      Value at = broadcastOffset(op.getMasks()[n], batch, head, query, key);
+      // i1 tensors hold a byte per element, 0 or 1.
+      Value byte = b.create<LLVM::LoadOp>(
+          b.getI8Type(), elementPointer(mask, b.getI8Type(), at));
+      bool drop = drops && n < drops->size() && (*drops)[n];
+      Value keep = b.create<arith::CmpIOp>(
+          drop ? arith::CmpIPredicate::eq : arith::CmpIPredicate::ne, byte,
+          b.create<arith::ConstantIntOp>(0, 8));
+      score = select(keep, score,
+                     f32(-std::numeric_limits<double>::infinity()));
+    }
+    return score;
   }
   /// PTX's own instructions, named as LLVM's NVPTX intrinsics:
   /// convert-gpu-to-nvvm would turn math ops into libdevice calls, which
@@ -394,7 +441,7 @@ private:
                           .getShuffleResult();
         score = b.create<arith::AddFOp>(score, other);
       }
-      score = logScore(score, factor);
+      score = biasAndMask(logScore(score, factor), batch, head, query, key);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax = maxOf(score, m);
@@ -1080,13 +1127,16 @@ struct LowerToGpuPass
       if (!missing.empty())
         return op.emitError("attention with " + missing +
                             " has no CUDA kernel yet (CUDA targets take dot "
-                            "scores, scale, softcap, causal, window and "
-                            "key_length masks, GQA, both layouts, lse)");
+                            "scores, scale, softcap, tensor biases, causal, "
+                            "window, key_length and tensor masks, GQA, both "
+                            "layouts, lse)");
       // Every operand a function argument, every result returned: the
       // kernel reads and writes the graph's own tensors.
       SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
       if (op.getKeyLengths())
         tensors.push_back(op.getKeyLengths());
+      llvm::append_range(tensors, op.getBiases());
+      llvm::append_range(tensors, op.getMasks());
       tensors.push_back(op.getOutput());
       if (op.getLse())
         tensors.push_back(op.getLse());

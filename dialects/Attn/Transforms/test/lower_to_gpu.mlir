@@ -69,6 +69,32 @@ module {
 
 // -----
 
+// Tensor biases and masks, on the SIMT kernel only (no tensor-core kernel
+// for f16 with fixed head dims): each a parameter after the key lengths, read
+// at its broadcast offset per key; the bias (f32 here) added in log2 units,
+// a key its mask drops (mask_drops: true = drop) scored -inf.
+// CHECK-LABEL: gpu.func @bm_attention0(
+// CHECK-SAME: attn.params = ["q", "k", "v", "bias", "drop", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK-NOT: attn.tensor_core
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: %[[BYTE:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> i8
+// CHECK: %[[KEEP:.+]] = arith.cmpi eq, %[[BYTE]], %{{.+}} : i8
+// CHECK: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
+// CHECK: gpu.func @bm_attention0_merge(
+// CHECK-NOT: gpu.func @bm_attention0_mma
+module {
+  func.func @bm(%q: tensor<1x2x3x16xf16> {attn.input = "q"}, %k: tensor<1x2x5x16xf16> {attn.input = "k"},
+                %v: tensor<1x2x5x16xf16> {attn.input = "v"}, %bias: tensor<2x3x5xf32> {attn.input = "bias"},
+                %drop: tensor<1x1x1x5xi1> {attn.input = "drop"}) -> (tensor<1x2x3x16xf16> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v bias(%bias) masks(%drop) {mask_drops = array<i1: true>}
+        : (tensor<1x2x3x16xf16>, tensor<1x2x5x16xf16>, tensor<1x2x5x16xf16>, tensor<2x3x5xf32>, tensor<1x1x1x5xi1>) -> tensor<1x2x3x16xf16>
+    return %o : tensor<1x2x3x16xf16>
+  }
+}
+
+// -----
+
 module {
   func.func @alibi(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
