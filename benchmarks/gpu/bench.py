@@ -68,6 +68,11 @@ def prepare(a):
             json.dump(graph_of(shape), f, indent=1)
         subprocess.run([a.attnc, "compile", gpath, "--target", a.target, "-o", a.out],
                        check=True, capture_output=True, text=True)
+        # NAME.so: the descriptor libattnrt launches from (run --attnrt)
+        obj = os.path.join(a.out, shape["name"] + ".o")
+        subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
+        os.unlink(obj)
+        os.unlink(obj[:-2] + ".h")
         plan.append(shape)
     with open(os.path.join(a.out, "plan.json"), "w") as f:
         json.dump({"target": a.target, "shapes": plan}, f, indent=1)
@@ -96,7 +101,7 @@ def run(a):
     import cupy as cp
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
-    from cuda_oracle import load_module, plan_launches
+    from cuda_oracle import Attnrt, load_module, plan_launches
 
     with open(os.path.join(a.dir, "plan.json")) as f:
         plan = json.load(f)
@@ -114,6 +119,7 @@ def run(a):
             flex = torch.compile(flex_attention)
         except Exception as e:
             print("no FlexAttention: %s" % e)
+    attnrt = Attnrt(a.attnrt) if a.attnrt else None
     rows = []
     torch.manual_seed(0)
     # the shapes the targets name first, so a cut-short run has them
@@ -147,6 +153,13 @@ def run(a):
         first = median_ms(torch, attnc, 1, warmup=1)
         repeat = max(3, min(a.repeat, int(3000 / max(first, 1e-3))))
         row["attnc_ms"] = median_ms(torch, attnc, repeat)
+        if attnrt:
+            # The same kernels launched by libattnrt from the NAME.o
+            # descriptor on torch's stream: the difference is the launcher's.
+            call = attnrt.bind(os.path.join(a.dir, shape["name"] + ".so"), shape["name"],
+                               manifest, tensors)
+            stream = torch.cuda.current_stream().cuda_stream
+            row["attnrt_ms"] = median_ms(torch, lambda: call(stream), repeat)
         peers = {}
         for label, backend in (("flash", SDPBackend.FLASH_ATTENTION),
                                ("efficient", SDPBackend.EFFICIENT_ATTENTION),
@@ -230,6 +243,8 @@ def main():
     r.add_argument("--json")
     r.add_argument("--repeat", type=int, default=10)
     r.add_argument("--no-flex", action="store_true")
+    r.add_argument("--attnrt", metavar="LIBATTNRT",
+                   help="also time the kernels launched by this libattnrt (attnrt_ms)")
     r.add_argument("--split-sweep", action="store_true",
                    help="decode shapes: also time other key_split rules")
     a = ap.parse_args()

@@ -18,7 +18,7 @@ graph differs from the compiled one), so DIR stays small enough to carry to
 a GPU machine.
 
 `prepare` also links each case's NAME.o (the descriptor with the PTX inside)
-into NAME.so, so that `check --launcher attnrt` can run the kernels through
+into NAME.so (keeping that, not NAME.o), so that `check --launcher attnrt` can run the kernels through
 libattnrt's own launcher (attnrt_invoke on a context created for CUDA device
 0, the tensors CuPy's device arrays) instead of launching them itself.
 
@@ -212,8 +212,12 @@ def prepare(a):
                            capture_output=True, text=True, timeout=300)
         if p.returncode == 0:
             # NAME.so for --launcher attnrt: the descriptor, nothing to link.
+            # (NAME.o and NAME.h are then left out: the folder is carried to
+            # a GPU machine.)
             obj = os.path.join(d, graph["name"] + ".o")
             subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
+            os.unlink(obj)
+            os.unlink(obj[:-2] + ".h")
             entry["name"] = graph["name"]
             return None
         for f in os.listdir(d):
@@ -341,10 +345,13 @@ class Attnrt:
         if status:
             raise RuntimeError("attnrt_context_create_on_device: status %d" % status)
 
-    def invoke(self, so_path, name, manifest, device):
-        """Runs NAME_kernel of `so_path` on `device` (name -> cupy array)."""
+    def bind(self, so_path, name, manifest, device):
+        """A call(stream=None) that runs NAME_kernel of `so_path` on `device`
+        (name -> cupy array) through attnrt_invoke, or queued on `stream`
+        (a CUstream handle) through attnrt_invoke_on_stream; its arguments
+        are built once, so a call costs what the C call costs."""
         ct = self.ct
-        kernel = ct.addressof(ct.c_char.in_dll(ct.CDLL(so_path), name + "_kernel"))
+        kernel = ct.c_void_p(ct.addressof(ct.c_char.in_dll(ct.CDLL(so_path), name + "_kernel")))
         keep = []
 
         def tensors(args):
@@ -357,13 +364,26 @@ class Attnrt:
                                        shape, None)
             return array
         inputs, outputs = tensors(manifest["inputs"]), tensors(manifest["outputs"])
-        status = self.lib.attnrt_invoke(self.context, ct.c_void_p(kernel), inputs,
-                                        ct.c_size_t(len(manifest["inputs"])), outputs,
-                                        ct.c_size_t(len(manifest["outputs"])))
-        if status:
-            raise RuntimeError("attnrt_invoke: %s: %s" % (
-                self.lib.attnrt_status_name(status).decode(),
-                self.lib.attnrt_context_last_error(self.context).decode()))
+        counts = (ct.c_size_t(len(manifest["inputs"])), ct.c_size_t(len(manifest["outputs"])))
+
+        def call(stream=None):
+            keep  # the shapes live as long as the call
+            if stream is None:
+                status = self.lib.attnrt_invoke(self.context, kernel, inputs, counts[0],
+                                                outputs, counts[1])
+            else:
+                status = self.lib.attnrt_invoke_on_stream(self.context, kernel, inputs,
+                                                          counts[0], outputs, counts[1],
+                                                          ct.c_void_p(stream))
+            if status:
+                raise RuntimeError("attnrt_invoke: %s: %s" % (
+                    self.lib.attnrt_status_name(status).decode(),
+                    self.lib.attnrt_context_last_error(self.context).decode()))
+        return call
+
+    def invoke(self, so_path, name, manifest, device):
+        """Runs NAME_kernel of `so_path` on `device` (name -> cupy array)."""
+        self.bind(so_path, name, manifest, device)()
 
 
 def check_case(cp, root, d, entry, rule=None, tensor_core=True, attnrt=None):
