@@ -33,7 +33,9 @@ struct IndexExprs {
   }
   Expr add(Expr x, Expr y) { return x + y; }
   Expr sub(Expr x, Expr y) { return x - y; }
+  Expr mul(Expr x, Expr y) { return x * y; }
   Expr div(Expr x, Expr y) { return x / y; }
+  Expr select(Expr c, Expr x, Expr y) { return Halide::select(c, x, y); }
   Expr min(Expr x, Expr y) { return Halide::min(x, y); }
   Expr max(Expr x, Expr y) { return Halide::max(x, y); }
   Expr lt(Expr x, Expr y) { return x < y; }
@@ -279,12 +281,13 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     if (op.alibiSlopes >= 0) {
       slope = f32(param(op.alibiSlopes)(clamp(h, 0, Hq - 1)));
     } else {
-      // The standard slopes: 2^(-8(h+1)/n) for the largest power of two
-      // n <= Hq, then every other slope of 2n heads.
+      // The standard slopes, n the largest power of two <= Hq.
       Expr n = 1 << (31 - count_leading_zeros(max(Hq, 1)));
-      Expr exponent = select(h < n, cast<float>(h + 1) / cast<float>(n),
-                             cast<float>(2 * (h - n) + 1) / cast<float>(2 * n));
-      slope = pow(2.0f, -8.0f * exponent);
+      IndexExprs int32{false};
+      semantics::SlopeFraction<Expr> fraction =
+          semantics::alibiSlopeFraction(int32, Expr(h), n);
+      slope = pow(2.0f, -8.0f * cast<float>(fraction.numerator) /
+                            cast<float>(fraction.denominator));
     }
     score -= slope * cast<float>(abs(aligned - j));
   }

@@ -17,19 +17,18 @@
 namespace attnc {
 
 std::vector<double> alibiSlopes(int64_t heads) {
+  namespace semantics = mlir::attn::semantics;
   int64_t n = 1;
   while (n * 2 <= heads)
     n *= 2;
-  auto powerOfTwoSlopes = [](int64_t count) {
-    std::vector<double> slopes;
-    for (int64_t h = 0; h < count; ++h)
-      slopes.push_back(std::exp2(-8.0 * double(h + 1) / double(count)));
-    return slopes;
-  };
-  std::vector<double> slopes = powerOfTwoSlopes(n);
-  std::vector<double> extra = powerOfTwoSlopes(2 * n);
-  for (int64_t h = 0; static_cast<int64_t>(slopes.size()) < heads; h += 2)
-    slopes.push_back(extra[h]);
+  semantics::Int64Arith a;
+  std::vector<double> slopes;
+  for (int64_t h = 0; h < heads; ++h) {
+    semantics::SlopeFraction<int64_t> slope =
+        semantics::alibiSlopeFraction(a, h, n);
+    slopes.push_back(
+        std::exp2(-8.0 * double(slope.numerator) / double(slope.denominator)));
+  }
   return slopes;
 }
 

@@ -231,11 +231,30 @@ auto keyVisible(Arith &a, const KeyVisibility &rule, V position, V key,
   return a.logicalAnd(a.le(first, key), a.lt(key, last));
 }
 
+/// ALiBi's standard slope of query head `head` (the graph format's rule):
+/// with n the largest power of two <= Hq, head h < n has 2^(-8(h+1)/n), and
+/// a head h >= n takes every other slope of the 2n-head list,
+/// 2^(-8(2(h-n)+1)/(2n)). The slope is 2^(-8 · numerator / denominator);
+/// `powerOfTwo` is n, which each caller computes as its arithmetic allows.
+template <typename V> struct SlopeFraction { V numerator, denominator; };
+template <typename Arith, typename V>
+SlopeFraction<V> alibiSlopeFraction(Arith &a, V head, V powerOfTwo) {
+  V one = a.constant(1), two = a.constant(2);
+  auto first = a.lt(head, powerOfTwo);
+  return {a.select(first, a.add(head, one),
+                   a.add(a.mul(two, a.sub(head, powerOfTwo)), one)),
+          a.select(first, powerOfTwo, a.mul(two, powerOfTwo))};
+}
+
 /// The rules in int64_t, for code that knows every size.
 struct Int64Arith {
   int64_t constant(int64_t value) { return value; }
   int64_t add(int64_t x, int64_t y) { return x + y; }
   int64_t sub(int64_t x, int64_t y) { return x - y; }
+  int64_t mul(int64_t x, int64_t y) { return x * y; }
+  int64_t select(bool condition, int64_t x, int64_t y) {
+    return condition ? x : y;
+  }
   int64_t div(int64_t x, int64_t y) { return x / y; }
   int64_t min(int64_t x, int64_t y) { return std::min(x, y); }
   int64_t max(int64_t x, int64_t y) { return std::max(x, y); }

@@ -5,17 +5,18 @@
 //
 // - the SIMT kernel: one warp per query row (or, with key splits, per (row,
 //   part) pair), lanes over the head dim, the partial q·k products summed by
-//   a butterfly of shuffles, tensor biases added and tensor masks applied
-//   per key, 8 columns of P·V per lane (Dv in chunks of 256); every size
-//   known only at run time, f32/f16/bf16;
+//   a butterfly of shuffles, tensor biases and ALiBi added and tensor masks
+//   applied per key, 8 columns of P·V per lane (Dv in chunks of 256); every
+//   size known only at run time, f32/f16/bf16;
 // - its merge, when keys are split (FlashDecoding): the parts' (m, l, acc)
 //   from the workspace, rescaled to the largest m;
-// - for f16/bf16 with Dk and Dv fixed and at most 128 and no tensor bias or
-//   mask, the tensor-core kernel (mma.sync m16n8k16), run instead of both
-//   when keys are not split.
+// - for f16/bf16 with Dk and Dv fixed and at most 128 and no tensor bias,
+//   ALiBi or tensor mask, the tensor-core kernel (mma.sync m16n8k16), run
+//   instead of both when keys are not split.
 //
 // Kernel ABI: the op's tensors as global pointers (q, k, v, key_lengths if
-// any, the biases, the masks, the output, lse if returned), the workspace,
+// any, the biases, the ALiBi slopes if given, the masks, the output, lse if
+// returned), the workspace,
 // then B, Hq, Hkv, S, T,
 // Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
 // `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
@@ -108,10 +109,11 @@ constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
 bool hasTensorCoreKernel(AttentionOp op) {
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
-  // Tensor biases and masks: the SIMT kernel only, for now.
+  // Tensor biases, ALiBi and tensor masks: the SIMT kernel only, for now.
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
          !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth &&
-         dv <= kMmaMaxDepth && op.getBiases().empty() && op.getMasks().empty();
+         dv <= kMmaMaxDepth && op.getBiases().empty() && !op.getAlibi() &&
+         op.getMasks().empty();
 }
 
 /// Why `op` has no GPU kernel yet, or "".
@@ -119,8 +121,6 @@ std::string unsupported(AttentionOp op) {
   if (op.getScore() != ScoreKind::dot)
     return std::string("'") + stringifyScoreKind(op.getScore()).str() +
            "' scores";
-  if (op.getAlibi())
-    return "ALiBi";
   return "";
 }
 
@@ -145,6 +145,8 @@ public:
         keyLengths = args[n++];
       for (size_t i = 0; i < op.getBiases().size(); ++i)
         biases.push_back(args[n++]);
+      if (op.getAlibiSlopes())
+        alibiSlopes = args[n++];
       for (size_t i = 0; i < op.getMasks().size(); ++i)
         masks.push_back(args[n++]);
     } else {
@@ -209,7 +211,8 @@ private:
   IndexArith a;
   Value q, k, v, keyLengths, out, lse, workspace;
   SmallVector<Value> biases, masks; ///< The op's, as kernel parameters.
-  StringRef sharedSymbol; ///< The staged kernel's shared memory.
+  Value alibiSlopes;                ///< Given slopes, or null.
+  StringRef sharedSymbol;           ///< The staged kernel's shared memory.
   Value B, Hq, Hkv, S, T, Dk, Dv, splits;
 
   Value f32(double value) {
@@ -269,14 +272,50 @@ private:
     }
     return offset;
   }
-  /// `score` (log2 units) plus every tensor bias, -inf where a tensor mask
-  /// drops the key (a NaN score too: dropped keys leave the softmax).
+  /// ALiBi's slope of query head `head` in log2 units, negated: the given
+  /// slope, or the standard one (semantics::alibiSlopeFraction, n =
+  /// 2^floor(log2 Hq) from Hq's leading zeros); null without ALiBi.
+  Value alibiFactor(Value head) {
+    if (!op.getAlibi())
+      return Value();
+    Value slope;
+    if (alibiSlopes) {
+      slope = load(alibiSlopes, b.getF32Type(), head);
+    } else {
+      Type i64 = b.getI64Type();
+      Value leading = b.create<LLVM::CallIntrinsicOp>(
+                           i64, b.getStringAttr("llvm.ctlz.i64"),
+                           ValueRange{b.create<arith::IndexCastOp>(i64, Hq),
+                                      b.create<arith::ConstantIntOp>(0, 1)})
+                          .getResult(0);
+      Value n = b.create<arith::IndexCastOp>(
+          b.getIndexType(),
+          b.create<arith::ShLIOp>(
+              b.create<arith::ConstantIntOp>(1, 64),
+              b.create<arith::SubIOp>(b.create<arith::ConstantIntOp>(63, 64),
+                                      leading)));
+      semantics::SlopeFraction<Value> fraction =
+          semantics::alibiSlopeFraction(a, head, n);
+      slope = exp2(b.create<arith::MulFOp>(
+          f32(-8.0), b.create<arith::DivFOp>(toF32(fraction.numerator),
+                                             toF32(fraction.denominator))));
+    }
+    return b.create<arith::MulFOp>(slope, f32(-M_LOG2E));
+  }
+  /// `score` (log2 units) plus every tensor bias and ALiBi's -slope·|i' -
+  /// j| (`alibi` from alibiFactor), -inf where a tensor mask drops the key
+  /// (a NaN score too: dropped keys leave the softmax).
   Value biasAndMask(Value score, Value batch, Value head, Value query,
-                    Value key) {
+                    Value key, Value alibi) {
     for (auto [bias, operand] : llvm::zip(biases, op.getBiases())) {
       Type type = getElementTypeOrSelf(operand.getType());
       Value at = broadcastOffset(operand, batch, head, query, key);
       score = fma(load(bias, type, at), f32(M_LOG2E), score);
+    }
+    if (alibi) {
+      Value position = semantics::alignedPosition(a, query, S, T);
+      Value distance = a.max(a.sub(position, key), a.sub(key, position));
+      score = fma(alibi, toF32(distance), score);
     }
     std::optional<ArrayRef<bool>> drops = op.getMaskDrops();
     for (auto [n, mask] : llvm::enumerate(masks)) {
@@ -398,6 +437,7 @@ private:
     Value last = a.max(a.min(keys.last, a.add(partFirst, partKeys)), first);
 
     Value factor = scoreFactor();
+    Value alibi = alibiFactor(head);
     Value logKeys = log2(toF32(a.max(T, a.constant(1))));
     Value minusInf = f32(-std::numeric_limits<double>::infinity());
 
@@ -441,7 +481,8 @@ private:
                           .getShuffleResult();
         score = b.create<arith::AddFOp>(score, other);
       }
-      score = biasAndMask(logScore(score, factor), batch, head, query, key);
+      score =
+          biasAndMask(logScore(score, factor), batch, head, query, key, alibi);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax = maxOf(score, m);
@@ -1127,15 +1168,17 @@ struct LowerToGpuPass
       if (!missing.empty())
         return op.emitError("attention with " + missing +
                             " has no CUDA kernel yet (CUDA targets take dot "
-                            "scores, scale, softcap, tensor biases, causal, "
-                            "window, key_length and tensor masks, GQA, both "
-                            "layouts, lse)");
+                            "scores, scale, softcap, tensor biases, ALiBi, "
+                            "causal, window, key_length and tensor masks, "
+                            "GQA, both layouts, lse)");
       // Every operand a function argument, every result returned: the
       // kernel reads and writes the graph's own tensors.
       SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
       if (op.getKeyLengths())
         tensors.push_back(op.getKeyLengths());
       llvm::append_range(tensors, op.getBiases());
+      if (op.getAlibiSlopes())
+        tensors.push_back(op.getAlibiSlopes());
       llvm::append_range(tensors, op.getMasks());
       tensors.push_back(op.getOutput());
       if (op.getLse())

@@ -177,33 +177,26 @@ Value AttentionTiler::extractTile(Value tensor, semantics::LayoutAxes layout,
                                           slice.sizes, slice.strides);
 }
 
-/// The standard ALiBi slope of query head h: n = 2^floor(log2 Hq); head
-/// h < n gets 2^(-8(h+1)/n), the others every other slope of the 2n list,
-/// 2^(-8(2(h-n)+1)/(2n)).
+/// The standard ALiBi slope of query head h (semantics::alibiSlopeFraction),
+/// with n = 2^floor(log2 Hq) from Hq's leading zeros.
 Value AttentionTiler::standardSlope(OpBuilder &b, Location loc, Value head) {
   Type i64 = b.getI64Type(), f64 = b.getF64Type();
-  auto constant = [&](int64_t value) {
-    return b.create<arith::ConstantIntOp>(loc, value, 64);
-  };
   Value hq = b.create<arith::IndexCastOp>(
       loc, i64, getValueOrCreateConstantIndexOp(b, loc, queryHeads));
   Value leading = b.create<math::CountLeadingZerosOp>(loc, hq);
-  Value one = constant(1), two = constant(2);
   Value n = b.create<arith::ShLIOp>(
-      loc, one, b.create<arith::SubIOp>(loc, constant(63), leading));
-  Value h = b.create<arith::IndexCastOp>(loc, i64, head);
-  Value inFirst = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::slt, h, n);
-  Value numerator = b.create<arith::SelectOp>(
-      loc, inFirst, b.create<arith::AddIOp>(loc, h, one),
-      b.create<arith::AddIOp>(
-          loc,
-          b.create<arith::MulIOp>(loc, two, b.create<arith::SubIOp>(loc, h, n)),
-          one));
-  Value denominator = b.create<arith::SelectOp>(
-      loc, inFirst, n, b.create<arith::MulIOp>(loc, two, n));
-  Value ratio = b.create<arith::DivFOp>(
-      loc, b.create<arith::SIToFPOp>(loc, f64, numerator),
-      b.create<arith::SIToFPOp>(loc, f64, denominator));
+      loc, b.create<arith::ConstantIntOp>(loc, 1, 64),
+      b.create<arith::SubIOp>(loc, b.create<arith::ConstantIntOp>(loc, 63, 64),
+                              leading));
+  IndexArith a{b, loc};
+  semantics::SlopeFraction<Value> slope = semantics::alibiSlopeFraction(
+      a, head, Value(b.create<arith::IndexCastOp>(loc, b.getIndexType(), n)));
+  auto toF64 = [&](Value index) {
+    return b.create<arith::SIToFPOp>(
+        loc, f64, b.create<arith::IndexCastOp>(loc, i64, index));
+  };
+  Value ratio = b.create<arith::DivFOp>(loc, toF64(slope.numerator),
+                                        toF64(slope.denominator));
   Value power = b.create<arith::MulFOp>(
       loc, b.create<arith::ConstantOp>(loc, b.getF64FloatAttr(-8.0)), ratio);
   return b.create<arith::TruncFOp>(loc, f32(b),

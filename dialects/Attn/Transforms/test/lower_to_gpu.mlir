@@ -95,11 +95,50 @@ module {
 
 // -----
 
+// ALiBi with the standard slopes: n = 2^floor(log2 Hq) from Hq's leading
+// zeros, once per row; per key -slope·log2 e·|i' - j| added by an fma.
+// CHECK-LABEL: gpu.func @alibi_attention0(
+// CHECK-SAME: attn.params = ["q", "k", "v", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK: llvm.call_intrinsic "llvm.ctlz.i64"
+// CHECK: arith.cmpi slt
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f"
+// CHECK: scf.for
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: arith.maxsi
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
 module {
   func.func @alibi(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
-    // expected-error @+1 {{attention with ALiBi has no CUDA kernel yet}}
     %o = attn.attention %q, %k, %v {alibi}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}
+
+// -----
+
+// Given ALiBi slopes: a parameter after the biases, read per row.
+// CHECK-LABEL: gpu.func @given_slopes_attention0(
+// CHECK-SAME: attn.params = ["q", "k", "v", "bias", "slopes", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK-NOT: llvm.ctlz
+// CHECK: gpu.return
+module {
+  func.func @given_slopes(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                          %v: tensor<1x2x3x4xf32> {attn.input = "v"}, %bias: tensor<3x3xf32> {attn.input = "bias"},
+                          %slopes: tensor<2xf32> {attn.input = "slopes"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v bias(%bias) alibi_slopes(%slopes) {alibi}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<3x3xf32>, tensor<2xf32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @cosine(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    // expected-error @+1 {{attention with 'cosine' scores has no CUDA kernel yet}}
+    %o = attn.attention %q, %k, %v {score = #attn.score<cosine>}
         : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
     return %o : tensor<1x2x3x4xf32>
   }

@@ -218,7 +218,8 @@ func.func @bias_masks_alibi(%q: tensor<2x4x?x64xf32>, %k: tensor<2x4x?x64xf32>, 
 //       CHECK:   %[[SLOPES:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<?xf32>)
 //       CHECK:     %[[H:.+]] = linalg.index 0 : index
 //       CHECK:     math.ctlz
-//       CHECK:     arith.index_cast %[[H]] : index to i64
+//       CHECK:     %[[FIRST:.+]] = arith.cmpi slt, %[[H]], %{{.+}} : index
+//       CHECK:     arith.select %[[FIRST]], %{{.+}}, %{{.+}} : index
 //       CHECK:     math.exp2 %{{.+}} : f64
 //       CHECK:     arith.truncf %{{.+}} : f64 to f32
 //       CHECK:   scf.forall
