@@ -36,8 +36,8 @@ STATIC_SHARED_LIMIT = 48 * 1024
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 # Example graphs with something the CUDA kernel does not take yet.
 REFUSED = {"bahdanau_additive_exporter", "bahdanau_additive_step",
-           "bert_encoder_attn", "cosine_attention", "gpt2_block_attn",
-           "llama3_rotary_exporter", "luong_general"}
+           "bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
+           "luong_general"}
 
 
 def generated():
@@ -92,10 +92,10 @@ def tensor_core():
 
 
 def biased_masked():
-    """Tensor biases, ALiBi and masks (the SIMT kernel): broadcast shapes of
-    every rank, bias dtypes beside the inputs' own, standard and given ALiBi
-    slopes, and a mask of the other polarity (an exporter's masked_fill:
-    true = drop)."""
+    """Cosine scores, tensor biases, ALiBi and masks (the SIMT kernel):
+    broadcast shapes of every rank, bias dtypes beside the inputs' own,
+    standard and given ALiBi slopes, and a mask of the other polarity (an
+    exporter's masked_fill: true = drop)."""
     cases = [("f32", [1, 4, "S", "T"], ["B", 1, "S", "T"]),
              ("f16", ["S", "T"], ["T"]),
              ("bf16", ["B", 4, 1, "T"], [1, 1, "S", "T"])]
@@ -111,6 +111,7 @@ def biased_masked():
                 "return_lse": True}
         if dtype == "f16":
             node["bias"].append({"kind": "alibi"})
+            node["score"] = {"kind": "cosine"}
         elif dtype == "bf16":
             inputs["slopes"] = {"shape": [4], "dtype": "f32"}
             node["bias"].append({"kind": "alibi", "slopes": "slopes"})

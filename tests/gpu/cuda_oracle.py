@@ -232,7 +232,7 @@ def prepare(a):
             if reason is None:
                 kept.append(entry)
                 continue
-            # "graph.json: node o: attention with 'cosine' scores has no CUDA kernel yet (...)"
+            # "graph.json: node o: attention with 'general' scores has no CUDA kernel yet (...)"
             key = re.sub(r"^.*?: (node \S+: )?", "", reason).split(" (")[0]
             refused.setdefault(key, []).append(entry["id"])
     with open(os.path.join(out, "cases.json"), "w") as f:

@@ -109,16 +109,17 @@ constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
 bool hasTensorCoreKernel(AttentionOp op) {
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
-  // Tensor biases, ALiBi and tensor masks: the SIMT kernel only, for now.
+  // Cosine scores, tensor biases, ALiBi and tensor masks: the SIMT kernel
+  // only, for now.
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
          !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth &&
-         dv <= kMmaMaxDepth && op.getBiases().empty() && !op.getAlibi() &&
-         op.getMasks().empty();
+         dv <= kMmaMaxDepth && op.getScore() == ScoreKind::dot &&
+         op.getBiases().empty() && !op.getAlibi() && op.getMasks().empty();
 }
 
 /// Why `op` has no GPU kernel yet, or "".
 std::string unsupported(AttentionOp op) {
-  if (op.getScore() != ScoreKind::dot)
+  if (op.getScore() != ScoreKind::dot && op.getScore() != ScoreKind::cosine)
     return std::string("'") + stringifyScoreKind(op.getScore()).str() +
            "' scores";
   return "";
@@ -271,6 +272,40 @@ private:
       offset = a.add(a.mul(offset, size[axis]), index[axis]);
     }
     return offset;
+  }
+  /// `count` sums over the head dim Dk, each lane taking d = lane, lane + 32,
+  /// ...: `terms(d)` gives each sum's term; the lanes' partial sums meet in
+  /// five xor shuffles, so every lane holds the totals.
+  SmallVector<Value>
+  depthSums(llvm::function_ref<SmallVector<Value>(Value)> terms, int count,
+            Value lane) {
+    auto depth = b.create<scf::ForOp>(lane, Dk, a.constant(32),
+                                      SmallVector<Value>(count, f32(0.0)));
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(depth.getBody());
+      SmallVector<Value> next;
+      for (auto [sum, term] :
+           llvm::zip(depth.getRegionIterArgs(), terms(depth.getInductionVar())))
+        next.push_back(b.create<arith::AddFOp>(sum, term));
+      b.create<scf::YieldOp>(next);
+    }
+    SmallVector<Value> sums(depth.getResults());
+    Value width = b.create<arith::ConstantIntOp>(32, 32);
+    for (Value &sum : sums)
+      for (int offset = 16; offset >= 1; offset /= 2) {
+        Value other = b.create<gpu::ShuffleOp>(
+                           sum, b.create<arith::ConstantIntOp>(offset, 32),
+                           width, gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
+        sum = b.create<arith::AddFOp>(sum, other);
+      }
+    return sums;
+  }
+  /// max(sqrt(x), 1e-12): a cosine score's norm, as the format clamps it.
+  Value clampedNorm(Value squares) {
+    return b.create<arith::MaximumFOp>(
+        intrinsic("llvm.nvvm.sqrt.rn.f", squares), f32(1e-12));
   }
   /// ALiBi's slope of query head `head` in log2 units, negated: the given
   /// slope, or the standard one (semantics::alibiSlopeFraction, n =
@@ -443,6 +478,15 @@ private:
 
     Value queryRow = rowOffset(batch, head, Hq, query, S, Dk);
     Value outRow = rowOffset(batch, head, Hq, query, S, Dv);
+    // Cosine scores: (q·k) / (max(|q|, 1e-12) · max(|k|, 1e-12)).
+    Value queryNorm;
+    if (op.getScore() == ScoreKind::cosine)
+      queryNorm = clampedNorm(depthSums(
+          [&](Value d) {
+            Value qd = load(q, qType, a.add(queryRow, d));
+            return SmallVector<Value>{b.create<arith::MulFOp>(qd, qd)};
+          },
+          1, lane)[0]);
     Value chunk = a.constant(32 * kColumnsPerLane);
 
     auto chunks = b.create<scf::ForOp>(a.constant(0), Dv, chunk);
@@ -460,27 +504,21 @@ private:
       Value keyRow = rowOffset(batch, kvHead, Hkv, key, T, Dk);
       Value valueRow = rowOffset(batch, kvHead, Hkv, key, T, Dv);
       // This lane's share of q·k, then the butterfly over the warp.
-      auto depth =
-          b.create<scf::ForOp>(lane, Dk, a.constant(32), ValueRange{f32(0.0)});
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(depth.getBody());
-        Value d = depth.getInductionVar();
-        Value product =
-            b.create<arith::MulFOp>(load(q, qType, a.add(queryRow, d)),
-                                    load(k, qType, a.add(keyRow, d)));
-        b.create<scf::YieldOp>(ValueRange{
-            b.create<arith::AddFOp>(depth.getRegionIterArgs()[0], product)});
-      }
-      Value score = depth.getResult(0);
-      Value width = b.create<arith::ConstantIntOp>(32, 32);
-      for (int offset = 16; offset >= 1; offset /= 2) {
-        Value other = b.create<gpu::ShuffleOp>(
-                           score, b.create<arith::ConstantIntOp>(offset, 32),
-                           width, gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-        score = b.create<arith::AddFOp>(score, other);
-      }
+      // (Cosine scores: k·k beside it, for |k|.)
+      SmallVector<Value> sums = depthSums(
+          [&](Value d) {
+            Value kd = load(k, qType, a.add(keyRow, d));
+            SmallVector<Value> terms{b.create<arith::MulFOp>(
+                load(q, qType, a.add(queryRow, d)), kd)};
+            if (queryNorm)
+              terms.push_back(b.create<arith::MulFOp>(kd, kd));
+            return terms;
+          },
+          queryNorm ? 2 : 1, lane);
+      Value score = sums[0];
+      if (queryNorm)
+        score = b.create<arith::DivFOp>(
+            score, b.create<arith::MulFOp>(queryNorm, clampedNorm(sums[1])));
       score =
           biasAndMask(logScore(score, factor), batch, head, query, key, alibi);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
@@ -1168,7 +1206,8 @@ struct LowerToGpuPass
       if (!missing.empty())
         return op.emitError("attention with " + missing +
                             " has no CUDA kernel yet (CUDA targets take dot "
-                            "scores, scale, softcap, tensor biases, ALiBi, "
+                            "and cosine scores, scale, softcap, tensor "
+                            "biases, ALiBi, "
                             "causal, window, key_length and tensor masks, "
                             "GQA, both layouts, lse)");
       // Every operand a function argument, every result returned: the

@@ -134,12 +134,34 @@ module {
 
 // -----
 
+// Cosine scores: |q| once per row (one butterfly), q·k and k·k per key (two),
+// the norms clamped at 1e-12 (sqrt.rn); no tensor-core kernel.
+// CHECK-LABEL: gpu.func @cosine_attention0(
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK: arith.maximumf
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} -> (f32, f32)
+// CHECK-COUNT-10: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK: arith.divf
+// CHECK-NOT: gpu.func @cosine_attention0_mma
 module {
-  func.func @cosine(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
-                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
-    // expected-error @+1 {{attention with 'cosine' scores has no CUDA kernel yet}}
+  func.func @cosine(%q: tensor<1x2x3x16xf16> {attn.input = "q"}, %k: tensor<1x2x3x16xf16> {attn.input = "k"},
+                    %v: tensor<1x2x3x16xf16> {attn.input = "v"}) -> (tensor<1x2x3x16xf16> {attn.output = "o"}) {
     %o = attn.attention %q, %k, %v {score = #attn.score<cosine>}
-        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+        : (tensor<1x2x3x16xf16>, tensor<1x2x3x16xf16>, tensor<1x2x3x16xf16>) -> tensor<1x2x3x16xf16>
+    return %o : tensor<1x2x3x16xf16>
+  }
+}
+
+// -----
+
+module {
+  func.func @general(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                     %v: tensor<1x2x3x4xf32> {attn.input = "v"}, %w: tensor<4x4xf32> {attn.input = "w"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    // expected-error @+1 {{attention with 'general' scores has no CUDA kernel yet}}
+    %o = attn.attention %q, %k, %v general(%w) {score = #attn.score<general>}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<4x4xf32>) -> tensor<1x2x3x4xf32>
     return %o : tensor<1x2x3x4xf32>
   }
 }
