@@ -18,7 +18,7 @@ graph differs from the compiled one), so DIR stays small enough to carry to
 a GPU machine.
 
 `prepare` also links each case's NAME.o (the descriptor with the PTX inside)
-into NAME.so (keeping that, not NAME.o), so that `check --launcher attnrt` can run the kernels through
+into NAME.so (keeping that, not NAME.o; NAME.so and NAME.ptx gzipped), so that `check --launcher attnrt` can run the kernels through
 libattnrt's own launcher (attnrt_invoke on a context created for CUDA device
 0, the tensors CuPy's device arrays) instead of launching them itself.
 
@@ -36,6 +36,7 @@ code) when there is no CUDA device or no CuPy.
 """
 import argparse
 import concurrent.futures
+import gzip
 import json
 import math
 import os
@@ -218,6 +219,11 @@ def prepare(a):
             subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
             os.unlink(obj)
             os.unlink(obj[:-2] + ".h")
+            # PTX is text: gzip makes it a tenth (check reads either).
+            for path in (obj[:-2] + ".ptx", obj[:-2] + ".so"):
+                with open(path, "rb") as f, gzip.open(path + ".gz", "wb") as g:
+                    g.write(f.read())
+                os.unlink(path)
             entry["name"] = graph["name"]
             return None
         for f in os.listdir(d):
@@ -265,8 +271,27 @@ def choose_splits(sizes, rule):
                       -(-sizes["T"] // rule["min_keys_per_split"])))
 
 
+def unpacked(path):
+    """`path`, or where its gzipped copy (prepare's) is unpacked to."""
+    if os.path.exists(path) or not os.path.exists(path + ".gz"):
+        return path
+    global UNPACKED
+    if UNPACKED is None:
+        UNPACKED = tempfile.mkdtemp(prefix="attnc_cuda_unpacked_")
+    target = os.path.join(UNPACKED, "%d_%s" % (zlib.crc32(path.encode()),
+                                               os.path.basename(path)))
+    if not os.path.exists(target):
+        with gzip.open(path + ".gz", "rb") as g, open(target, "wb") as f:
+            f.write(g.read())
+    return target
+
+
+UNPACKED = None
+
+
 def load_module(cp, path):
-    """The PTX at `path`, JIT-compiled by the driver (cuModuleLoad)."""
+    """The PTX at `path` (or its .gz), JIT-compiled by the driver."""
+    path = unpacked(path)
     try:
         return cp.RawModule(path=path)
     except Exception:
@@ -351,8 +376,9 @@ class Attnrt:
         (a CUstream handle) through attnrt_invoke_on_stream; its arguments
         are built once, so a call costs what the C call costs."""
         ct = self.ct
-        kernel = ct.c_void_p(ct.addressof(ct.c_char.in_dll(ct.CDLL(so_path), name + "_kernel")))
-        keep = []
+        library = ct.CDLL(unpacked(so_path))
+        keep = [library]
+        kernel = ct.c_void_p(ct.addressof(ct.c_char.in_dll(library, name + "_kernel")))
 
         def tensors(args):
             array = (self.Tensor * max(len(args), 1))()
