@@ -155,6 +155,8 @@ int compileCommand() {
   if (std::optional<std::string> chip = cudaChip(settings.target)) {
     if (!options::dims.empty())
       throw UserError("--dim: a CUDA kernel takes every size at run time");
+    if (options::tuningDb.getNumOccurrences())
+      throw UserError("--tuning-db: CUDA targets have no tuned schedules yet");
     writeAll(options::outputFiles, compileForCudaFiles(graph, settings, *chip));
     return 0;
   }

@@ -331,7 +331,9 @@ int runCommand() {
     requireHostRuns(options::target); // The kernel runs here.
 
   settings.schedulePath = options::schedule;
-  if (backend != "reference")
+  if (cudaChipName && options::tuningDb.getNumOccurrences())
+    throw UserError("--tuning-db: CUDA targets have no tuned schedules yet");
+  if (backend != "reference" && !cudaChipName)
     settings.tuningDatabase = options::chosenTuningDatabase();
 
   uint64_t inputSets = options::integer(options::inputSets, 1);
