@@ -14,6 +14,10 @@
  *     fprintf(stderr, "%s\n", attnrt_context_last_error(ctx));
  *   attnrt_context_release(ctx);
  *
+ * A kernel compiled for a CUDA target runs the same way on a context created
+ * for a CUDA device (attnrt_context_create_on_device), its tensors holding
+ * device pointers; attnrt_invoke_on_stream queues it on a CUDA stream.
+ *
  * Every function returns ATTNRT_OK (0) on success and never crashes on a
  * wrong call it can detect: null pointers, wrong counts, shapes, dtypes,
  * strides or alignment give a status code and a message naming the argument
