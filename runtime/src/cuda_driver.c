@@ -74,6 +74,22 @@ void attnrt_impl_cuda_describe(cuda_result error, char *out, size_t capacity) {
     snprintf(out, capacity, "CUresult %d", error);
 }
 
+typedef struct symbol {
+  const char *name;
+  void **slot;
+} symbol;
+
+/* Looks every symbol up in the driver; the first one it lacks, or null. */
+static const char *resolve(const symbol *symbols, size_t count) {
+  const char *missing = NULL;
+  for (size_t i = 0; i < count; ++i) {
+    *symbols[i].slot = dlsym(driver.library, symbols[i].name);
+    if (!*symbols[i].slot && !missing)
+      missing = symbols[i].name;
+  }
+  return missing;
+}
+
 static void load_driver(void) {
   const char *path = getenv("ATTNRT_CUDA_DRIVER");
   if (!path || !*path)
@@ -87,35 +103,26 @@ static void load_driver(void) {
              path, why ? why : "unknown reason");
     return;
   }
-  struct {
-    const char *name;
-    void **slot;
-  } symbols[] = {
+  const symbol symbols[] = {
       {"cuInit", (void **)&driver.init},
       {"cuDriverGetVersion", (void **)&driver.driver_get_version},
       {"cuDeviceGetCount", (void **)&driver.device_get_count},
       {"cuGetErrorName", (void **)&driver.get_error_name},
       {"cuGetErrorString", (void **)&driver.get_error_string},
   };
-  for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; ++i) {
-    *symbols[i].slot = dlsym(driver.library, symbols[i].name);
-    if (!*symbols[i].slot) {
-      snprintf(driver_problem, sizeof driver_problem,
-               "the CUDA driver %s has no %s: it is not a CUDA driver, or "
-               "one too old for libattnrt",
-               path, symbols[i].name);
-      return;
-    }
+  const char *missing = resolve(symbols, sizeof symbols / sizeof symbols[0]);
+  if (missing) {
+    snprintf(driver_problem, sizeof driver_problem,
+             "the CUDA driver %s has no %s: it is not a CUDA driver, or "
+             "one too old for libattnrt",
+             path, missing);
+    return;
   }
   /* The launcher's, by the names cuda.h maps its API to (_v2 where the
    * first version was replaced); looked for after the probe's, which a
    * driver too old for the launcher still answers. */
-  struct {
-    const char *name;
-    void **slot;
-  } launches[] = {
+  const symbol launches[] = {
       {"cuDeviceGet", (void **)&launcher.device_get},
-      {"cuDeviceGetCount", (void **)&launcher.device_get_count},
       {"cuDeviceGetAttribute", (void **)&launcher.device_get_attribute},
       {"cuDevicePrimaryCtxRetain", (void **)&launcher.primary_context_retain},
       {"cuDevicePrimaryCtxRelease_v2",
@@ -140,14 +147,12 @@ static void load_driver(void) {
       {"cuEventElapsedTime", (void **)&launcher.event_elapsed},
       {"cuEventDestroy_v2", (void **)&launcher.event_destroy},
   };
-  for (size_t i = 0; i < sizeof launches / sizeof launches[0]; ++i) {
-    *launches[i].slot = dlsym(driver.library, launches[i].name);
-    if (!*launches[i].slot && !launcher_problem[0])
-      snprintf(launcher_problem, sizeof launcher_problem,
-               "the CUDA driver %s has no %s: libattnrt launches kernels "
-               "with a driver of CUDA 11.2 or later",
-               path, launches[i].name);
-  }
+  missing = resolve(launches, sizeof launches / sizeof launches[0]);
+  if (missing)
+    snprintf(launcher_problem, sizeof launcher_problem,
+             "the CUDA driver %s has no %s: libattnrt launches kernels "
+             "with a driver of CUDA 11.2 or later",
+             path, missing);
   cuda_result result = driver.init(0);
   if (result != 0) {
     char reason[256];

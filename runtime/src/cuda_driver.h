@@ -26,7 +26,6 @@ enum {
 
 typedef struct attnrt_cuda_api {
   cuda_result (*device_get)(int *device, int ordinal);
-  cuda_result (*device_get_count)(int *count);
   cuda_result (*device_get_attribute)(int *value, int attribute, int device);
   cuda_result (*primary_context_retain)(void **context, int device);
   cuda_result (*primary_context_release)(int device);

@@ -114,10 +114,8 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
       int32_t argument = attention->size_sources[s][0];
       int32_t axis = attention->size_sources[s][1];
       const attnrt_arg_info *info =
-          argument < 0                    ? NULL
-          : argument < kernel->num_inputs ? &kernel->inputs[argument]
-          : argument < kernel->num_inputs + kernel->num_outputs
-              ? &kernel->outputs[argument - kernel->num_inputs]
+          argument >= 0 && argument < kernel->num_inputs + kernel->num_outputs
+              ? attnrt_impl_arg_info(kernel, (size_t)argument)
               : NULL;
       if (!info || axis < 0 || axis >= info->rank) {
         attnrt_impl_set_error(context,
@@ -142,11 +140,6 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
 
 /*===-- Device and modules ------------------------------------------------===*/
 
-/* "CUDA_ERROR_INVALID_VALUE (...)" for `result`. */
-static void describe(cuda_result result, char *out, size_t capacity) {
-  attnrt_impl_cuda_describe(result, out, capacity);
-}
-
 /* Sets the context's error: the formatted text, ": " and what the driver
  * says of `result`. */
 static void driver_error(const attnrt_context *context, cuda_result result,
@@ -158,7 +151,7 @@ static void driver_error(const attnrt_context *context, cuda_result result,
   va_start(args, format);
   vsnprintf(text, sizeof text, format, args);
   va_end(args);
-  describe(result, problem, sizeof problem);
+  attnrt_impl_cuda_describe(result, problem, sizeof problem);
   attnrt_impl_set_error(context, "%s: %s", text, problem);
 }
 
@@ -175,18 +168,41 @@ static int target_compute(const char *target, int *exact) {
   return compute;
 }
 
+/* What an error is about: a kernel, or the call `what` names. Spelled out
+ * (subject_text) only when there is an error, not on every invoke. */
+typedef struct subject {
+  const attnrt_kernel *kernel;
+  const char *what;
+} subject;
+
+/* "kernel K targets cuda-sm90" (with_target) or "kernel K", or `what`. */
+static const char *subject_text(char *out, size_t capacity, subject about,
+                                int with_target) {
+  if (!about.kernel)
+    return about.what;
+  if (with_target)
+    snprintf(out, capacity, "kernel %s targets %s", about.kernel->name,
+             about.kernel->target);
+  else
+    snprintf(out, capacity, "kernel %s", about.kernel->name);
+  return out;
+}
+
 /* The context's device, set up on first use; null with the error set,
- * which begins with `what` ("kernel K targets cuda-sm90"). */
+ * which begins with `about` ("kernel K targets cuda-sm90"). */
 static struct attnrt_cuda_state *
-setup_device(attnrt_context *context, const char *what, attnrt_status *status) {
-  char problem[512];
+setup_device(attnrt_context *context, subject about, attnrt_status *status) {
+  char problem[512], text[256];
+  const char *what = NULL;
   const attnrt_cuda_api *api;
   *status = attnrt_impl_cuda_api(&api, problem, sizeof problem);
   if (*status != ATTNRT_OK) {
+    what = subject_text(text, sizeof text, about, 1);
     attnrt_impl_set_error(context, "%s: %s", what, problem);
     return NULL;
   }
   if (context->device_kind != ATTNRT_DEVICE_CUDA) {
+    what = subject_text(text, sizeof text, about, 1);
     attnrt_impl_set_error(context,
                           "%s: this context runs kernels "
                           "on the CPU; create it with "
@@ -199,14 +215,16 @@ setup_device(attnrt_context *context, const char *what, attnrt_status *status) {
   pthread_mutex_lock(&context->cuda_lock);
   struct attnrt_cuda_state *state = context->cuda;
   if (!state) {
-    int device = 0, count = 0, major = 0, minor = 0;
+    int device = 0, major = 0, minor = 0;
+    int32_t count = 0;
     void *primary = NULL;
+    what = subject_text(text, sizeof text, about, 1);
     cuda_result result = api->device_get(&device, context->device_ordinal);
     if (result != 0) {
-      if (api->device_get_count(&count) != 0)
-        count = 0;
+      attnrt_device_count(ATTNRT_DEVICE_CUDA, &count, NULL, 0);
       driver_error(context, result,
-                   "%s: no CUDA device %" PRId32 " (the driver counts %d)",
+                   "%s: no CUDA device %" PRId32 " (the driver counts %" PRId32
+                   ")",
                    what, context->device_ordinal, count);
       *status = ATTNRT_UNAVAILABLE;
     } else if ((result = api->device_get_attribute(
@@ -244,9 +262,8 @@ static struct attnrt_cuda_state *device_state(attnrt_context *context,
                                               const attnrt_kernel *kernel,
                                               attnrt_status *status) {
   const char *name = kernel->name;
-  char what[256];
-  snprintf(what, sizeof what, "kernel %s targets %s", name, kernel->target);
-  struct attnrt_cuda_state *state = setup_device(context, what, status);
+  struct attnrt_cuda_state *state =
+      setup_device(context, (subject){kernel, NULL}, status);
   if (!state)
     return NULL;
   int exact = 0;
@@ -324,7 +341,7 @@ static void **kernel_functions(attnrt_context *context,
   if (result != 0) {
     pthread_mutex_unlock(&context->cuda_lock);
     attnrt_impl_release(context, functions);
-    describe(result, problem, sizeof problem);
+    attnrt_impl_cuda_describe(result, problem, sizeof problem);
     log[sizeof log - 1] = '\0';
     attnrt_impl_set_error(context,
                           "kernel %s: the CUDA driver cannot load its PTX for "
@@ -383,13 +400,14 @@ void attnrt_impl_cuda_release(attnrt_context *context) {
 /* Makes the context's device current on this thread, until pop_device. */
 static attnrt_status make_current(attnrt_context *context,
                                   const struct attnrt_cuda_state *state,
-                                  const char *what) {
+                                  subject about) {
   cuda_result result = state->api->context_push(state->primary);
   if (result == 0)
     return ATTNRT_OK;
-  driver_error(context, result,
-               "%s: cannot make CUDA device %" PRId32 " current", what,
-               context->device_ordinal);
+  char text[256];
+  driver_error(
+      context, result, "%s: cannot make CUDA device %" PRId32 " current",
+      subject_text(text, sizeof text, about, 0), context->device_ordinal);
   return ATTNRT_UNAVAILABLE;
 }
 
@@ -409,15 +427,6 @@ static const attnrt_tensor *tensor_at(const attnrt_kernel *kernel,
              : &outputs[argument - kernel->num_inputs];
 }
 
-/* "input q" / "output o" */
-static const char *argument_name(const attnrt_kernel *kernel, int32_t argument,
-                                 const char **kind) {
-  int input = argument < kernel->num_inputs;
-  *kind = input ? "input" : "output";
-  return input ? kernel->inputs[argument].name
-               : kernel->outputs[argument - kernel->num_inputs].name;
-}
-
 /* Every tensor is memory of the context's device: a host pointer would
  * fault inside the kernel, where nothing can say which argument it was. */
 static attnrt_status check_pointers(attnrt_context *context,
@@ -427,26 +436,25 @@ static attnrt_status check_pointers(attnrt_context *context,
   int32_t num_args = kernel->num_inputs + kernel->num_outputs;
   for (int32_t a = 0; a < num_args; ++a) {
     int ordinal = -1;
-    const char *kind;
-    const char *name = argument_name(kernel, a, &kind);
     cuda_result result =
         state->api->pointer_attribute(&ordinal, CUDA_POINTER_DEVICE_ORDINAL,
                                       (cuda_pointer)(uintptr_t)buffers[a]);
-    if (result != 0) {
-      driver_error(
-          context, result,
-          "%s %s: data %p is not memory of the CUDA driver; kernel "
-          "%s takes device pointers of CUDA device %" PRId32 " (cuMemAlloc)",
-          kind, name, buffers[a], kernel->name, context->device_ordinal);
-      return ATTNRT_INVALID_ARGUMENT;
-    }
-    if (ordinal != context->device_ordinal) {
+    if (result == 0 && ordinal == context->device_ordinal)
+      continue;
+    char label[ATTNRT_LABEL_CAPACITY];
+    attnrt_impl_arg_label(label, kernel, (size_t)a);
+    if (result != 0)
+      driver_error(context, result,
+                   "%s: data %p is not memory of the CUDA driver; kernel %s "
+                   "takes device pointers of CUDA device %" PRId32
+                   " (cuMemAlloc)",
+                   label, buffers[a], kernel->name, context->device_ordinal);
+    else
       attnrt_impl_set_error(context,
-                            "%s %s: data is memory of CUDA device %d; this "
+                            "%s: data is memory of CUDA device %d; this "
                             "context runs on device %" PRId32,
-                            kind, name, ordinal, context->device_ordinal);
-      return ATTNRT_INVALID_ARGUMENT;
-    }
+                            label, ordinal, context->device_ordinal);
+    return ATTNRT_INVALID_ARGUMENT;
   }
   return ATTNRT_OK;
 }
@@ -585,9 +593,7 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
     return ATTNRT_UNAVAILABLE;
   }
   const attnrt_cuda_api *api = state->api;
-  char what[160];
-  snprintf(what, sizeof what, "kernel %s", kernel->name);
-  status = make_current(context, state, what);
+  status = make_current(context, state, (subject){kernel, NULL});
   if (status != ATTNRT_OK)
     return status;
   cuda_result result = 0;
@@ -638,8 +644,9 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
  * pop_device); null with the error set. */
 static struct attnrt_cuda_state *
 push_device(attnrt_context *context, const char *what, attnrt_status *status) {
-  struct attnrt_cuda_state *state = setup_device(context, what, status);
-  if (state && (*status = make_current(context, state, what)) != ATTNRT_OK)
+  subject about = {NULL, what};
+  struct attnrt_cuda_state *state = setup_device(context, about, status);
+  if (state && (*status = make_current(context, state, about)) != ATTNRT_OK)
     return NULL;
   return state;
 }

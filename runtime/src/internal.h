@@ -115,6 +115,21 @@ attnrt_impl_validate_once(attnrt_context *context, const attnrt_kernel *kernel);
 ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_driver(char *problem,
                                                     size_t capacity);
 
+/* Argument `argument` of a kernel: its inputs, then its outputs. */
+ATTNRT_HIDDEN const attnrt_arg_info *
+attnrt_impl_arg_info(const attnrt_kernel *kernel, size_t argument);
+
+/* Bytes of attnrt_impl_arg_label's text. */
+#define ATTNRT_LABEL_CAPACITY 160
+
+/* "input q", or "input 2" for an unnamed argument, into `out`
+ * (ATTNRT_LABEL_CAPACITY bytes). */
+ATTNRT_HIDDEN void attnrt_impl_arg_label(char *out, const attnrt_kernel *kernel,
+                                         size_t argument);
+
+/* Whether a kernel runs on a CUDA device: its target starts with "cuda-". */
+ATTNRT_HIDDEN int attnrt_impl_is_cuda(const attnrt_kernel *kernel);
+
 /* A CUDA kernel's descriptor: the ABI version 3 field, null for CPU
  * kernels and descriptors of version 2. */
 ATTNRT_HIDDEN const attnrt_cuda_code *

@@ -32,7 +32,7 @@
 /*===-- Message helpers ---------------------------------------------------===*/
 
 /* Room for one argument label, dtype name or shape in a message. */
-enum { LABEL_CAPACITY = 160, SHAPE_CAPACITY = 320 };
+enum { LABEL_CAPACITY = ATTNRT_LABEL_CAPACITY, SHAPE_CAPACITY = 320 };
 
 typedef struct text {
   char *data;
@@ -52,13 +52,23 @@ static void append(text *t, const char *format, ...) {
     t->length += (size_t)n; /* may pass capacity: later appends stop */
 }
 
-/* "input q", or "input 2" for an unnamed argument. */
-static void arg_label(char *out, const attnrt_kernel *kernel, size_t argument) {
+const attnrt_arg_info *attnrt_impl_arg_info(const attnrt_kernel *kernel,
+                                            size_t argument) {
+  size_t num_inputs = (size_t)kernel->num_inputs;
+  return argument < num_inputs ? &kernel->inputs[argument]
+                               : &kernel->outputs[argument - num_inputs];
+}
+
+int attnrt_impl_is_cuda(const attnrt_kernel *kernel) {
+  return kernel->target && strncmp(kernel->target, "cuda-", 5) == 0;
+}
+
+void attnrt_impl_arg_label(char *out, const attnrt_kernel *kernel,
+                           size_t argument) {
   size_t num_inputs = (size_t)kernel->num_inputs;
   int is_input = argument < num_inputs;
   size_t index = is_input ? argument : argument - num_inputs;
-  const attnrt_arg_info *info =
-      is_input ? &kernel->inputs[index] : &kernel->outputs[index];
+  const attnrt_arg_info *info = attnrt_impl_arg_info(kernel, argument);
   const char *kind = is_input ? "input" : "output";
   if (info->name && info->name[0])
     snprintf(out, LABEL_CAPACITY, "%s %s", kind, info->name);
@@ -106,11 +116,8 @@ static attnrt_status check_arg_info(const attnrt_context *context,
                                     const attnrt_kernel *kernel,
                                     size_t argument) {
   char label[LABEL_CAPACITY];
-  arg_label(label, kernel, argument);
-  size_t num_inputs = (size_t)kernel->num_inputs;
-  const attnrt_arg_info *info = argument < num_inputs
-                                    ? &kernel->inputs[argument]
-                                    : &kernel->outputs[argument - num_inputs];
+  attnrt_impl_arg_label(label, kernel, argument);
+  const attnrt_arg_info *info = attnrt_impl_arg_info(kernel, argument);
   if (attnrt_dtype_size(info->dtype) == 0) {
     attnrt_impl_set_error(context, "kernel %s: %s has unknown dtype %d",
                           kernel->name, label, (int)info->dtype);
@@ -166,9 +173,9 @@ static void describe_size(char **cursor, size_t *room,
                           const int64_t *dims, int *first) {
   if (encoded > 0)
     return;
-  int written =
-      snprintf(*cursor, *room, "%s%s = %" PRId64, *first ? "" : ", ",
-               kernel->dim_names[-(encoded + 1)], size_value(encoded, dims));
+  int written = snprintf(*cursor, *room, "%s%s = %" PRId64, *first ? "" : ", ",
+                         kernel->dim_names[-(encoded + 1)],
+                         size_value(encoded, dims));
   *first = 0;
   if (written < 0 || (size_t)written >= *room)
     written = (int)(*room ? *room - 1 : 0);
@@ -181,7 +188,8 @@ static attnrt_status check_divisibilities(attnrt_context *context,
                                           const int64_t *dims) {
   for (int32_t i = 0; i < kernel->num_divisibilities; ++i) {
     const attnrt_divisibility *rule = &kernel->divisibilities[i];
-    if (size_value(rule->multiple, dims) % size_value(rule->divisor, dims) == 0)
+    if (size_value(rule->multiple, dims) % size_value(rule->divisor, dims) ==
+        0)
       continue;
     char values[SHAPE_CAPACITY];
     char *cursor = values;
@@ -273,7 +281,7 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
     attnrt_impl_set_error(context, "kernel %s: alignment is 0", name);
     return ATTNRT_INVALID_ARGUMENT;
   }
-  int is_cuda = kernel->target && strncmp(kernel->target, "cuda-", 5) == 0;
+  int is_cuda = attnrt_impl_is_cuda(kernel);
   if (attnrt_impl_cuda_code(kernel) && !is_cuda) {
     attnrt_impl_set_error(context,
                           "kernel %s: CUDA code in a kernel for target %s",
@@ -339,12 +347,9 @@ static attnrt_status check_tensor(attnrt_context *context,
                                   const attnrt_kernel *kernel, size_t argument,
                                   const attnrt_tensor *tensor,
                                   binding *bindings, int64_t *out_bytes) {
-  size_t num_inputs = (size_t)kernel->num_inputs;
-  const attnrt_arg_info *info = argument < num_inputs
-                                    ? &kernel->inputs[argument]
-                                    : &kernel->outputs[argument - num_inputs];
+  const attnrt_arg_info *info = attnrt_impl_arg_info(kernel, argument);
   char label[LABEL_CAPACITY], got[SHAPE_CAPACITY], want[SHAPE_CAPACITY];
-  arg_label(label, kernel, argument);
+  attnrt_impl_arg_label(label, kernel, argument);
 
   if (!tensor->data) {
     attnrt_impl_set_error(context, "%s: data is null", label);
@@ -402,7 +407,7 @@ static attnrt_status check_tensor(attnrt_context *context,
       b->argument = argument;
     } else if (b->value != shape[d]) {
       char bound_by[LABEL_CAPACITY];
-      arg_label(bound_by, kernel, b->argument);
+      attnrt_impl_arg_label(bound_by, kernel, b->argument);
       attnrt_impl_set_error(context,
                             "%s: dim %" PRId32 " is %" PRId64
                             ", expected %" PRId64 " (%s, bound to %" PRId64
@@ -516,7 +521,7 @@ static attnrt_status invoke(attnrt_context *context,
   if (status != ATTNRT_OK)
     return status;
   const char *name = kernel->name;
-  int is_cuda = strncmp(kernel->target ? kernel->target : "", "cuda-", 5) == 0;
+  int is_cuda = attnrt_impl_is_cuda(kernel);
   if (stream && !is_cuda) {
     attnrt_impl_set_error(context,
                           "kernel %s runs on the CPU (target %s): its "
@@ -589,8 +594,8 @@ static attnrt_status invoke(attnrt_context *context,
       if (!overlaps(buffers[o], bytes[o], buffers[a], bytes[a]))
         continue;
       char label[LABEL_CAPACITY], other[LABEL_CAPACITY];
-      arg_label(label, kernel, o);
-      arg_label(other, kernel, a);
+      attnrt_impl_arg_label(label, kernel, o);
+      attnrt_impl_arg_label(other, kernel, a);
       attnrt_impl_set_error(context,
                             "%s: its memory overlaps %s (outputs "
                             "must not alias inputs or each other)",

@@ -270,6 +270,29 @@ static void *remember(size_t bytes, int ordinal) {
   return start;
 }
 
+/* The allocation holding [address, address + bytes), or -1. Under `lock`. */
+static int allocation_of(const char *address, size_t bytes) {
+  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+    if (allocations[i].start && address >= allocations[i].start &&
+        address + bytes <= allocations[i].start + allocations[i].bytes)
+      return i;
+  return -1;
+}
+
+/* Frees the allocation that starts at `pointer`: 1 if there was one. */
+static int forget(uint64_t pointer) {
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
+    if (allocations[i].start == (char *)(uintptr_t)pointer) {
+      free(allocations[i].start);
+      allocations[i].start = NULL;
+      found = 1;
+    }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
 EXPORT int cuMemAllocAsync(uint64_t *pointer, size_t bytes, void *stream) {
   (void)stream;
   void *start = remember(bytes, 0);
@@ -285,14 +308,11 @@ EXPORT int cuMemAllocAsync(uint64_t *pointer, size_t bytes, void *stream) {
 
 EXPORT int cuMemFreeAsync(uint64_t pointer, void *stream) {
   (void)stream;
-  pthread_mutex_lock(&lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
-    if (allocations[i].start == (char *)(uintptr_t)pointer) {
-      free(allocations[i].start);
-      allocations[i].start = NULL;
-      --counts.workspaces_live;
-    }
-  pthread_mutex_unlock(&lock);
+  if (forget(pointer)) {
+    pthread_mutex_lock(&lock);
+    --counts.workspaces_live;
+    pthread_mutex_unlock(&lock);
+  }
   return 0;
 }
 
@@ -307,17 +327,12 @@ EXPORT int cuStreamSynchronize(void *stream) {
 EXPORT int cuPointerGetAttribute(void *value, int attribute, uint64_t pointer) {
   if (attribute != 9) /* CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL */
     return CUDA_ERROR_INVALID_VALUE;
-  char *address = (char *)(uintptr_t)pointer;
-  int result = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
-    if (allocations[i].start && address >= allocations[i].start &&
-        address < allocations[i].start + allocations[i].bytes) {
-      *(int *)value = allocations[i].ordinal;
-      result = 0;
-    }
+  int i = allocation_of((const char *)(uintptr_t)pointer, 1);
+  if (i >= 0)
+    *(int *)value = allocations[i].ordinal;
   pthread_mutex_unlock(&lock);
-  return result;
+  return i >= 0 ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
@@ -329,31 +344,19 @@ EXPORT int cuMemAlloc_v2(uint64_t *pointer, size_t bytes) {
 }
 
 EXPORT int cuMemFree_v2(uint64_t pointer) {
-  int result = CUDA_ERROR_INVALID_VALUE;
-  pthread_mutex_lock(&lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
-    if (allocations[i].start == (char *)(uintptr_t)pointer) {
-      free(allocations[i].start);
-      allocations[i].start = NULL;
-      result = 0;
-    }
-  pthread_mutex_unlock(&lock);
-  return result;
+  return forget(pointer) ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Copies within an allocation only, as the driver checks. */
 static int copy(char *destination, const char *source, size_t bytes,
                 const char *device) {
-  int result = CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&lock);
-  for (int i = 0; i < MAX_ALLOCATIONS; ++i)
-    if (allocations[i].start && device >= allocations[i].start &&
-        device + bytes <= allocations[i].start + allocations[i].bytes)
-      result = 0;
+  int inside = allocation_of(device, bytes) >= 0;
   pthread_mutex_unlock(&lock);
-  if (result == 0)
-    memcpy(destination, source, bytes);
-  return result;
+  if (!inside)
+    return CUDA_ERROR_INVALID_VALUE;
+  memcpy(destination, source, bytes);
+  return 0;
 }
 
 EXPORT int cuMemcpyHtoD_v2(uint64_t device, const void *host, size_t bytes) {
