@@ -144,6 +144,9 @@ private:
   llvm::LLVMContext &context;
   llvm::Type *i32, *i64, *ptr;
 
+  llvm::Constant *null() {
+    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+  }
   llvm::Constant *privateConstant(llvm::Constant *value,
                                   const std::string &suffix) {
     return new llvm::GlobalVariable(
@@ -151,13 +154,13 @@ private:
         llvm::GlobalValue::PrivateLinkage, value, graph.name + "." + suffix);
   }
   llvm::Constant *string(const std::string &text, const std::string &suffix) {
-    return privateConstant(llvm::ConstantDataArray::getString(context, text),
-                           suffix);
+    return privateConstant(
+        llvm::ConstantDataArray::getString(context, text), suffix);
   }
   llvm::Constant *pointerArray(const std::vector<llvm::Constant *> &items,
                                const std::string &suffix) {
     if (items.empty())
-      return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+      return null();
     auto *type = llvm::ArrayType::get(ptr, items.size());
     return privateConstant(llvm::ConstantArray::get(type, items), suffix);
   }
@@ -182,9 +185,6 @@ private:
                                const std::string &suffix);
   llvm::StructType *cudaFunctionType() {
     return llvm::StructType::get(context, {ptr, i32, ptr, i32, i32, i32});
-  }
-  llvm::Constant *null() {
-    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
   }
 };
 
@@ -332,7 +332,7 @@ DescriptorBuilder::divisibilities(const std::vector<SizeDivisibility> &rules) {
                           "divisibility" + std::to_string(constants.size()))}));
   }
   if (constants.empty())
-    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+    return null();
   return privateConstant(
       llvm::ConstantArray::get(llvm::ArrayType::get(ruleType, constants.size()),
                                constants),
@@ -355,7 +355,7 @@ llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
     std::vector<int64_t> dims = abiDims(graph, type.shape);
     llvm::Constant *dimArray =
         dims.empty()
-            ? llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0))
+            ? null()
             : privateConstant(llvm::ConstantDataArray::get(
                                   context, llvm::ArrayRef<int64_t>(dims)),
                               suffix + ".dims");
@@ -365,7 +365,7 @@ llvm::Constant *DescriptorBuilder::argInfos(const std::vector<ValueId> &ids,
                    llvm::ConstantInt::get(i32, dims.size()), dimArray}));
   }
   if (infos.empty())
-    return llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+    return null();
   return privateConstant(
       llvm::ConstantArray::get(llvm::ArrayType::get(infoType, infos.size()),
                                infos),

@@ -222,12 +222,10 @@ public:
     for (Tensor &tensor : outputs)
       out.push_back(describe(tensor));
     DeviceCopies copies(*this);
-    if (cuda) {
-      for (attnrt_tensor &tensor : in)
-        copies.toDevice(tensor, /*upload=*/true);
-      for (attnrt_tensor &tensor : out)
-        copies.toDevice(tensor, /*upload=*/false);
-    }
+    for (size_t i = 0; cuda && i < in.size(); ++i)
+      copies.toDevice(in[i], inputs[i].data.size(), /*upload=*/true);
+    for (size_t i = 0; cuda && i < out.size(); ++i)
+      copies.toDevice(out[i], outputs[i].data.size(), /*upload=*/false);
     attnrt_status status =
         milliseconds
             ? attnrt_invoke_timed(context, kernel, in.data(), in.size(),
@@ -259,11 +257,9 @@ private:
       for (void *buffer : buffers)
         attnrt_device_release(owner.context, buffer);
     }
-    /// Points `tensor` at a device copy of its data (uploaded or not).
-    void toDevice(attnrt_tensor &tensor, bool upload) {
-      size_t bytes = attnrt_dtype_size(tensor.dtype);
-      for (int32_t d = 0; d < tensor.rank; ++d)
-        bytes *= size_t(tensor.shape[d]);
+    /// Points `tensor` at a device copy of its `bytes` of data (uploaded or
+    /// not).
+    void toDevice(attnrt_tensor &tensor, size_t bytes, bool upload) {
       void *buffer = nullptr;
       check(attnrt_device_allocate(owner.context, bytes, &buffer));
       buffers.push_back(buffer);
