@@ -73,6 +73,7 @@ AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
   tiling.queryTile = roundUp(schedule.queryTile, queryBlock);
   tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
   tiling.bf16Dot = schedule.bf16Dot && schedule.vectorWidth == 16;
+  tiling.valuePrefetchBytes = schedule.valuePrefetchBytes;
   return tiling;
 }
 
@@ -1292,16 +1293,22 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
       keyRows.push_back(
           rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
     // Decoding streams K and V once, so it is bound by memory: ask for the
-    // next step's K rows and this step's V rows (read by P·V after the
-    // softmax, a column block at a time) while these products run. Each
-    // measured 10-30% faster on Zen 3; V a step ahead during P·V, slower.
+    // next step's K rows and (schedule's valuePrefetchBytes) this step's V
+    // rows, read by P·V after the softmax a column block at a time, while
+    // these products run. Each measured 10-30% faster on Zen 3; V a step
+    // ahead during P·V, slower. On Zen 5 the V prefetches cost f32 rows
+    // 15-20% (docs/design/cpu-backend.md).
+    int64_t valueBytes =
+        cast<MemRefType>(buf.value.data.getType()).getElementTypeBitWidth() / 8;
+    bool prefetchValues = valueBytes <= t.valuePrefetchBytes;
     for (int64_t k = 0; k < KB; ++k) {
       Value key = e.add(e.add(j0, jb), k);
       prefetchRow(buf.key.data,
                   rowOffset(kRows, e.min(e.add(key, decodeKeys(W)), lastKey)),
                   Dk, staticDk);
-      prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,
-                  staticDv);
+      if (prefetchValues)
+        prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,
+                    staticDv);
     }
     e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
       // One step of W depths; `count` masks the last, partial one.

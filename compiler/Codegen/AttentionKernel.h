@@ -45,6 +45,7 @@ struct AttentionTiling {
   int64_t vectorWidth, queryTile, keyTile;
   int64_t scoreVectors, scoreKeys, pvRows, pvVectors;
   bool bf16Dot = false; ///< AttentionSchedule::bf16Dot.
+  int64_t valuePrefetchBytes = 4; ///< AttentionSchedule::valuePrefetchBytes.
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 

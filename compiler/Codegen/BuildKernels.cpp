@@ -654,6 +654,7 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
     schedule.pvRows = pvRows;
     schedule.pvVectors = pvVectors;
     schedule.bf16Dot = bf16Dot;
+    schedule.valuePrefetchBytes = valuePrefetchBytes;
     for (int64_t value : {queryTile.getValue(), keyTile.getValue(),
                           vectorWidth.getValue(), scoreVectors.getValue(),
                           scoreKeys.getValue(), pvRows.getValue(),
@@ -711,6 +712,7 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
   options.pvRows = schedule.pvRows;
   options.pvVectors = schedule.pvVectors;
   options.bf16Dot = schedule.bf16Dot;
+  options.valuePrefetchBytes = schedule.valuePrefetchBytes;
   return options;
 }
 

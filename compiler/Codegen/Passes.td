@@ -53,6 +53,10 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
            "bf16 Q.K^T and P.V through AVX512-BF16 dot products "
            "(vdpbf16ps; the target must have avx512bf16 and 16-lane "
            "vectors)">,
+    Option<"valuePrefetchBytes", "value-prefetch-bytes", "int64_t",
+           /*default=*/"4",
+           "A decode step prefetches its V rows while its scores run when a "
+           "V element has at most this many bytes (0: never)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

@@ -54,9 +54,9 @@ public:
     if (!document.is_object())
       fail("", "expected a schedule object");
     static const char *const known[] = {
-        "attnc_schedule", "target_class", "query_tile",
-        "key_tile",       "vector_width", "score_block",
-        "pv_block",       "threads",      "measured"};
+        "attnc_schedule",       "target_class", "query_tile", "key_tile",
+        "vector_width",         "score_block",  "pv_block",   "threads",
+        "value_prefetch_bytes", "measured"};
     for (const auto &item : document.items())
       if (std::find(std::begin(known), std::end(known), item.key()) ==
           std::end(known))
@@ -102,6 +102,17 @@ public:
     if (schedule.queryTile % pvRows != 0)
       fail("/pv_block/0", "query_tile must be a multiple of pv_block[0]");
     schedule.threads = integer(document, "threads", 0);
+    // Optional: files written before it existed take the class's default
+    // (every default file states it).
+    if (document.contains("value_prefetch_bytes")) {
+      schedule.valuePrefetchBytes =
+          integer(document, "value_prefetch_bytes", 0);
+      if (schedule.valuePrefetchBytes != 0 &&
+          schedule.valuePrefetchBytes != 2 && schedule.valuePrefetchBytes != 4)
+        fail("/value_prefetch_bytes", "must be 0, 2 or 4");
+    } else {
+      schedule.valuePrefetchBytes = defaultSchedule(target).valuePrefetchBytes;
+    }
     if (document.contains("measured"))
       schedule.measured = string(document, "measured");
     schedule.source = file;
@@ -162,6 +173,7 @@ std::string AttentionSchedule::toJson() const {
                    {"score_block", {scoreVectors, scoreKeys}},
                    {"pv_block", {pvRows, pvVectors}},
                    {"threads", threads},
+                   {"value_prefetch_bytes", valuePrefetchBytes},
                    {"measured", measured}};
   return document.dump(2);
 }

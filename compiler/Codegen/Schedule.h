@@ -24,6 +24,10 @@ struct AttentionSchedule {
   int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
   int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.
   int64_t threads = 0;  ///< Default threads; 0 = one per core.
+  /// A decode step (a tile of at most one vector of rows) prefetches its V
+  /// rows while its scores run when a V element has at most this many
+  /// bytes: 0 never, 2 f16/bf16 only, 4 every element type.
+  int64_t valuePrefetchBytes = 4;
   /// bf16 Q·Kᵀ and P·V through AVX512-BF16 dot products (vdpbf16ps): set
   /// from the target's features when compiling, never read from a file.
   bool bf16Dot = false;

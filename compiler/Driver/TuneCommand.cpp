@@ -414,9 +414,9 @@ int Tuner::run() {
                               : parseScheduleSpace(spaceText, options::space);
     all = mlirCandidates(space, defaultSchedule(target));
     spaceVersion = space.version;
-    parameterNames = {"query tile", "key tile",
-                      "score block (query vectors x keys)",
-                      "P.V block (rows x vectors)"};
+    parameterNames = {
+        "query tile", "key tile", "score block (query vectors x keys)",
+        "P.V block (rows x vectors)", "V prefetch (widest V element, bytes)"};
   } else {
     HalideScheduleSpace space =
         spaceText.empty() ? halideScheduleSpace()

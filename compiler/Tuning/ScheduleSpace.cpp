@@ -70,9 +70,10 @@ public:
   }
 
   ScheduleSpace read(const std::string &text) {
-    json document = object(text, {"attnc_schedule_space", "version",
-                                  "query_tile", "key_tile", "score_block",
-                                  "pv_block", "registers", "notes"});
+    json document =
+        object(text, {"attnc_schedule_space", "version", "query_tile",
+                      "key_tile", "score_block", "pv_block",
+                      "value_prefetch_bytes", "registers", "notes"});
     ScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -80,6 +81,18 @@ public:
     space.keyTiles = integers(document, "key_tile");
     space.scoreBlocks = pairs(document, "score_block");
     space.pvBlocks = pairs(document, "pv_block");
+    if (document.contains("value_prefetch_bytes")) {
+      const json &list = document["value_prefetch_bytes"];
+      if (!list.is_array() || list.empty())
+        fail("/value_prefetch_bytes", "expected a non-empty array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (!list[i].is_number_integer() ||
+            (list[i] != 0 && list[i] != 2 && list[i] != 4))
+          fail("/value_prefetch_bytes/" + std::to_string(i),
+               "expected 0, 2 or 4, got " + list[i].dump());
+        space.valuePrefetchBytes.push_back(list[i].get<int64_t>());
+      }
+    }
     const json &registers = member(document, "registers");
     if (!registers.is_object() || registers.empty())
       fail("/registers", "expected an object of register counts");
@@ -169,7 +182,8 @@ std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
          describeSchedule(s),
          {std::to_string(s.queryTile), std::to_string(s.keyTile),
           std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys),
-          std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors)},
+          std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors),
+          std::to_string(s.valuePrefetchBytes)},
          s.toJson(),
          ""});
   return result;
@@ -242,23 +256,28 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
                     defaults.targetClass);
   std::vector<AttentionSchedule> result = {defaults};
   std::set<std::string> seen = {candidateKey(defaults)};
+  std::vector<int64_t> prefetches = space.valuePrefetchBytes;
+  if (prefetches.empty())
+    prefetches = {defaults.valuePrefetchBytes};
   for (int64_t queryTile : space.queryTiles)
     for (int64_t keyTile : space.keyTiles)
       for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
-        for (auto [pvRows, pvVectors] : space.pvBlocks) {
-          AttentionSchedule schedule = defaults;
-          schedule.queryTile = queryTile;
-          schedule.keyTile = keyTile;
-          schedule.scoreVectors = scoreVectors;
-          schedule.scoreKeys = scoreKeys;
-          schedule.pvRows = pvRows;
-          schedule.pvVectors = pvVectors;
-          if (!legalSchedule(schedule) ||
-              !fitsRegisters(schedule, registers->second) ||
-              !seen.insert(candidateKey(schedule)).second)
-            continue;
-          result.push_back(schedule);
-        }
+        for (auto [pvRows, pvVectors] : space.pvBlocks)
+          for (int64_t prefetch : prefetches) {
+            AttentionSchedule schedule = defaults;
+            schedule.queryTile = queryTile;
+            schedule.keyTile = keyTile;
+            schedule.scoreVectors = scoreVectors;
+            schedule.scoreKeys = scoreKeys;
+            schedule.pvRows = pvRows;
+            schedule.pvVectors = pvVectors;
+            schedule.valuePrefetchBytes = prefetch;
+            if (!legalSchedule(schedule) ||
+                !fitsRegisters(schedule, registers->second) ||
+                !seen.insert(candidateKey(schedule)).second)
+              continue;
+            result.push_back(schedule);
+          }
   return result;
 }
 
@@ -266,7 +285,11 @@ std::string describeSchedule(const AttentionSchedule &s) {
   return "query " + std::to_string(s.queryTile) + ", key " +
          std::to_string(s.keyTile) + ", score " +
          std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys) +
-         ", pv " + std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
+         ", pv " + std::to_string(s.pvRows) + "x" +
+         std::to_string(s.pvVectors) + ", V prefetch " +
+         (s.valuePrefetchBytes == 0   ? std::string("off")
+          : s.valuePrefetchBytes == 2 ? std::string("f16/bf16")
+                                      : std::string("all"));
 }
 
 std::string candidateKey(const AttentionSchedule &s) {
@@ -275,6 +298,7 @@ std::string candidateKey(const AttentionSchedule &s) {
               {"query_tile", s.queryTile},
               {"score_block", {s.scoreVectors, s.scoreKeys}},
               {"target_class", s.targetClass},
+              {"value_prefetch_bytes", s.valuePrefetchBytes},
               {"vector_width", s.vectorWidth}};
   return key.dump(); // nlohmann::json keeps keys sorted.
 }

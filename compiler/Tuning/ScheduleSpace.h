@@ -26,6 +26,8 @@ struct ScheduleSpace {
   int64_t version = 0;
   std::vector<int64_t> queryTiles, keyTiles;
   std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
+  /// AttentionSchedule::valuePrefetchBytes values; empty: the default's.
+  std::vector<int64_t> valuePrefetchBytes;
   std::map<std::string, int64_t> registers; ///< Vector registers per class.
 };
 

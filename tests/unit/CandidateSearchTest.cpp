@@ -71,6 +71,42 @@ TEST(CandidateSearchTest, TheDefaultComesFirstAndEveryCandidateOnce) {
     EXPECT_TRUE(keys.insert(candidateKey(s)).second) << candidateKey(s);
 }
 
+// Tests that value_prefetch_bytes multiplies the space when the space lists
+// it and keeps the default's value when it does not.
+TEST(CandidateSearchTest, ValuePrefetchIsAParameterWhenListed) {
+  AttentionSchedule defaults;
+  defaults.targetClass = "x86-64-avx512";
+  defaults.vectorWidth = 16;
+  defaults.queryTile = 64;
+  defaults.keyTile = 64;
+  defaults.scoreVectors = 2;
+  defaults.scoreKeys = 8;
+  defaults.pvRows = 4;
+  defaults.pvVectors = 4;
+  defaults.valuePrefetchBytes = 2;
+  ScheduleSpace space;
+  space.queryTiles = {64};
+  space.keyTiles = {64};
+  space.scoreBlocks = {{2, 8}};
+  space.pvBlocks = {{4, 4}};
+  space.registers = {{"x86-64-avx512", 32}};
+  std::vector<AttentionSchedule> all = candidates(space, defaults);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].valuePrefetchBytes, 2);
+  space.valuePrefetchBytes = {0, 2, 4};
+  all = candidates(space, defaults);
+  ASSERT_EQ(all.size(), 3u);
+  std::set<int64_t> values;
+  std::set<std::string> keys;
+  for (const AttentionSchedule &s : all) {
+    values.insert(s.valuePrefetchBytes);
+    keys.insert(candidateKey(s));
+  }
+  EXPECT_EQ(all[0].valuePrefetchBytes, 2);
+  EXPECT_EQ(values, (std::set<int64_t>{0, 2, 4}));
+  EXPECT_EQ(keys.size(), 3u);
+}
+
 TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
   std::vector<AttentionSchedule> all = space();
   CandidateSearch search(parametersOf(all), everyIndex(all.size()),

@@ -174,6 +174,21 @@ TEST(Schedules, RoundTrip) {
   EXPECT_EQ(again.source, "s.json");
 }
 
+// Tests that value_prefetch_bytes is optional: a file without it takes its
+// class's default (f16/bf16 rows only on AVX-512, every row elsewhere).
+TEST(Schedules, ValuePrefetchDefaultsToTheClass) {
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).valuePrefetchBytes, 2);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx2")).valuePrefetchBytes, 4);
+  CpuTarget target = cpuTarget("x86-64-avx512");
+  std::string text =
+      "{\"attnc_schedule\": 1, \"target_class\": \"x86-64-avx512\", "
+      "\"query_tile\": 64, \"key_tile\": 64, \"vector_width\": 16, "
+      "\"score_block\": [2, 8], \"pv_block\": [4, 4], \"threads\": 0}";
+  EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 2);
+  text.insert(text.size() - 1, ", \"value_prefetch_bytes\": 0");
+  EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 0);
+}
+
 struct BadSchedule {
   const char *name, *edit, *message;
 };
@@ -231,7 +246,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadSchedule{"Missing", SCHEDULE("\"vector_width\": 16"),
                     "s.json: needs \"query_tile\""},
         BadSchedule{"NotInteger", SCHEDULE("\"vector_width\": 16.5"),
-                    "s.json: /vector_width: expected an integer, got 16.5"}),
+                    "s.json: /vector_width: expected an integer, got 16.5"},
+        BadSchedule{"ValuePrefetch",
+                    SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, "
+                             "\"key_tile\": 64, " GOOD_BLOCKS
+                             ", \"value_prefetch_bytes\": 3"),
+                    "s.json: /value_prefetch_bytes: must be 0, 2 or 4"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace
