@@ -6,22 +6,32 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 using namespace attnc;
 using namespace attnc::tuning;
 
 namespace {
 
+/// A schedule of `targetClass` with `width` lanes, query and key tiles and
+/// score and P·V blocks.
+AttentionSchedule schedule(const char *targetClass, int64_t width,
+                           int64_t queryTile, int64_t keyTile,
+                           std::pair<int64_t, int64_t> score,
+                           std::pair<int64_t, int64_t> pv) {
+  AttentionSchedule s;
+  s.targetClass = targetClass;
+  s.vectorWidth = width;
+  s.queryTile = queryTile;
+  s.keyTile = keyTile;
+  std::tie(s.scoreVectors, s.scoreKeys) = score;
+  std::tie(s.pvRows, s.pvVectors) = pv;
+  return s;
+}
+
 std::vector<AttentionSchedule> space() {
-  AttentionSchedule defaults;
-  defaults.targetClass = "x86-64-avx2";
-  defaults.vectorWidth = 8;
-  defaults.queryTile = 32;
-  defaults.keyTile = 48;
-  defaults.scoreVectors = 2;
-  defaults.scoreKeys = 6;
-  defaults.pvRows = 4;
-  defaults.pvVectors = 2;
+  AttentionSchedule defaults =
+      schedule("x86-64-avx2", 8, 32, 48, {2, 6}, {4, 2});
   ScheduleSpace space;
   space.version = 1;
   space.queryTiles = {16, 32, 48};
@@ -74,15 +84,8 @@ TEST(CandidateSearchTest, TheDefaultComesFirstAndEveryCandidateOnce) {
 // Tests that value_prefetch_bytes multiplies the space when the space lists
 // it and keeps the default's value when it does not.
 TEST(CandidateSearchTest, ValuePrefetchIsAParameterWhenListed) {
-  AttentionSchedule defaults;
-  defaults.targetClass = "x86-64-avx512";
-  defaults.vectorWidth = 16;
-  defaults.queryTile = 64;
-  defaults.keyTile = 64;
-  defaults.scoreVectors = 2;
-  defaults.scoreKeys = 8;
-  defaults.pvRows = 4;
-  defaults.pvVectors = 4;
+  AttentionSchedule defaults =
+      schedule("x86-64-avx512", 16, 64, 64, {2, 8}, {4, 4});
   defaults.valuePrefetchBytes = 2;
   ScheduleSpace space;
   space.queryTiles = {64};
