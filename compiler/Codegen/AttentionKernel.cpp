@@ -571,6 +571,10 @@ private:
   // vPairs[m][d] = v[2m][d] | v[2m + 1][d] << 16 (Dv padded with zeros).
   bool bf16Dot = false;
   Value qPairs, pPairs, vPairs;
+  // qRowPairs[i][m] = qPairs[m][i] for one vector of rows, each row padded
+  // with zeros to qPairRowLength words (ceil(Dk / 2) rounded up to W): the
+  // raw queries as depthInLanesBf16Scores reads them.
+  Value qRowPairs, qPairRowLength;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to qRowLength (Dk rounded up to W).
   Value qRows, qRowLength;
@@ -655,8 +659,11 @@ private:
       Value j0, Value nk,
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
+  void packQueryRowPairs();
   void bf16DotScores(Value j0, Value nk);
+  void prefetchDecodeStep(Value j0, Value jb);
   void depthInLanesScores(Value j0, Value nk);
+  void depthInLanesBf16Scores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
@@ -737,16 +744,19 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   }
 
   computeScales();
-  packQueries();
-  if (score != attn::ScoreKind::additive)
-    packQueryRows();
   auto isBf16 = [](Value buffer) {
     return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
   };
   bf16Dot = t.bf16Dot && score == attn::ScoreKind::dot &&
             isBf16(buf.query.data) && isBf16(buf.key.data);
-  if (bf16Dot) {
+  // bf16 dot products read the raw queries as pairs, never QT or qRows.
+  if (!bf16Dot) {
+    packQueries();
+    if (score != attn::ScoreKind::additive)
+      packQueryRows();
+  } else {
     packQueryPairs();
+    packQueryRowPairs();
     int64_t keyPairs = (BK + 1) / 2;
     pPairs = allocaWords(e.index(keyPairs * BQ));
     vPairs = allocaWords(e.mul(dvPaddedValue, keyPairs));
@@ -969,7 +979,8 @@ void AttentionTaskBuilder::packRaw(Value into, double factor) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile;
   Value scale = e.f32Constant(factor);
-  e.loop(e.index(0), e.index(BQ), 1, [&](Value i) {
+  // Only the rows the products read (a decode tile: one vector, not BQ).
+  e.loop(e.index(0), liveQueries, 1, [&](Value i) {
     Value inside = e.lt(i, nq);
     // Padding rows read the tile's last row (then zeroed).
     auto [head, query] = headAndQuery(e.min(i, e.sub(nq, e.index(1))));
@@ -1042,11 +1053,14 @@ void AttentionTaskBuilder::packQueries() {
                    [&](Value a, Value d) { return e.add(e.mul(a, Dk), d); });
     return;
   }
-  // Fold scale·log2(e) (or scale/c) into QT.
+  // Fold scale·log2(e) (or scale/c) into QT's live rows.
   Value factor = e.broadcast(scoreFactor, W);
-  e.loop(e.index(0), e.mul(Dk, BQ), W, [&](Value i) {
-    Value x = b.create<vector::LoadOp>(vec, qt, i);
-    b.create<vector::StoreOp>(b.create<arith::MulFOp>(x, factor), qt, i);
+  e.loop(e.index(0), Dk, 1, [&](Value d) {
+    e.loop(e.index(0), liveQueries, W, [&](Value i) {
+      Value at = e.add(e.mul(d, BQ), i);
+      Value x = b.create<vector::LoadOp>(vec, qt, at);
+      b.create<vector::StoreOp>(b.create<arith::MulFOp>(x, factor), qt, at);
+    });
   });
 }
 
@@ -1122,7 +1136,7 @@ void AttentionTaskBuilder::packQueryPairs() {
   Value zero = b.create<arith::ConstantIntOp>(0, 32);
   Value sixteen = b.create<arith::ConstantIntOp>(16, 32);
   Value lastDepth = e.sub(Dk, e.index(1));
-  e.loop(e.index(0), e.index(BQ), 1, [&](Value i) {
+  e.loop(e.index(0), liveQueries, 1, [&](Value i) {
     Value inside = e.lt(i, nq);
     auto [head, query] = headAndQuery(e.min(i, e.sub(nq, e.index(1))));
     Value row = queryOffset(head, query, Dk);
@@ -1139,6 +1153,30 @@ void AttentionTaskBuilder::packQueryPairs() {
       Value pair = b.create<arith::OrIOp>(
           bitsAt(d), b.create<arith::ShLIOp>(bitsAt(e.add(d, 1)), sixteen));
       b.create<memref::StoreOp>(pair, qPairs, e.add(e.mul(m, BQ), i));
+    });
+  });
+}
+
+/// qRowPairs[i][m] = qPairs[m][i] for one vector of rows, zero past the
+/// pairs of Dk. Only a tile of at most one vector of rows uses them.
+void AttentionTaskBuilder::packQueryRowPairs() {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  Value pairs = e.ceilDiv(Dk, 2);
+  qPairRowLength = staticDk ? e.index(roundUp((*staticDk + 1) / 2, W))
+                            : e.mul(e.ceilDiv(pairs, W), W);
+  qRowPairs = allocaWords(e.mul(qPairRowLength, W));
+  Value zero = b.create<arith::ConstantIntOp>(0, 32);
+  Value lastPair = e.sub(pairs, e.index(1));
+  e.ifThen(oneVector, [&] {
+    e.loop(e.index(0), e.index(W), 1, [&](Value i) {
+      e.loop(e.index(0), qPairRowLength, 1, [&](Value m) {
+        Value word = b.create<memref::LoadOp>(
+            qPairs, e.add(e.mul(e.min(m, lastPair), BQ), i));
+        word = b.create<arith::SelectOp>(e.lt(m, pairs), word, zero);
+        b.create<memref::StoreOp>(word, qRowPairs,
+                                  e.add(e.mul(i, qPairRowLength), m));
+      });
     });
   });
 }
@@ -1275,11 +1313,36 @@ void AttentionTaskBuilder::forEachScoreBlock(
   });
 }
 
+/// Decoding streams K and V once, so it is bound by memory: asks for the
+/// next step's K rows and (schedule's valuePrefetchBytes) this step's V rows,
+/// read by P·V after the softmax a column block at a time, for the
+/// depthKeys(W) keys from j0 + jb, while their products run. Each measured
+/// 10-30% faster on Zen 3; V a step ahead during P·V, slower. On Zen 5 the V
+/// prefetches cost f32 rows 15-20% (docs/design/cpu-backend.md).
+void AttentionTaskBuilder::prefetchDecodeStep(Value j0, Value jb) {
+  int64_t W = t.vectorWidth;
+  Value lastKey = e.sub(T, e.index(1));
+  int64_t valueBytes =
+      cast<MemRefType>(buf.value.data.getType()).getElementTypeBitWidth() / 8;
+  bool prefetchValues = valueBytes <= t.valuePrefetchBytes;
+  for (int64_t k = 0; k < depthKeys(W); ++k) {
+    Value key = e.add(e.add(j0, jb), k);
+    prefetchRow(buf.key.data,
+                rowOffset(kRows, e.min(e.add(key, decodeKeys(W)), lastKey)), Dk,
+                staticDk);
+    if (prefetchValues)
+      prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,
+                  staticDv);
+  }
+}
+
 /// For at most one vector of rows: blocks of depthKeys(W) keys × depthRows(W)
 /// rows, each accumulator a vector over d (K rows and qRows read as
 /// vectors, no broadcasts), then summed into one vector of scores by
 /// sumEach: lane k·RB + r is key k, row r.
 void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
+  if (bf16Dot)
+    return depthInLanesBf16Scores(j0, nk);
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t RB = depthRows(W), KB = depthKeys(W);
@@ -1292,24 +1355,7 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
     for (int64_t k = 0; k < KB; ++k)
       keyRows.push_back(
           rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
-    // Decoding streams K and V once, so it is bound by memory: ask for the
-    // next step's K rows and (schedule's valuePrefetchBytes) this step's V
-    // rows, read by P·V after the softmax a column block at a time, while
-    // these products run. Each measured 10-30% faster on Zen 3; V a step
-    // ahead during P·V, slower. On Zen 5 the V prefetches cost f32 rows
-    // 15-20% (docs/design/cpu-backend.md).
-    int64_t valueBytes =
-        cast<MemRefType>(buf.value.data.getType()).getElementTypeBitWidth() / 8;
-    bool prefetchValues = valueBytes <= t.valuePrefetchBytes;
-    for (int64_t k = 0; k < KB; ++k) {
-      Value key = e.add(e.add(j0, jb), k);
-      prefetchRow(buf.key.data,
-                  rowOffset(kRows, e.min(e.add(key, decodeKeys(W)), lastKey)),
-                  Dk, staticDk);
-      if (prefetchValues)
-        prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,
-                    staticDv);
-    }
+    prefetchDecodeStep(j0, jb);
     e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
       // One step of W depths; `count` masks the last, partial one.
       auto step = [&](Value d, ValueRange accs, Value count) {
@@ -1341,6 +1387,88 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
                 total, ArrayRef<int64_t>{k * RB}, ArrayRef<int64_t>{RB},
                 ArrayRef<int64_t>{1}),
             scores, e.add(e.mul(e.add(jb, k), BQ), rb));
+    });
+  });
+}
+
+/// depthInLanesScores with bf16 q and k on AVX512-BF16: each vdpbf16ps takes
+/// 2W depths of one key row against the same depths of one query row
+/// (qRowPairs), both raw bf16 pairs as they lie in memory, so a block takes
+/// half the instructions of the f32 FMAs and K is never converted; the exact
+/// products are summed in f32 and scaled once, as in bf16DotScores.
+void AttentionTaskBuilder::depthInLanesBf16Scores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t RB = depthRows(W), KB = depthKeys(W);
+  Type bf16 = b.getBF16Type();
+  auto bf16Type = VectorType::get({2 * W}, bf16);
+  auto pairsType = VectorType::get({W}, b.getI32Type());
+  Value lastKey = e.sub(T, e.index(1));
+  Value fullDepth = staticDk ? e.index(*staticDk / (2 * W) * (2 * W))
+                             : e.mul(e.div(Dk, e.index(2 * W)), 2 * W);
+  Value rowEnd = e.mul(e.ceilDiv(nq, RB), RB);
+  Value factor = e.broadcast(scoreFactor, W);
+  Value zeros = b.create<arith::ConstantOp>(
+      bf16Type, DenseElementsAttr::get(bf16Type, b.getZeroAttr(bf16)));
+  // The first `count` depths of a key row from `at`, the rest 0 (no masked
+  // bf16 loads, as loadVector).
+  auto partialKey = [&](Value at, Value count) {
+    return e.loop(
+        e.index(0), count, 1, {zeros}, [&](Value lane, ValueRange args) {
+          Value x = b.create<memref::LoadOp>(buf.key.data, e.add(at, lane));
+          return SmallVector<Value>{
+              b.create<vector::InsertElementOp>(x, args[0], lane)};
+        })[0];
+  };
+  e.loop(e.index(0), nk, KB, [&](Value jb) {
+    SmallVector<Value> keyRows;
+    for (int64_t k = 0; k < KB; ++k)
+      keyRows.push_back(
+          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+    prefetchDecodeStep(j0, jb);
+    e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
+      // One step of 2W depths; `count` zero-pads the last, partial one.
+      auto step = [&](Value d, ValueRange accs, Value count) {
+        SmallVector<Value> keys, queries;
+        for (int64_t k = 0; k < KB; ++k)
+          keys.push_back(count
+                             ? partialKey(e.add(keyRows[k], d), count)
+                             : b.create<vector::LoadOp>(bf16Type, buf.key.data,
+                                                        e.add(keyRows[k], d)));
+        Value word = e.div(d, e.index(2));
+        for (int64_t r = 0; r < RB; ++r)
+          queries.push_back(b.create<vector::BitCastOp>(
+              bf16Type, b.create<vector::LoadOp>(
+                            pairsType, qRowPairs,
+                            e.add(e.mul(e.add(rb, r), qPairRowLength), word))));
+        SmallVector<Value> next;
+        for (int64_t k = 0; k < KB; ++k)
+          for (int64_t r = 0; r < RB; ++r)
+            next.push_back(
+                b.create<LLVM::CallIntrinsicOp>(
+                     vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                     ValueRange{accs[k * RB + r], queries[r], keys[k]})
+                    .getResult(0));
+        return next;
+      };
+      SmallVector<Value> init(KB * RB, e.constant(0.0, vec));
+      SmallVector<Value> sums = llvm::to_vector(e.loop(
+          e.index(0), fullDepth, 2 * W, init,
+          [&](Value d, ValueRange accs) { return step(d, accs, nullptr); }));
+      if (!staticDk || *staticDk % (2 * W)) {
+        SmallVector<Type> types(sums.size(), vec);
+        sums = llvm::to_vector(e.choose(
+            e.lt(fullDepth, Dk), types,
+            [&] { return step(fullDepth, sums, e.sub(Dk, fullDepth)); },
+            [&] { return sums; }));
+      }
+      Value total = b.create<arith::MulFOp>(e.sumEach(sums), factor);
+      for (int64_t k = 0; k < KB; ++k)
+        b.create<vector::StoreOp>(b.create<vector::ExtractStridedSliceOp>(
+                                      total, ArrayRef<int64_t>{k * RB},
+                                      ArrayRef<int64_t>{RB},
+                                      ArrayRef<int64_t>{1}),
+                                  scores, e.add(e.mul(e.add(jb, k), BQ), rb));
     });
   });
 }

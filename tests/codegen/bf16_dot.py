@@ -7,8 +7,9 @@ the dot scores of bf16 q and k with vdpbf16ps: depths in pairs, an odd last
 depth alone. These cases cover what that path depends on: even and odd Dk
 (1, 2, 7, 64, 80, 129), Dk as a run-time size, query tiles of one vector and
 of several (S·G below and above 16 rows), GQA, causal and windowed masks, the
-scale and a softcap, and a decode step (whose depth-in-lanes path is not this
-one).
+scale and a softcap. Tiles of at most one vector of rows (decode steps, S·G
+<= 16) put depth in lanes and take 32 depths of a key and a query row per
+vdpbf16ps: Dk below, at and past a multiple of 32 (7, 40, 128, 129, run-time).
 Each case runs `attnc run --target x86-64-avx512-bf16 --input ... --output-dir`
 and is compared with a float64 numpy attention of the same bf16-rounded
 inputs (normwise 2e-2, NaN never passes). On a CPU without avx512bf16 the
@@ -41,6 +42,10 @@ CASES = [
     ("d129-dyn", 1, 2, 1, 40, 77, 129, 64, [{"kind": "window", "left": 20, "right": 3}], {}, True, "bf16"),
     ("d64-dyn", 2, 2, 2, 17, 300, 64, 64, [], {"softcap": 30.0}, True, "bf16"),
     ("decode", 1, 8, 2, 1, 200, 128, 128, [{"kind": "causal"}], {}, False, "bf16"),
+    ("decode-d7", 1, 4, 1, 1, 150, 7, 7, [], {}, False, "bf16"),
+    ("decode-d40", 1, 2, 2, 1, 64, 40, 40, [], {"scale": 0.5}, False, "bf16"),
+    ("decode-d129-dyn", 1, 8, 2, 1, 333, 129, 64, [{"kind": "causal"}], {"softcap": 30.0}, True, "bf16"),
+    ("short-s", 2, 4, 1, 3, 100, 64, 64, [{"kind": "window", "left": 30, "right": 0}], {}, False, "bf16"),
 ]
 
 
