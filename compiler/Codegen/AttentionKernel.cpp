@@ -53,11 +53,7 @@ int64_t roundUp(int64_t value, int64_t multiple) {
 /// The register block of depthInLanesScores: rows × keys accumulators whose
 /// sums fill exactly one vector of `width` lanes.
 int64_t depthRows(int64_t width) { return std::min<int64_t>(width, 4); }
-int64_t depthKeys(int64_t width) { return width / depthRows(width); }
-/// Keys per online-softmax step of a decode tile, a multiple of depthKeys:
-/// 16 measured best for f32 and bf16 rows of 128 on AVX2 (8 and 32 lost
-/// 5-15%).
-int64_t decodeKeys(int64_t width) { return 2 * width; }
+int64_t depthKeys(int64_t width) { return decodeKeyBlock(width); }
 
 } // namespace
 
@@ -74,6 +70,11 @@ AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
   tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
   tiling.bf16Dot = schedule.bf16Dot && schedule.vectorWidth == 16;
   tiling.valuePrefetchBytes = schedule.valuePrefetchBytes;
+  // Two vectors of keys when unset (a schedule built in code).
+  int64_t keyBlock = decodeKeyBlock(schedule.vectorWidth);
+  tiling.decodeStep = roundUp(
+      schedule.decodeStep > 0 ? schedule.decodeStep : 2 * schedule.vectorWidth,
+      keyBlock);
   return tiling;
 }
 
@@ -878,9 +879,9 @@ void AttentionTaskBuilder::lowerTiled(
     };
     // A tile of at most one vector of rows (decoding) streams K and V once
     // and is bound by memory: it takes the key tile in steps of
-    // decodeKeys(W) keys, so that the K and V rows of a step are still in
+    // t.decodeStep keys, so that the K and V rows of a step are still in
     // L1 from the products to P·V.
-    int64_t SB = decodeKeys(t.vectorWidth);
+    int64_t SB = t.decodeStep;
     e.ifThen(
         oneVector,
         [&] {
@@ -1328,7 +1329,7 @@ void AttentionTaskBuilder::prefetchDecodeStep(Value j0, Value jb) {
   for (int64_t k = 0; k < depthKeys(W); ++k) {
     Value key = e.add(e.add(j0, jb), k);
     prefetchRow(buf.key.data,
-                rowOffset(kRows, e.min(e.add(key, decodeKeys(W)), lastKey)), Dk,
+                rowOffset(kRows, e.min(e.add(key, t.decodeStep), lastKey)), Dk,
                 staticDk);
     if (prefetchValues)
       prefetchRow(buf.value.data, rowOffset(vRows, e.min(key, lastKey)), Dv,

@@ -46,6 +46,7 @@ struct AttentionTiling {
   int64_t scoreVectors, scoreKeys, pvRows, pvVectors;
   bool bf16Dot = false; ///< AttentionSchedule::bf16Dot.
   int64_t valuePrefetchBytes = 4; ///< AttentionSchedule::valuePrefetchBytes.
+  int64_t decodeStep = 0;         ///< AttentionSchedule::decodeStep.
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 

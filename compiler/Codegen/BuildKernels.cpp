@@ -655,10 +655,11 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
     schedule.pvVectors = pvVectors;
     schedule.bf16Dot = bf16Dot;
     schedule.valuePrefetchBytes = valuePrefetchBytes;
-    for (int64_t value : {queryTile.getValue(), keyTile.getValue(),
-                          vectorWidth.getValue(), scoreVectors.getValue(),
-                          scoreKeys.getValue(), pvRows.getValue(),
-                          pvVectors.getValue()})
+    schedule.decodeStep = decodeStep;
+    for (int64_t value :
+         {queryTile.getValue(), keyTile.getValue(), vectorWidth.getValue(),
+          scoreVectors.getValue(), scoreKeys.getValue(), pvRows.getValue(),
+          pvVectors.getValue(), decodeStep.getValue()})
       if (value < 1) {
         getOperation().emitError("attn-build-entry: every tile and block "
                                  "option must be >= 1");
@@ -713,6 +714,7 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
   options.pvVectors = schedule.pvVectors;
   options.bf16Dot = schedule.bf16Dot;
   options.valuePrefetchBytes = schedule.valuePrefetchBytes;
+  options.decodeStep = schedule.decodeStep;
   return options;
 }
 

@@ -57,6 +57,9 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
            /*default=*/"4",
            "A decode step prefetches its V rows while its scores run when a "
            "V element has at most this many bytes (0: never)">,
+    Option<"decodeStep", "decode-step", "int64_t", /*default=*/"16",
+           "Keys per online-softmax step of a decode tile (rounded up to "
+           "vector-width / min(vector-width, 4))">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",

@@ -56,7 +56,7 @@ public:
     static const char *const known[] = {
         "attnc_schedule",       "target_class", "query_tile", "key_tile",
         "vector_width",         "score_block",  "pv_block",   "threads",
-        "value_prefetch_bytes", "measured"};
+        "value_prefetch_bytes", "decode_step",  "measured"};
     for (const auto &item : document.items())
       if (std::find(std::begin(known), std::end(known), item.key()) ==
           std::end(known))
@@ -112,6 +112,19 @@ public:
         fail("/value_prefetch_bytes", "must be 0, 2 or 4");
     } else {
       schedule.valuePrefetchBytes = defaultSchedule(target).valuePrefetchBytes;
+    }
+    int64_t keyBlock = decodeKeyBlock(schedule.vectorWidth);
+    if (document.contains("decode_step")) {
+      schedule.decodeStep = integer(document, "decode_step", 1);
+      if (schedule.decodeStep % keyBlock != 0)
+        fail("/decode_step", "must be a multiple of " +
+                                 std::to_string(keyBlock) +
+                                 " (the keys of a decode score block at "
+                                 "vector_width " +
+                                 std::to_string(schedule.vectorWidth) + ")");
+    } else {
+      // Optional, as value_prefetch_bytes: two vectors of keys.
+      schedule.decodeStep = 2 * schedule.vectorWidth;
     }
     if (document.contains("measured"))
       schedule.measured = string(document, "measured");
@@ -174,6 +187,7 @@ std::string AttentionSchedule::toJson() const {
                    {"pv_block", {pvRows, pvVectors}},
                    {"threads", threads},
                    {"value_prefetch_bytes", valuePrefetchBytes},
+                   {"decode_step", decodeStep},
                    {"measured", measured}};
   return document.dump(2);
 }

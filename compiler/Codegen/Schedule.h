@@ -28,6 +28,10 @@ struct AttentionSchedule {
   /// rows while its scores run when a V element has at most this many
   /// bytes: 0 never, 2 f16/bf16 only, 4 every element type.
   int64_t valuePrefetchBytes = 4;
+  /// Keys per online-softmax step of a decode tile: its K and V rows stay in
+  /// L1 from the products to P·V, and the next step's K rows are prefetched.
+  /// A multiple of decodeKeyBlock(vectorWidth).
+  int64_t decodeStep = 0;
   /// bf16 Q·Kᵀ and P·V through AVX512-BF16 dot products (vdpbf16ps): set
   /// from the target's features when compiling, never read from a file.
   bool bf16Dot = false;
@@ -37,6 +41,12 @@ struct AttentionSchedule {
   /// The schedule as JSON text, in the file format.
   std::string toJson() const;
 };
+
+/// Keys per register block of a decode tile's scores (depth in lanes: each
+/// block fills one vector with min(W, 4) rows × W / min(W, 4) keys).
+inline int64_t decodeKeyBlock(int64_t vectorWidth) {
+  return vectorWidth / (vectorWidth < 4 ? vectorWidth : 4);
+}
 
 /// The default schedule of `target`'s class (host: the class its vector
 /// width gives).

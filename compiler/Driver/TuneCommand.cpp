@@ -414,9 +414,12 @@ int Tuner::run() {
                               : parseScheduleSpace(spaceText, options::space);
     all = mlirCandidates(space, defaultSchedule(target));
     spaceVersion = space.version;
-    parameterNames = {
-        "query tile", "key tile", "score block (query vectors x keys)",
-        "P.V block (rows x vectors)", "V prefetch (widest V element, bytes)"};
+    parameterNames = {"query tile",
+                      "key tile",
+                      "score block (query vectors x keys)",
+                      "P.V block (rows x vectors)",
+                      "V prefetch (widest V element, bytes)",
+                      "decode step (keys)"};
   } else {
     HalideScheduleSpace space =
         spaceText.empty() ? halideScheduleSpace()

@@ -70,10 +70,10 @@ public:
   }
 
   ScheduleSpace read(const std::string &text) {
-    json document =
-        object(text, {"attnc_schedule_space", "version", "query_tile",
-                      "key_tile", "score_block", "pv_block",
-                      "value_prefetch_bytes", "registers", "notes"});
+    json document = object(text, {"attnc_schedule_space", "version",
+                                  "query_tile", "key_tile", "score_block",
+                                  "pv_block", "value_prefetch_bytes",
+                                  "decode_step", "registers", "notes"});
     ScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -93,6 +93,8 @@ public:
         space.valuePrefetchBytes.push_back(list[i].get<int64_t>());
       }
     }
+    if (document.contains("decode_step"))
+      space.decodeSteps = integers(document, "decode_step");
     const json &registers = member(document, "registers");
     if (!registers.is_object() || registers.empty())
       fail("/registers", "expected an object of register counts");
@@ -149,7 +151,8 @@ private:
 bool legalSchedule(const AttentionSchedule &s) {
   int64_t W = s.vectorWidth;
   return s.queryTile % (s.scoreVectors * W) == 0 &&
-         s.queryTile % s.pvRows == 0 && s.keyTile % s.scoreKeys == 0;
+         s.queryTile % s.pvRows == 0 && s.keyTile % s.scoreKeys == 0 &&
+         s.decodeStep % decodeKeyBlock(W) == 0;
 }
 
 } // namespace
@@ -183,7 +186,7 @@ std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
          {std::to_string(s.queryTile), std::to_string(s.keyTile),
           std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys),
           std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors),
-          std::to_string(s.valuePrefetchBytes)},
+          std::to_string(s.valuePrefetchBytes), std::to_string(s.decodeStep)},
          s.toJson(),
          ""});
   return result;
@@ -259,25 +262,30 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
   std::vector<int64_t> prefetches = space.valuePrefetchBytes;
   if (prefetches.empty())
     prefetches = {defaults.valuePrefetchBytes};
+  std::vector<int64_t> steps = space.decodeSteps;
+  if (steps.empty())
+    steps = {defaults.decodeStep};
   for (int64_t queryTile : space.queryTiles)
     for (int64_t keyTile : space.keyTiles)
       for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
         for (auto [pvRows, pvVectors] : space.pvBlocks)
-          for (int64_t prefetch : prefetches) {
-            AttentionSchedule schedule = defaults;
-            schedule.queryTile = queryTile;
-            schedule.keyTile = keyTile;
-            schedule.scoreVectors = scoreVectors;
-            schedule.scoreKeys = scoreKeys;
-            schedule.pvRows = pvRows;
-            schedule.pvVectors = pvVectors;
-            schedule.valuePrefetchBytes = prefetch;
-            if (!legalSchedule(schedule) ||
-                !fitsRegisters(schedule, registers->second) ||
-                !seen.insert(candidateKey(schedule)).second)
-              continue;
-            result.push_back(schedule);
-          }
+          for (int64_t prefetch : prefetches)
+            for (int64_t step : steps) {
+              AttentionSchedule schedule = defaults;
+              schedule.queryTile = queryTile;
+              schedule.keyTile = keyTile;
+              schedule.scoreVectors = scoreVectors;
+              schedule.scoreKeys = scoreKeys;
+              schedule.pvRows = pvRows;
+              schedule.pvVectors = pvVectors;
+              schedule.valuePrefetchBytes = prefetch;
+              schedule.decodeStep = step;
+              if (!legalSchedule(schedule) ||
+                  !fitsRegisters(schedule, registers->second) ||
+                  !seen.insert(candidateKey(schedule)).second)
+                continue;
+              result.push_back(schedule);
+            }
   return result;
 }
 
@@ -289,11 +297,13 @@ std::string describeSchedule(const AttentionSchedule &s) {
          std::to_string(s.pvVectors) + ", V prefetch " +
          (s.valuePrefetchBytes == 0   ? std::string("off")
           : s.valuePrefetchBytes == 2 ? std::string("f16/bf16")
-                                      : std::string("all"));
+                                      : std::string("all")) +
+         ", decode step " + std::to_string(s.decodeStep);
 }
 
 std::string candidateKey(const AttentionSchedule &s) {
-  json key = {{"key_tile", s.keyTile},
+  json key = {{"decode_step", s.decodeStep},
+              {"key_tile", s.keyTile},
               {"pv_block", {s.pvRows, s.pvVectors}},
               {"query_tile", s.queryTile},
               {"score_block", {s.scoreVectors, s.scoreKeys}},

@@ -28,6 +28,8 @@ struct ScheduleSpace {
   std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
   /// AttentionSchedule::valuePrefetchBytes values; empty: the default's.
   std::vector<int64_t> valuePrefetchBytes;
+  /// AttentionSchedule::decodeStep values; empty: the default's.
+  std::vector<int64_t> decodeSteps;
   std::map<std::string, int64_t> registers; ///< Vector registers per class.
 };
 

@@ -71,7 +71,7 @@ if(KERNEL_TARGET)
 endif()
 if(TUNED)
   set(space "${WORK_DIR}/space.json")
-  file(WRITE "${space}" "{\"attnc_schedule_space\": 1, \"version\": 2, \"query_tile\": [16, 32], \"key_tile\": [48], \"score_block\": [[2, 6]], \"pv_block\": [[4, 2]], \"registers\": {\"x86-64\": 16, \"x86-64-avx2\": 16, \"x86-64-avx512\": 32}}")
+  file(WRITE "${space}" "{\"attnc_schedule_space\": 1, \"version\": 3, \"query_tile\": [16, 32], \"key_tile\": [48], \"score_block\": [[2, 6]], \"pv_block\": [[4, 2]], \"registers\": {\"x86-64\": 16, \"x86-64-avx2\": 16, \"x86-64-avx512\": 32}}")
   step(tune "${prefix}/bin/attnc" tune "${EXAMPLE_SOURCE_DIR}/toy_attention.json"
        --dim S=1 --dim T=64 --db "${WORK_DIR}/tuning.db" --space "${space}"
        --repeat 3)

@@ -110,6 +110,25 @@ TEST(CandidateSearchTest, ValuePrefetchIsAParameterWhenListed) {
   EXPECT_EQ(keys.size(), 3u);
 }
 
+// Tests that decode steps the vector width cannot take (not a multiple of
+// its decode score block, 4 keys at 16 lanes) are left out.
+TEST(CandidateSearchTest, DecodeStepsMustFillScoreBlocks) {
+  AttentionSchedule defaults =
+      schedule("x86-64-avx512", 16, 64, 64, {2, 8}, {4, 4});
+  defaults.decodeStep = 32;
+  ScheduleSpace space;
+  space.queryTiles = {64};
+  space.keyTiles = {64};
+  space.scoreBlocks = {{2, 8}};
+  space.pvBlocks = {{4, 4}};
+  space.decodeSteps = {6, 16, 32};
+  space.registers = {{"x86-64-avx512", 32}};
+  std::vector<int64_t> steps;
+  for (const AttentionSchedule &s : candidates(space, defaults))
+    steps.push_back(s.decodeStep);
+  EXPECT_EQ(steps, (std::vector<int64_t>{32, 16}));
+}
+
 TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
   std::vector<AttentionSchedule> all = space();
   CandidateSearch search(parametersOf(all), everyIndex(all.size()),

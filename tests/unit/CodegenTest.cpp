@@ -189,6 +189,22 @@ TEST(Schedules, ValuePrefetchDefaultsToTheClass) {
   EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 0);
 }
 
+// Tests that decode_step is optional (two vectors of keys) and stated by
+// every default.
+TEST(Schedules, DecodeStepDefaultsToTwoVectors) {
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).decodeStep, 32);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx2")).decodeStep, 16);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64")).decodeStep, 8);
+  CpuTarget target = cpuTarget("x86-64-avx512");
+  std::string text =
+      "{\"attnc_schedule\": 1, \"target_class\": \"x86-64-avx512\", "
+      "\"query_tile\": 32, \"key_tile\": 64, \"vector_width\": 8, "
+      "\"score_block\": [2, 8], \"pv_block\": [4, 4], \"threads\": 0}";
+  EXPECT_EQ(parseSchedule(text, "s.json", target).decodeStep, 16);
+  text.insert(text.size() - 1, ", \"decode_step\": 6");
+  EXPECT_EQ(parseSchedule(text, "s.json", target).decodeStep, 6);
+}
+
 struct BadSchedule {
   const char *name, *edit, *message;
 };
@@ -251,7 +267,13 @@ INSTANTIATE_TEST_SUITE_P(
                     SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, "
                              "\"key_tile\": 64, " GOOD_BLOCKS
                              ", \"value_prefetch_bytes\": 3"),
-                    "s.json: /value_prefetch_bytes: must be 0, 2 or 4"}),
+                    "s.json: /value_prefetch_bytes: must be 0, 2 or 4"},
+        BadSchedule{"DecodeStep",
+                    SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, "
+                             "\"key_tile\": 64, " GOOD_BLOCKS
+                             ", \"decode_step\": 6"),
+                    "s.json: /decode_step: must be a multiple of 4 (the keys "
+                    "of a decode score block at vector_width 16)"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace
