@@ -57,7 +57,7 @@ while read -r name graph dims; do
     for mode in default tuned; do
       if [[ $mode == default ]]; then flag=--no-tuning-db; else flag="--tuning-db=$db"; fi
       # shellcheck disable=SC2086
-      ms=$("$attnc" run "$graph" $dims --backend "$backend" $flag --threads 1 --repeat 7 2>/dev/null |
+      ms=$("$attnc" run "$graph" $dims --backend "$backend" $flag --threads 1 --repeat 7 --input-sets 3 2>/dev/null |
            sed -n 's/^median_ms: //p')
       echo "$name $mode $ms" >>"$times"
     done
@@ -70,7 +70,7 @@ rows = {}
 for line in open(sys.argv[1]):
     name, mode, ms = line.split()
     rows.setdefault(name, {"default": [], "tuned": []})[mode].append(float(ms))
-print("CPU: %s; backend %s; 1 thread; medians of `attnc run --repeat 7`, pairs interleaved" % (sys.argv[2], sys.argv[3]))
+print("CPU: %s; backend %s; 1 thread; medians of `attnc run --repeat 7 --input-sets 3`, pairs interleaved" % (sys.argv[2], sys.argv[3]))
 print()
 print("| shape | default ms | tuned ms | speedup (median of pair ratios) |")
 print("|---|---:|---:|---:|")
