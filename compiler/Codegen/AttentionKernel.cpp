@@ -70,11 +70,11 @@ AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
   tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
   tiling.bf16Dot = schedule.bf16Dot && schedule.vectorWidth == 16;
   tiling.valuePrefetchBytes = schedule.valuePrefetchBytes;
-  // Two vectors of keys when unset (a schedule built in code).
-  int64_t keyBlock = decodeKeyBlock(schedule.vectorWidth);
-  tiling.decodeStep = roundUp(
-      schedule.decodeStep > 0 ? schedule.decodeStep : 2 * schedule.vectorWidth,
-      keyBlock);
+  // The default when unset (a schedule built in code).
+  tiling.decodeStep =
+      roundUp(schedule.decodeStep > 0 ? schedule.decodeStep
+                                      : defaultDecodeStep(schedule.vectorWidth),
+              decodeKeyBlock(schedule.vectorWidth));
   return tiling;
 }
 
@@ -574,7 +574,7 @@ private:
   Value qPairs, pPairs, vPairs;
   // qRowPairs[i][m] = qPairs[m][i] for one vector of rows, each row padded
   // with zeros to qPairRowLength words (ceil(Dk / 2) rounded up to W): the
-  // raw queries as depthInLanesBf16Scores reads them.
+  // raw queries as depthInLanesScores reads them with bf16Dot.
   Value qRowPairs, qPairRowLength;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to qRowLength (Dk rounded up to W).
@@ -661,10 +661,11 @@ private:
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
   void packQueryRowPairs();
+  void transposeQueryRows(Value columns, Value count, Value rows,
+                          Value rowLength, Value zero);
   void bf16DotScores(Value j0, Value nk);
   void prefetchDecodeStep(Value j0, Value jb);
   void depthInLanesScores(Value j0, Value nk);
-  void depthInLanesBf16Scores(Value j0, Value nk);
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
@@ -1076,20 +1077,30 @@ void AttentionTaskBuilder::scoreTile(Value j0, Value nk, bool depthInLanes) {
 /// as depthInLanesScores reads them. Only a tile of at most one vector of
 /// rows uses them.
 void AttentionTaskBuilder::packQueryRows() {
-  ImplicitLocOpBuilder &b = e.b;
-  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t W = t.vectorWidth;
   qRowLength = staticDk ? e.index(roundUp(*staticDk, W))
                         : e.mul(e.ceilDiv(Dk, W), W);
   qRows = staticDk ? alloca(roundUp(*staticDk, W) * W)
                    : alloca(e.mul(qRowLength, W));
+  transposeQueryRows(qt, Dk, qRows, qRowLength, e.f32Constant(0.0));
+}
+
+/// rows[i][m] = columns[m][i] for the first W queries of a tile, m <
+/// rowLength, `zero` from m = count on: queries-in-lanes packing (BQ lanes
+/// per m) turned into rows for a tile of at most one vector of rows.
+void AttentionTaskBuilder::transposeQueryRows(Value columns, Value count,
+                                              Value rows, Value rowLength,
+                                              Value zero) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
   e.ifThen(oneVector, [&] {
-    Value lastDepth = e.sub(Dk, e.index(1));
+    Value last = e.sub(count, e.index(1));
     e.loop(e.index(0), e.index(W), 1, [&](Value i) {
-      e.loop(e.index(0), qRowLength, 1, [&](Value d) {
-        Value x = b.create<memref::LoadOp>(
-            qt, e.add(e.mul(e.min(d, lastDepth), BQ), i));
-        x = b.create<arith::SelectOp>(e.lt(d, Dk), x, e.f32Constant(0.0));
-        b.create<memref::StoreOp>(x, qRows, e.add(e.mul(i, qRowLength), d));
+      e.loop(e.index(0), rowLength, 1, [&](Value m) {
+        Value x = b.create<memref::LoadOp>(columns,
+                                           e.add(e.mul(e.min(m, last), BQ), i));
+        x = b.create<arith::SelectOp>(e.lt(m, count), x, zero);
+        b.create<memref::StoreOp>(x, rows, e.add(e.mul(i, rowLength), m));
       });
     });
   });
@@ -1161,25 +1172,13 @@ void AttentionTaskBuilder::packQueryPairs() {
 /// qRowPairs[i][m] = qPairs[m][i] for one vector of rows, zero past the
 /// pairs of Dk. Only a tile of at most one vector of rows uses them.
 void AttentionTaskBuilder::packQueryRowPairs() {
-  ImplicitLocOpBuilder &b = e.b;
-  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t W = t.vectorWidth;
   Value pairs = e.ceilDiv(Dk, 2);
   qPairRowLength = staticDk ? e.index(roundUp((*staticDk + 1) / 2, W))
                             : e.mul(e.ceilDiv(pairs, W), W);
   qRowPairs = allocaWords(e.mul(qPairRowLength, W));
-  Value zero = b.create<arith::ConstantIntOp>(0, 32);
-  Value lastPair = e.sub(pairs, e.index(1));
-  e.ifThen(oneVector, [&] {
-    e.loop(e.index(0), e.index(W), 1, [&](Value i) {
-      e.loop(e.index(0), qPairRowLength, 1, [&](Value m) {
-        Value word = b.create<memref::LoadOp>(
-            qPairs, e.add(e.mul(e.min(m, lastPair), BQ), i));
-        word = b.create<arith::SelectOp>(e.lt(m, pairs), word, zero);
-        b.create<memref::StoreOp>(word, qRowPairs,
-                                  e.add(e.mul(i, qPairRowLength), m));
-      });
-    });
-  });
+  transposeQueryRows(qPairs, pairs, qRowPairs, qPairRowLength,
+                     e.b.create<arith::ConstantIntOp>(0, 32));
 }
 
 /// queriesInLanesScores with bf16 q and k on AVX512-BF16: each vdpbf16ps
@@ -1338,82 +1337,36 @@ void AttentionTaskBuilder::prefetchDecodeStep(Value j0, Value jb) {
 }
 
 /// For at most one vector of rows: blocks of depthKeys(W) keys × depthRows(W)
-/// rows, each accumulator a vector over d (K rows and qRows read as
+/// rows, each accumulator a vector over d (K rows and queries read as
 /// vectors, no broadcasts), then summed into one vector of scores by
 /// sumEach: lane k·RB + r is key k, row r.
+/// With bf16 q and k on AVX512-BF16 (bf16Dot) a step is one vdpbf16ps over
+/// 2W depths of a key row against the same depths of a query row
+/// (qRowPairs), both raw bf16 pairs as they lie in memory: half the
+/// instructions of the f32 FMAs and K never converted; the exact products are
+/// summed in f32 and scaled once, as in bf16DotScores. Otherwise a step is W
+/// depths of f32 FMAs against the prescaled qRows.
 void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
-  if (bf16Dot)
-    return depthInLanesBf16Scores(j0, nk);
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t RB = depthRows(W), KB = depthKeys(W);
-  Value lastKey = e.sub(T, e.index(1));
-  Value fullDepth = staticDk ? e.index(*staticDk / W * W)
-                             : e.mul(e.div(Dk, e.index(W)), W);
-  Value rowEnd = e.mul(e.ceilDiv(nq, RB), RB);
-  e.loop(e.index(0), nk, KB, [&](Value jb) {
-    SmallVector<Value> keyRows;
-    for (int64_t k = 0; k < KB; ++k)
-      keyRows.push_back(
-          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
-    prefetchDecodeStep(j0, jb);
-    e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
-      // One step of W depths; `count` masks the last, partial one.
-      auto step = [&](Value d, ValueRange accs, Value count) {
-        SmallVector<Value> keys, queries;
-        for (int64_t k = 0; k < KB; ++k)
-          keys.push_back(e.loadVector(buf.key.data, e.add(keyRows[k], d), W,
-                                      count));
-        for (int64_t r = 0; r < RB; ++r)
-          queries.push_back(b.create<vector::LoadOp>(
-              vec, qRows, e.add(e.mul(e.add(rb, r), qRowLength), d)));
-        return e.outerProduct(keys, queries, accs);
-      };
-      SmallVector<Value> init(KB * RB, e.constant(0.0, vec));
-      SmallVector<Value> sums = llvm::to_vector(e.loop(
-          e.index(0), fullDepth, W, init, [&](Value d, ValueRange accs) {
-            return step(d, accs, nullptr);
-          }));
-      if (!staticDk || *staticDk % W) {
-        SmallVector<Type> types(sums.size(), vec);
-        sums = llvm::to_vector(e.choose(
-            e.lt(fullDepth, Dk), types,
-            [&] { return step(fullDepth, sums, e.sub(Dk, fullDepth)); },
-            [&] { return sums; }));
-      }
-      Value total = e.sumEach(sums);
-      for (int64_t k = 0; k < KB; ++k)
-        b.create<vector::StoreOp>(
-            b.create<vector::ExtractStridedSliceOp>(
-                total, ArrayRef<int64_t>{k * RB}, ArrayRef<int64_t>{RB},
-                ArrayRef<int64_t>{1}),
-            scores, e.add(e.mul(e.add(jb, k), BQ), rb));
-    });
-  });
-}
-
-/// depthInLanesScores with bf16 q and k on AVX512-BF16: each vdpbf16ps takes
-/// 2W depths of one key row against the same depths of one query row
-/// (qRowPairs), both raw bf16 pairs as they lie in memory, so a block takes
-/// half the instructions of the f32 FMAs and K is never converted; the exact
-/// products are summed in f32 and scaled once, as in bf16DotScores.
-void AttentionTaskBuilder::depthInLanesBf16Scores(Value j0, Value nk) {
-  ImplicitLocOpBuilder &b = e.b;
-  int64_t BQ = t.queryTile, W = t.vectorWidth;
-  int64_t RB = depthRows(W), KB = depthKeys(W);
+  int64_t depthStep = bf16Dot ? 2 * W : W;
   Type bf16 = b.getBF16Type();
   auto bf16Type = VectorType::get({2 * W}, bf16);
   auto pairsType = VectorType::get({W}, b.getI32Type());
   Value lastKey = e.sub(T, e.index(1));
-  Value fullDepth = staticDk ? e.index(*staticDk / (2 * W) * (2 * W))
-                             : e.mul(e.div(Dk, e.index(2 * W)), 2 * W);
+  Value fullDepth = staticDk ? e.index(*staticDk / depthStep * depthStep)
+                             : e.mul(e.div(Dk, e.index(depthStep)), depthStep);
   Value rowEnd = e.mul(e.ceilDiv(nq, RB), RB);
-  Value factor = e.broadcast(scoreFactor, W);
-  Value zeros = b.create<arith::ConstantOp>(
-      bf16Type, DenseElementsAttr::get(bf16Type, b.getZeroAttr(bf16)));
-  // The first `count` depths of a key row from `at`, the rest 0 (no masked
-  // bf16 loads, as loadVector).
-  auto partialKey = [&](Value at, Value count) {
+  Value factor = bf16Dot ? e.broadcast(scoreFactor, W) : nullptr;
+  Value zeros =
+      bf16Dot
+          ? b.create<arith::ConstantOp>(
+                bf16Type, DenseElementsAttr::get(bf16Type, b.getZeroAttr(bf16)))
+          : nullptr;
+  // The first `count` depths of a bf16 key row from `at`, the rest 0 (no
+  // masked bf16 loads, as loadVector).
+  auto partialBf16Key = [&](Value at, Value count) {
     return e.loop(
         e.index(0), count, 1, {zeros}, [&](Value lane, ValueRange args) {
           Value x = b.create<memref::LoadOp>(buf.key.data, e.add(at, lane));
@@ -1428,12 +1381,23 @@ void AttentionTaskBuilder::depthInLanesBf16Scores(Value j0, Value nk) {
           rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
     prefetchDecodeStep(j0, jb);
     e.loop(e.index(0), rowEnd, RB, [&](Value rb) {
-      // One step of 2W depths; `count` zero-pads the last, partial one.
-      auto step = [&](Value d, ValueRange accs, Value count) {
+      // One step of depthStep depths; `count` masks (zero-pads) the last,
+      // partial one.
+      auto step = [&](Value d, ValueRange accs,
+                      Value count) -> SmallVector<Value> {
         SmallVector<Value> keys, queries;
+        if (!bf16Dot) {
+          for (int64_t k = 0; k < KB; ++k)
+            keys.push_back(
+                e.loadVector(buf.key.data, e.add(keyRows[k], d), W, count));
+          for (int64_t r = 0; r < RB; ++r)
+            queries.push_back(b.create<vector::LoadOp>(
+                vec, qRows, e.add(e.mul(e.add(rb, r), qRowLength), d)));
+          return e.outerProduct(keys, queries, accs);
+        }
         for (int64_t k = 0; k < KB; ++k)
           keys.push_back(count
-                             ? partialKey(e.add(keyRows[k], d), count)
+                             ? partialBf16Key(e.add(keyRows[k], d), count)
                              : b.create<vector::LoadOp>(bf16Type, buf.key.data,
                                                         e.add(keyRows[k], d)));
         Value word = e.div(d, e.index(2));
@@ -1454,16 +1418,18 @@ void AttentionTaskBuilder::depthInLanesBf16Scores(Value j0, Value nk) {
       };
       SmallVector<Value> init(KB * RB, e.constant(0.0, vec));
       SmallVector<Value> sums = llvm::to_vector(e.loop(
-          e.index(0), fullDepth, 2 * W, init,
+          e.index(0), fullDepth, depthStep, init,
           [&](Value d, ValueRange accs) { return step(d, accs, nullptr); }));
-      if (!staticDk || *staticDk % (2 * W)) {
+      if (!staticDk || *staticDk % depthStep) {
         SmallVector<Type> types(sums.size(), vec);
         sums = llvm::to_vector(e.choose(
             e.lt(fullDepth, Dk), types,
             [&] { return step(fullDepth, sums, e.sub(Dk, fullDepth)); },
             [&] { return sums; }));
       }
-      Value total = b.create<arith::MulFOp>(e.sumEach(sums), factor);
+      Value total = e.sumEach(sums);
+      if (bf16Dot)
+        total = b.create<arith::MulFOp>(total, factor);
       for (int64_t k = 0; k < KB; ++k)
         b.create<vector::StoreOp>(b.create<vector::ExtractStridedSliceOp>(
                                       total, ArrayRef<int64_t>{k * RB},

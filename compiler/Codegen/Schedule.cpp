@@ -123,8 +123,8 @@ public:
                                  "vector_width " +
                                  std::to_string(schedule.vectorWidth) + ")");
     } else {
-      // Optional, as value_prefetch_bytes: two vectors of keys.
-      schedule.decodeStep = 2 * schedule.vectorWidth;
+      // Optional, as value_prefetch_bytes.
+      schedule.decodeStep = defaultDecodeStep(schedule.vectorWidth);
     }
     if (document.contains("measured"))
       schedule.measured = string(document, "measured");

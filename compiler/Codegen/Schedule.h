@@ -48,6 +48,12 @@ inline int64_t decodeKeyBlock(int64_t vectorWidth) {
   return vectorWidth / (vectorWidth < 4 ? vectorWidth : 4);
 }
 
+/// decode_step when a schedule leaves it out: two vectors of keys, measured
+/// best for f32 and bf16 rows of 128 on AVX2 (docs/design/cpu-backend.md).
+inline int64_t defaultDecodeStep(int64_t vectorWidth) {
+  return 2 * vectorWidth;
+}
+
 /// The default schedule of `target`'s class (host: the class its vector
 /// width gives).
 AttentionSchedule defaultSchedule(const CpuTarget &target);
