@@ -1359,11 +1359,11 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
                              : e.mul(e.div(Dk, e.index(depthStep)), depthStep);
   Value rowEnd = e.mul(e.ceilDiv(nq, RB), RB);
   Value factor = bf16Dot ? e.broadcast(scoreFactor, W) : nullptr;
-  Value zeros =
-      bf16Dot
-          ? b.create<arith::ConstantOp>(
-                bf16Type, DenseElementsAttr::get(bf16Type, b.getZeroAttr(bf16)))
-          : nullptr;
+  // Built only for bf16Dot; a ternary would convert a null ConstantOp.
+  Value zeros;
+  if (bf16Dot)
+    zeros = b.create<arith::ConstantOp>(
+        bf16Type, DenseElementsAttr::get(bf16Type, b.getZeroAttr(bf16)));
   // The first `count` depths of a bf16 key row from `at`, the rest 0 (no
   // masked bf16 loads, as loadVector).
   auto partialBf16Key = [&](Value at, Value count) {
