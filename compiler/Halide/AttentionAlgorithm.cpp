@@ -327,7 +327,10 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   // Shifted by log T as well, so that sum p <= 1: the accumulator, a sum of
   // p·v, then stays within f32 wherever the output does (with exp(s - m)
   // alone it reaches T·max |v|).
-  Expr logKeys = log(cast<float>(max(T, 1)));
+  // The lse chain has no accumulator and keeps exp(s - m) unshifted: with
+  // the shift, a row of one key read m + log T + log(1/T), off by a rounding
+  // of log T, which is all of an lse near 0.
+  Expr logKeys = c.isLse ? Expr(0.0f) : log(cast<float>(max(T, 1)));
   Expr shifted = strict_float(s - (c.rowMax(i, h, b) + logKeys));
   c.probabilities(i, j, h, b) =
       select(is_nan(shifted), shifted,
