@@ -156,7 +156,14 @@ private:
                names.begin();
     return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
   }
-  llvm::Function *buildTask(const HalideEntryKernel &kernel, size_t number);
+  /// The task function of `kernel`'s `function` (rows) or decodeFunction
+  /// (decode): one crop of (batch, head group, query tile) per index.
+  llvm::Function *buildTask(const HalideEntryKernel &kernel, size_t number,
+                            bool decode);
+  /// Runs `kernel`'s tasks of one form through attnrt_parallel_for.
+  void runTasks(llvm::IRBuilder<> &b, llvm::Function *entry,
+                llvm::Value *closure, const HalideEntryKernel &kernel,
+                size_t number, bool decode);
   /// The bytes of a buffer of `argument`'s shape, as i64.
   llvm::Value *byteSize(llvm::IRBuilder<> &b, llvm::Value *dims,
                         const HalideEntryArgument &argument) {
@@ -211,12 +218,14 @@ void EntryBuilder::installScratchAllocator(llvm::IRBuilder<> &b) {
 }
 
 llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
-                                        size_t number) {
+                                        size_t number, bool decode) {
   auto *taskType = llvm::FunctionType::get(
       llvm::Type::getVoidTy(context), {ptr, i64}, false);
   auto *task = llvm::Function::Create(
       taskType, llvm::GlobalValue::InternalLinkage,
-      graph.name + "_halide_task" + std::to_string(number), module);
+      graph.name + "_halide_task" + std::to_string(number) +
+          (decode ? "_decode" : ""),
+      module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", task));
   llvm::Value *closure = task->getArg(0), *index = task->getArg(1);
   llvm::Value *dims = b.CreateLoad(ptr, b.CreateStructGEP(closureType,
@@ -224,16 +233,20 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
   llvm::Value *buffers = b.CreateLoad(
       ptr, b.CreateStructGEP(closureType, closure, 1));
 
-  // index = (batch · heads + head) · tiles + tile.
+  // index = (batch · groups + group) · tiles + tile; a group is one head,
+  // or for decode the query heads of one kv head.
   llvm::Value *heads = size(b, dims, kernel.heads);
+  llvm::Value *groups = decode ? size(b, dims, kernel.kvHeads) : heads;
+  llvm::Value *groupHeads = b.CreateUDiv(heads, groups);
   llvm::Value *queries = size(b, dims, kernel.queries);
-  llvm::Value *tileSize = b.getInt64(kernel.taskQueries);
-  llvm::Value *tiles = b.CreateUDiv(
-      b.CreateAdd(queries, b.getInt64(kernel.taskQueries - 1)), tileSize);
+  int64_t taskQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
+  llvm::Value *tileSize = b.getInt64(taskQueries);
+  llvm::Value *tiles =
+      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(taskQueries - 1)), tileSize);
   llvm::Value *tile = b.CreateURem(index, tiles);
   llvm::Value *rest = b.CreateUDiv(index, tiles);
-  llvm::Value *head = b.CreateURem(rest, heads);
-  llvm::Value *batch = b.CreateUDiv(rest, heads);
+  llvm::Value *head = b.CreateMul(b.CreateURem(rest, groups), groupHeads);
+  llvm::Value *batch = b.CreateUDiv(rest, groups);
   llvm::Value *first = b.CreateMul(tile, tileSize);
   llvm::Value *count = b.CreateSub(queries, first);
   count = b.CreateSelect(b.CreateICmpULT(count, tileSize), count, tileSize);
@@ -255,6 +268,10 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
       }
       arguments.push_back(keyLimit);
       types.push_back(i32);
+      if (decode) {
+        arguments.push_back(b.CreateTrunc(b.CreateURem(rest, groups), i32));
+        types.push_back(i32);
+      }
     }
     int rank = int(argument.shape.size());
     llvm::Value *dimArray =
@@ -270,7 +287,7 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
       if (graphDim == argument.batchDim)
         min = batch, extent = b.getInt64(1);
       else if (graphDim == argument.headDim)
-        min = head, extent = b.getInt64(1);
+        min = head, extent = groupHeads;
       else if (graphDim == argument.queryDim)
         min = first, extent = count;
       offset = b.CreateAdd(offset, b.CreateMul(min, stride));
@@ -310,7 +327,8 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
     types.push_back(ptr);
   }
   llvm::FunctionCallee pipeline = module.getOrInsertFunction(
-      kernel.function, llvm::FunctionType::get(i32, types, false));
+      decode ? kernel.decodeFunction : kernel.function,
+      llvm::FunctionType::get(i32, types, false));
   llvm::Value *result = b.CreateCall(pipeline, arguments);
   // Halide's error codes are negative: out of memory (a null from
   // halide_malloc) is ATTNRT_OUT_OF_MEMORY, any other ATTNRT_INTERNAL.
@@ -333,12 +351,8 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
 void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
                               llvm::Value *closure, llvm::Value *buffers) {
   llvm::Value *dims = entry->getArg(1);
-  llvm::FunctionCallee parallelFor = module.getOrInsertFunction(
-      "attnrt_parallel_for",
-      llvm::FunctionType::get(llvm::Type::getVoidTy(context),
-                              {ptr, i64, ptr, ptr}, false));
   for (auto [number, kernel] : llvm::enumerate(spec.kernels)) {
-    if (kernel.function.empty()) {
+    if (kernel.isByteCopy()) {
       // reshape, unsqueeze, copy: the same bytes in the same order.
       const HalideEntryArgument &from = kernel.arguments.at(0),
                                 &to = kernel.arguments.at(1);
@@ -350,15 +364,24 @@ void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
                      byteSize(b, dims, to));
       continue;
     }
-    llvm::Function *task = buildTask(kernel, number);
-    llvm::Value *queries = size(b, dims, kernel.queries);
-    llvm::Value *tiles =
-        b.CreateUDiv(b.CreateAdd(queries, b.getInt64(kernel.taskQueries - 1)),
-                     b.getInt64(kernel.taskQueries));
-    llvm::Value *count = b.CreateMul(
-        b.CreateMul(size(b, dims, kernel.batch), size(b, dims, kernel.heads)),
-        tiles);
-    b.CreateCall(parallelFor, {entry->getArg(0), count, task, closure});
+    if (kernel.function.empty() || kernel.decodeFunction.empty()) {
+      runTasks(b, entry, closure, kernel, number, kernel.function.empty());
+    } else {
+      // Both forms: decode below decodeBelow queries.
+      llvm::BasicBlock *decode =
+          llvm::BasicBlock::Create(context, "decode", entry);
+      llvm::BasicBlock *rows = llvm::BasicBlock::Create(context, "rows", entry);
+      llvm::BasicBlock *ran = llvm::BasicBlock::Create(context, "ran", entry);
+      b.CreateCondBr(b.CreateICmpULT(size(b, dims, kernel.queries),
+                                     b.getInt64(kernel.decodeBelow)),
+                     decode, rows);
+      for (auto [block, isDecode] : {std::pair{decode, true}, {rows, false}}) {
+        b.SetInsertPoint(block);
+        runTasks(b, entry, closure, kernel, number, isDecode);
+        b.CreateBr(ran);
+      }
+      b.SetInsertPoint(ran);
+    }
     // Tasks that fail store their status; any one is reported, and no later
     // kernel runs.
     llvm::Value *status =
@@ -373,6 +396,27 @@ void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
     b.CreateRet(status);
     b.SetInsertPoint(next);
   }
+}
+
+void EntryBuilder::runTasks(llvm::IRBuilder<> &b, llvm::Function *entry,
+                            llvm::Value *closure,
+                            const HalideEntryKernel &kernel, size_t number,
+                            bool decode) {
+  llvm::Value *dims = entry->getArg(1);
+  llvm::Function *task = buildTask(kernel, number, decode);
+  int64_t taskQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
+  llvm::Value *queries = size(b, dims, kernel.queries);
+  llvm::Value *tiles =
+      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(taskQueries - 1)),
+                   b.getInt64(taskQueries));
+  llvm::Value *groups = size(b, dims, decode ? kernel.kvHeads : kernel.heads);
+  llvm::Value *count =
+      b.CreateMul(b.CreateMul(size(b, dims, kernel.batch), groups), tiles);
+  b.CreateCall(module.getOrInsertFunction(
+                   "attnrt_parallel_for",
+                   llvm::FunctionType::get(llvm::Type::getVoidTy(context),
+                                           {ptr, i64, ptr, ptr}, false)),
+               {entry->getArg(0), count, task, closure});
 }
 
 void EntryBuilder::build() {

@@ -36,12 +36,21 @@ struct HalideEntryArgument {
 /// One kernel, run in plan order.
 struct HalideEntryKernel {
   /// The Halide pipeline's symbol; empty for a byte copy (reshape,
-  /// unsqueeze, copy) from arguments[0] to arguments[1].
+  /// unsqueeze, copy) from arguments[0] to arguments[1], and for an
+  /// attention that has only a decode pipeline.
   std::string function;
+  /// An attention's decode pipeline (the same arguments), or empty. Its
+  /// tasks are B × kvHeads, each every query head of one kv head (heads /
+  /// kvHeads of them) and all the queries; it runs when the queries are
+  /// fewer than decodeBelow (always, without `function`).
+  std::string decodeFunction;
+  Dim kvHeads{1, ""};
+  int64_t decodeBelow = 0;
+  bool isByteCopy() const { return function.empty() && decodeFunction.empty(); }
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
-  /// An attention's crop (int32 batch, first query, query count, and the
-  /// batch's key length) is passed before arguments[cropAt]; -1 for a
-  /// primitive, which is one call.
+  /// An attention's crop (int32 batch, first query, query count, the
+  /// batch's key length, and for decode the kv head) is passed before
+  /// arguments[cropAt]; -1 for a primitive, which is one call.
   int cropAt = -1;
   /// The buffer of an attention's i32 key lengths [B], or -1 (then the key
   /// length passed is INT32_MAX).

@@ -192,13 +192,44 @@ CompiledGraph compileGraphHalide(const Graph &graph,
     }
     std::string function =
         graph.name + "_halide" + (number ? std::to_string(number) : "");
-    HalideLibrary library = kernel.attention
-                                ? compileHalideAttention(plan, kernel, schedule,
-                                                         targetClass, function)
-                                : compileHalidePrimitive(plan, kernel, schedule,
-                                                         targetClass, function);
-    members.push_back({function + ".o", std::move(library.object)});
-    entryKernel.function = library.function;
+    HalideLibrary library;
+    if (const std::optional<AttentionPlan> &attention = kernel.attention) {
+      // Queries in the lanes (rows) from a vector of queries up, keys in
+      // the lanes (decode) below; both when the number is a run-time size.
+      // Autoschedulers schedule the rows form only.
+      bool bshd = attention->layout == Layout::BSHD;
+      const Shape &query = plan.values[attention->query].shape;
+      const Dim &queries = query[bshd ? 1 : 2];
+      int64_t decodeBelow = schedule.isAuto() ? 0 : schedule.vectorWidth;
+      bool rows = !queries.isFixed() || queries.size >= decodeBelow;
+      bool decode = !queries.isFixed() || queries.size < decodeBelow;
+      if (decode && decodeBelow > 0) {
+        library = compileHalideAttention(plan, kernel, schedule, targetClass,
+                                         function + "_decode",
+                                         /*decode=*/true);
+        members.push_back({library.function + ".o", std::move(library.object)});
+        entryKernel.decodeFunction = library.function;
+        entryKernel.decodeBelow = decodeBelow;
+        entryKernel.kvHeads = plan.values[attention->key].shape[bshd ? 2 : 1];
+      }
+      if (rows) {
+        std::vector<int> decodeArguments = library.arguments;
+        library = compileHalideAttention(plan, kernel, schedule, targetClass,
+                                         function);
+        if (!entryKernel.decodeFunction.empty() &&
+            decodeArguments != library.arguments)
+          throw std::logic_error("halide backend: the decode and rows "
+                                 "pipelines of " +
+                                 kernel.name + " take different arguments");
+        members.push_back({function + ".o", std::move(library.object)});
+        entryKernel.function = library.function;
+      }
+    } else {
+      library =
+          compileHalidePrimitive(plan, kernel, schedule, targetClass, function);
+      members.push_back({function + ".o", std::move(library.object)});
+      entryKernel.function = library.function;
+    }
     entryKernel.cropAt = library.cropAt;
     for (int id : library.arguments)
       entryKernel.arguments.push_back(entryArgument(plan, id, intermediates));

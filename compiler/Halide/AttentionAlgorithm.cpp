@@ -198,7 +198,12 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     return f.bshd ? t(dd, head, pos, bb) : t(dd, pos, head, bb);
   };
   IndexExprs arith{false};
-  Expr kvHead = clamp(semantics::kvHeadOf(arith, Expr(h), Hq, Hkv), 0, Hkv - 1);
+  // A decode crop's heads share one kv head, passed: computed per head, the
+  // K and V rows of a block of heads look distinct to Halide and are read
+  // once per head.
+  Expr kvHead = f.decode ? clamp(Expr(f.kvHeadOfCrop), 0, Hkv - 1)
+                         : clamp(semantics::kvHeadOf(arith, Expr(h), Hq, Hkv),
+                                 0, Hkv - 1);
   c.overDepth = RDom(0, Dk, "rd");
   c.overKeys = keysOfCrop(T, S);
   RVar rd = c.overDepth.x, rj = c.overKeys.x;
@@ -370,6 +375,7 @@ AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,
                                const AlgorithmOptions &options) {
   AttentionFuncs funcs;
+  funcs.decode = options.decode;
   AlgorithmBuilder(plan, kernel, options, funcs).build();
   return funcs;
 }

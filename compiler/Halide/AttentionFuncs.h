@@ -24,6 +24,10 @@ struct AttentionFuncs {
   Halide::Var d{"d"}, i{"i"}, j{"j"}, a{"a"}, h{"h"}, g{"g"}, b{"b"},
       x{"x"}, y{"y"};
   bool bshd = false;
+  /// The decode form: NAME_entry's crop is every query head of one kv head
+  /// and fewer queries than a vector, scheduled with keys in the lanes
+  /// (scheduleAttention). The algorithm is the same.
+  bool decode = false;
   ScoreKind score = ScoreKind::Dot;
   /// Dv when it is a fixed multiple of 16, else 0. Only then are V reads
   /// unclamped, and a schedule's depth blocks must divide it.
@@ -55,6 +59,16 @@ struct AttentionFuncs {
   /// key length), so a task skips what its rows mask.
   Halide::Param<int32_t> batchIndex{"batch_index"}, queryFirst{"query_first"},
       queryCount{"query_count"}, keyLimit{"key_limit"};
+  /// The decode form's crop: the kv head all its query heads read.
+  Halide::Param<int32_t> kvHeadOfCrop{"kv_head"};
+  /// The crop's parameters, in the order the pipeline takes them.
+  std::vector<Halide::Argument> cropArguments() const {
+    std::vector<Halide::Argument> crop = {batchIndex, queryFirst, queryCount,
+                                          keyLimit};
+    if (decode)
+      crop.push_back(kvHeadOfCrop);
+    return crop;
+  }
 };
 
 /// Choices that change how the algorithm is written, not what it computes.
@@ -63,6 +77,8 @@ struct AlgorithmOptions {
   /// hand schedule does), so V reads of a Dv that is a fixed multiple of 16
   /// need no clamp. An autoscheduler's tiles promise nothing of the kind.
   bool depthInWholeVectors = true;
+  /// The decode form (AttentionFuncs::decode).
+  bool decode = false;
 };
 
 /// Builds the algorithm of `kernel` (an attention of `plan`): every score,
@@ -71,7 +87,8 @@ AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,
                                const AlgorithmOptions &options = {});
 
-/// Applies the CPU hand schedule to the Funcs defineAttention made.
+/// Applies the CPU hand schedule to the Funcs defineAttention made: queries
+/// in the lanes, or keys (and head dims) in the lanes for the decode form.
 void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule);
 
 /// Schedules `pipeline` (made of the outputs of `funcs`) with the

@@ -109,11 +109,131 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
                  rj, vw);
 }
 
+/// A sum (or max) over `reduced` computed as `lanes` partial results, one
+/// per lane of a vector (Halide's rfactor), then combined across the lanes
+/// once: so a reduction along the innermost dim of its input runs in whole
+/// vectors. The partials are computed at `at` (a loop of `consumer`), lanes
+/// stored innermost (then `storage`, the sum's pure dims); the dims in
+/// `blocked` have constant extents there and are unrolled, so the partials
+/// stay in registers, and the first of them is combined as one vector
+/// reduction (a transpose-and-add tree, not a horizontal sum per result).
+void laneSums(Func sum, RVar reduced, int lanes, Func consumer, Var at,
+              const std::vector<Var> &storage,
+              const std::vector<Var> &blocked) {
+  RVar outer("rvo"), inner("rvi");
+  Var lane("lane");
+  Func partials =
+      sum.update().split(reduced, outer, inner, lanes).rfactor(inner, lane);
+  std::vector<Var> stored = {lane};
+  stored.insert(stored.end(), storage.begin(), storage.end());
+  partials.reorder_storage(stored).compute_at(consumer, at).vectorize(lane);
+  std::vector<VarOrRVar> order = {lane};
+  order.insert(order.end(), blocked.begin(), blocked.end());
+  order.push_back(outer);
+  partials.update().reorder(order).vectorize(lane);
+  for (const Var &v : blocked) {
+    partials.unroll(v);
+    partials.update().unroll(v);
+  }
+  sum.update().atomic().vectorize(inner);
+  for (size_t n = 0; n < blocked.size(); ++n)
+    if (n == 0)
+      sum.update().vectorize(blocked[n]);
+    else
+      sum.update().unroll(blocked[n]);
+}
+
+/// The decode form (AttentionFuncs::decode): a crop holds every query head
+/// of one kv head and fewer queries than a vector, so rows are few and keys
+/// many. Every reduction runs in vectors along its input's innermost dim:
+/// Q·Kᵀ and the key norms along the head dim (laneSums), the row max and
+/// sum along the keys, P·V along the value's head dim. The crop's scores
+/// are kept keys innermost (heads × queries × visible keys, 512 KiB at
+/// T=32768 for 4 heads); a block of keys' K rows is read once for all the
+/// crop's rows, and with every head in one P·V block V is read once.
+void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
+                         const HalideSchedule &s) {
+  const int vw = int(s.vectorWidth);
+  const TailStrategy up = TailStrategy::RoundUp;
+  Var i = f.i, j = f.j, d = f.d, a = f.a, h = f.h, b = f.b;
+  Var query = f.bshd ? f.y : f.x, head = f.bshd ? f.x : f.y;
+  // Everything is computed once per call, at its (single) batch.
+  Var crop = f.b;
+  if (!c.isLse)
+    c.result.reorder(d, query, head, f.b)
+        .vectorize(d, vw, TailStrategy::GuardWithIf);
+
+  // Q·Kᵀ in blocks of decodeScoreKeys keys × decodeScoreHeads heads, keys
+  // outermost so that a block's K rows stay in L1 for every query.
+  Var jo("jo"), ji("ji"), ho("ho"), hi("hi");
+  c.scores.compute_at(c.result, crop)
+      .reorder_storage(j, i, h, b)
+      .split(j, jo, ji, int(s.decodeScoreKeys), up)
+      .split(h, ho, hi, int(s.decodeScoreHeads), up)
+      .reorder(ji, hi, ho, i, jo)
+      .unroll(ji)
+      .unroll(hi);
+  RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
+  c.product.compute_at(c.scores, ho)
+      .reorder_storage(j, i, h, b)
+      .vectorize(j)
+      .unroll(h);
+  laneSums(c.product, reduced, vw, c.scores, ho, {i, j, h, b}, {j, h});
+
+  if (c.queryRows.defined()) {
+    c.queryRows.compute_at(c.result, crop)
+        .reorder_storage(d, i, h, b)
+        .vectorize(d, vw, up);
+    if (c.queryRows.has_update_definition())
+      c.queryRows.update().reorder(d, c.overDepth.x).vectorize(d, vw, up);
+  }
+  if (f.score == ScoreKind::Cosine) {
+    c.queryNorm.compute_at(c.result, crop);
+    c.keyNorm.compute_at(c.scores, jo).vectorize(j);
+    laneSums(c.keyNorm, c.overDepth.x, vw, c.scores, jo, {j, f.g, b}, {j});
+  }
+  if (f.score == ScoreKind::Additive) {
+    c.queryProjection.compute_at(c.result, crop)
+        .reorder_storage(a, i, h, b)
+        .vectorize(a, vw, up);
+    c.queryProjection.update()
+        .reorder(a, c.overDepth.x, i, h)
+        .vectorize(a, vw, up);
+    c.keyProjection.compute_at(c.scores, jo).vectorize(a, vw, up);
+    c.keyProjection.update().reorder(a, j, c.overDepth.x).vectorize(a, vw, up);
+  }
+
+  // Row max, probabilities and row sum in vectors of keys.
+  RVar rj = c.overKeys.x;
+  c.rowMax.compute_at(c.result, crop);
+  laneSums(c.rowMax, rj, vw, c.result, crop, {i, h, b}, {});
+  c.probabilities.compute_at(c.result, crop)
+      .reorder_storage(j, i, h, b)
+      .vectorize(j, vw, up);
+  c.rowSum.compute_at(c.result, crop);
+  laneSums(c.rowSum, rj, vw, c.result, crop, {i, h, b}, {});
+  if (c.isLse)
+    return;
+
+  // P·V in register blocks of decodePvHeads heads × decodePvVectors vectors
+  // of the value's head dim, one query each (queries outermost), over all
+  // keys. Unclamped V reads (exactValueDepth) need blocks that divide Dv.
+  int vectors = int(s.decodePvVectors);
+  while (f.exactValueDepth && f.exactValueDepth % (vw * vectors) != 0)
+    --vectors;
+  c.normalized.compute_at(c.result, crop).reorder(d, h, i, b);
+  registerBlocks(c.normalized, c.accumulator, d, vw * vectors, h,
+                 int(s.decodePvHeads), rj, vw);
+}
+
 } // namespace
 
 void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule) {
   for (AttentionFuncs::Chain &chain : funcs.chains)
-    scheduleChain(funcs, chain, schedule);
+    if (funcs.decode)
+      scheduleDecodeChain(funcs, chain, schedule);
+    else
+      scheduleChain(funcs, chain, schedule);
 }
 
 } // namespace attnc

@@ -120,9 +120,13 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const PlannedKernel &kernel,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
-                                     const std::string &function) {
+                                     const std::string &function, bool decode) {
+  if (decode && schedule.isAuto())
+    throw std::logic_error("halide backend: the decode form has no "
+                           "autoscheduler");
   AlgorithmOptions options;
   options.depthInWholeVectors = !schedule.isAuto();
+  options.decode = decode;
   AttentionFuncs funcs = defineAttention(plan, kernel, options);
   HalideLibrary library;
   library.function = function;
@@ -148,10 +152,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
       scheduleAttention(funcs, schedule);
     std::vector<Halide::Argument> arguments(funcs.params.images.begin(),
                                             funcs.params.images.end());
-    for (const Halide::Param<int32_t> *crop :
-         {&funcs.batchIndex, &funcs.queryFirst, &funcs.queryCount,
-          &funcs.keyLimit})
-      arguments.push_back(*crop);
+    for (const Halide::Argument &crop : funcs.cropArguments())
+      arguments.push_back(crop);
     {
       // Autoschedulers unroll loops they expect to be short and constant;
       // a key loop bounded by the crop (causal, window) is short but not

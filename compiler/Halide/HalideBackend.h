@@ -26,6 +26,10 @@ struct HalideSchedule {
   int64_t vectorWidth = 0;   ///< f32 lanes.
   int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
   int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.
+  /// The decode form's blocks (tasks of fewer queries than a vector):
+  /// Q·Kᵀ heads × keys, P·V heads × vectors of the value's head dim.
+  int64_t decodeScoreHeads = 0, decodeScoreKeys = 0;
+  int64_t decodePvHeads = 0, decodePvVectors = 0;
   std::string measured; ///< What it measured, free text.
   std::string source;   ///< The file it came from, or "default".
 
@@ -70,8 +74,9 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 /// (compiled with no_runtime: every pipeline of a graph shares the one
 /// runtime of compileHalideRuntime), whose arguments are halide_buffer_t
 /// pointers for the plan values in `arguments`, in order. An attention takes
-/// its crop (int32 batch, first query, query count, key length) before
-/// `arguments[cropAt]`, the first output; a primitive has no crop (-1).
+/// its crop (int32 batch, first query, query count, key length, and for the
+/// decode form the kv head) before `arguments[cropAt]`, the first output; a
+/// primitive has no crop (-1).
 struct HalideLibrary {
   std::string object; ///< The object file's bytes.
   std::string function;
@@ -80,12 +85,15 @@ struct HalideLibrary {
 };
 
 /// Throws UserError naming the node for what the Halide backend cannot
-/// compile, std::logic_error for Halide failures on valid input.
+/// compile, std::logic_error for Halide failures on valid input. `decode`:
+/// the pipeline for NAME_entry's decode tasks (every query head of one kv
+/// head, fewer queries than the schedule's vector), hand schedules only.
 HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const PlannedKernel &kernel,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
-                                     const std::string &function);
+                                     const std::string &function,
+                                     bool decode = false);
 
 /// A primitive kernel (kernel.primitive set; not reshape, unsqueeze or
 /// copy, whose bytes NAME_entry copies itself) as one serial pipeline.

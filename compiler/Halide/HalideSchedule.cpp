@@ -34,8 +34,12 @@ int64_t lanesOf(const std::string &targetClass) {
                                         : 4;
 }
 
+/// `defaults`: the target's default schedule, whose values a file leaves
+/// out take; null when parsing the default itself (then nothing is
+/// optional).
 HalideSchedule parse(const std::string &text, const std::string &file,
-                     const std::string &targetClass) {
+                     const std::string &targetClass,
+                     const HalideSchedule *defaults) {
   auto fail = [&](const std::string &pointer, const std::string &message) {
     throw UserError(file + ": " + pointer + ": " + message);
   };
@@ -69,8 +73,9 @@ HalideSchedule parse(const std::string &text, const std::string &file,
   };
   for (const auto &[key, value] : document.items())
     if (key != "attnc_halide_schedule" && key != "target_class" &&
-        key != "task_queries" && key != "query_tile" &&
-        key != "vector_width" && key != "score_block" && key != "pv_block" &&
+        key != "task_queries" && key != "query_tile" && key != "vector_width" &&
+        key != "score_block" && key != "pv_block" &&
+        key != "decode_score_block" && key != "decode_pv_block" &&
         key != "measured")
       fail("/" + key, "unknown key");
   HalideSchedule s;
@@ -97,6 +102,18 @@ HalideSchedule parse(const std::string &text, const std::string &file,
     fail("/task_queries", "must be a multiple of query_tile");
   std::tie(s.scoreVectors, s.scoreKeys) = pair("score_block");
   std::tie(s.pvRows, s.pvVectors) = pair("pv_block");
+  // The decode blocks came later: a file without them takes the target's.
+  if (document.contains("decode_score_block") || !defaults)
+    std::tie(s.decodeScoreHeads, s.decodeScoreKeys) =
+        pair("decode_score_block");
+  else
+    s.decodeScoreHeads = defaults->decodeScoreHeads,
+    s.decodeScoreKeys = defaults->decodeScoreKeys;
+  if (document.contains("decode_pv_block") || !defaults)
+    std::tie(s.decodePvHeads, s.decodePvVectors) = pair("decode_pv_block");
+  else
+    s.decodePvHeads = defaults->decodePvHeads,
+    s.decodePvVectors = defaults->decodePvVectors;
   const json &measured = document.value("measured", json(""));
   if (!measured.is_string())
     fail("/measured", "must be a string");
@@ -131,6 +148,8 @@ std::string HalideSchedule::toJson() const {
                    {"vector_width", vectorWidth},
                    {"score_block", {scoreVectors, scoreKeys}},
                    {"pv_block", {pvRows, pvVectors}},
+                   {"decode_score_block", {decodeScoreHeads, decodeScoreKeys}},
+                   {"decode_pv_block", {decodePvHeads, decodePvVectors}},
                    {"measured", measured}};
   return document.dump(2);
 }
@@ -144,8 +163,9 @@ std::string HalideSchedule::toFileJson() const {
 HalideSchedule defaultHalideSchedule(const std::string &targetClass) {
   for (const auto &[name, text] : kDefaultSchedules)
     if (targetClass == name) {
-      HalideSchedule s = parse(text, "schedules/halide/" + targetClass +
-                                         ".json", targetClass);
+      HalideSchedule s =
+          parse(text, "schedules/halide/" + targetClass + ".json", targetClass,
+                nullptr);
       s.source = "default";
       return s;
     }
@@ -188,14 +208,16 @@ HalideSchedule autoHalideSchedule(const std::string &name,
 HalideSchedule parseHalideSchedule(const std::string &text,
                                    const std::string &file,
                                    const std::string &targetClass) {
-  return parse(text, file, targetClass);
+  HalideSchedule defaults = defaultHalideSchedule(targetClass);
+  return parse(text, file, targetClass, &defaults);
 }
 
 HalideSchedule loadHalideSchedule(const std::string &path,
                                   const std::string &targetClass) {
-  return parse(readUserFile(path, "--schedule " + path, "a schedule file",
-                            kMaxScheduleBytes, "more than any schedule file"),
-               path, targetClass);
+  return parseHalideSchedule(readUserFile(path, "--schedule " + path,
+                                          "a schedule file", kMaxScheduleBytes,
+                                          "more than any schedule file"),
+                             path, targetClass);
 }
 
 } // namespace attnc
