@@ -156,6 +156,21 @@ private:
                names.begin();
     return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
   }
+  /// A kernel's tasks of one form: B × groups × tiles, a group one head or
+  /// (decode) the query heads of one kv head, a tile `tileQueries` queries.
+  struct TaskSpace {
+    llvm::Value *groups, *tiles;
+    int64_t tileQueries;
+  };
+  TaskSpace taskSpace(llvm::IRBuilder<> &b, llvm::Value *dims,
+                      const HalideEntryKernel &kernel, bool decode) {
+    int64_t tileQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
+    llvm::Value *queries = size(b, dims, kernel.queries);
+    return {size(b, dims, decode ? kernel.kvHeads : kernel.heads),
+            b.CreateUDiv(b.CreateAdd(queries, b.getInt64(tileQueries - 1)),
+                         b.getInt64(tileQueries)),
+            tileQueries};
+  }
   /// The task function of `kernel`'s `function` (rows) or decodeFunction
   /// (decode): one crop of (batch, head group, query tile) per index.
   llvm::Function *buildTask(const HalideEntryKernel &kernel, size_t number,
@@ -235,18 +250,16 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
 
   // index = (batch · groups + group) · tiles + tile; a group is one head,
   // or for decode the query heads of one kv head.
-  llvm::Value *heads = size(b, dims, kernel.heads);
-  llvm::Value *groups = decode ? size(b, dims, kernel.kvHeads) : heads;
-  llvm::Value *groupHeads = b.CreateUDiv(heads, groups);
+  TaskSpace space = taskSpace(b, dims, kernel, decode);
+  llvm::Value *groupHeads =
+      b.CreateUDiv(size(b, dims, kernel.heads), space.groups);
   llvm::Value *queries = size(b, dims, kernel.queries);
-  int64_t taskQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
-  llvm::Value *tileSize = b.getInt64(taskQueries);
-  llvm::Value *tiles =
-      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(taskQueries - 1)), tileSize);
-  llvm::Value *tile = b.CreateURem(index, tiles);
-  llvm::Value *rest = b.CreateUDiv(index, tiles);
-  llvm::Value *head = b.CreateMul(b.CreateURem(rest, groups), groupHeads);
-  llvm::Value *batch = b.CreateUDiv(rest, groups);
+  llvm::Value *tileSize = b.getInt64(space.tileQueries);
+  llvm::Value *tile = b.CreateURem(index, space.tiles);
+  llvm::Value *rest = b.CreateUDiv(index, space.tiles);
+  llvm::Value *group = b.CreateURem(rest, space.groups);
+  llvm::Value *head = b.CreateMul(group, groupHeads);
+  llvm::Value *batch = b.CreateUDiv(rest, space.groups);
   llvm::Value *first = b.CreateMul(tile, tileSize);
   llvm::Value *count = b.CreateSub(queries, first);
   count = b.CreateSelect(b.CreateICmpULT(count, tileSize), count, tileSize);
@@ -269,7 +282,7 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
       arguments.push_back(keyLimit);
       types.push_back(i32);
       if (decode) {
-        arguments.push_back(b.CreateTrunc(b.CreateURem(rest, groups), i32));
+        arguments.push_back(b.CreateTrunc(group, i32));
         types.push_back(i32);
       }
     }
@@ -404,14 +417,9 @@ void EntryBuilder::runTasks(llvm::IRBuilder<> &b, llvm::Function *entry,
                             bool decode) {
   llvm::Value *dims = entry->getArg(1);
   llvm::Function *task = buildTask(kernel, number, decode);
-  int64_t taskQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
-  llvm::Value *queries = size(b, dims, kernel.queries);
-  llvm::Value *tiles =
-      b.CreateUDiv(b.CreateAdd(queries, b.getInt64(taskQueries - 1)),
-                   b.getInt64(taskQueries));
-  llvm::Value *groups = size(b, dims, decode ? kernel.kvHeads : kernel.heads);
-  llvm::Value *count =
-      b.CreateMul(b.CreateMul(size(b, dims, kernel.batch), groups), tiles);
+  TaskSpace space = taskSpace(b, dims, kernel, decode);
+  llvm::Value *count = b.CreateMul(
+      b.CreateMul(size(b, dims, kernel.batch), space.groups), space.tiles);
   b.CreateCall(module.getOrInsertFunction(
                    "attnrt_parallel_for",
                    llvm::FunctionType::get(llvm::Type::getVoidTy(context),

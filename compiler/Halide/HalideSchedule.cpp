@@ -103,17 +103,16 @@ HalideSchedule parse(const std::string &text, const std::string &file,
   std::tie(s.scoreVectors, s.scoreKeys) = pair("score_block");
   std::tie(s.pvRows, s.pvVectors) = pair("pv_block");
   // The decode blocks came later: a file without them takes the target's.
-  if (document.contains("decode_score_block") || !defaults)
-    std::tie(s.decodeScoreHeads, s.decodeScoreKeys) =
-        pair("decode_score_block");
-  else
-    s.decodeScoreHeads = defaults->decodeScoreHeads,
-    s.decodeScoreKeys = defaults->decodeScoreKeys;
-  if (document.contains("decode_pv_block") || !defaults)
-    std::tie(s.decodePvHeads, s.decodePvVectors) = pair("decode_pv_block");
-  else
-    s.decodePvHeads = defaults->decodePvHeads,
-    s.decodePvVectors = defaults->decodePvVectors;
+  const HalideSchedule &fallback = defaults ? *defaults : HalideSchedule();
+  auto optionalPair = [&](const char *key, int64_t first, int64_t second) {
+    return document.contains(key) || !defaults ? pair(key)
+                                               : std::make_pair(first, second);
+  };
+  std::tie(s.decodeScoreHeads, s.decodeScoreKeys) =
+      optionalPair("decode_score_block", fallback.decodeScoreHeads,
+                   fallback.decodeScoreKeys);
+  std::tie(s.decodePvHeads, s.decodePvVectors) = optionalPair(
+      "decode_pv_block", fallback.decodePvHeads, fallback.decodePvVectors);
   const json &measured = document.value("measured", json(""));
   if (!measured.is_string())
     fail("/measured", "must be a string");
