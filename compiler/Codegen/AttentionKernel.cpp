@@ -8,11 +8,12 @@
 //      additive: Wq q instead);
 //   2. for each key tile of the tiled IR's key loop: scores SC[j][i] by a
 //      register-blocked product (tile_scores), then biases and masks, the
-//      running max m and sum l as vectors, p = exp2(s - m - log2 T) in place
+//      running max m and sum l as vectors, p = exp2(s - m - k) in place
+//      (k = ceil(log2 T))
 //      (tile_transform, tile_mask, tile_softmax_update);
 //   3. O[i][:] = alpha_i O[i][:] + sum_j p[j][i] V[j][:] in row layout
 //      (tile_accumulate);
-//   4. out = O / l (0 when l == 0), lse = (m + log2 T + log2 l) ln 2
+//   4. out = O / l (0 when l == 0), lse = (m + (k + log2 l)) ln 2
 //      (tile_normalize).
 //
 //===----------------------------------------------------------------------===//
@@ -49,6 +50,11 @@ namespace {
 int64_t roundUp(int64_t value, int64_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
 }
+
+/// Independent accumulators of the softmax's row max and sum over a tile's
+/// keys: a max or add has 2-3 cycles of latency, so one chain per row
+/// vector left the FMA pipes waiting on it.
+constexpr int64_t kReductionChains = 4;
 
 /// The register block of depthInLanesScores: rows × keys accumulators whose
 /// sums fill exactly one vector of `width` lanes.
@@ -136,6 +142,39 @@ public:
       return SmallVector<Value>();
     });
   }
+  /// combine(...combine(init, element(0))..., element(n - 1)) in `chains`
+  /// independent accumulators (the others start at `identity`), combined at
+  /// the end: a reduction over a tile's keys then waits on the latency of
+  /// one combine per `chains` elements, not per element.
+  Value reduce(Value n, Value init, Value identity, int64_t chains,
+               function_ref<Value(Value)> element,
+               function_ref<Value(Value, Value)> combine) {
+    if (chains == 1)
+      return loop(index(0), n, 1, ValueRange{init},
+                  [&](Value j, ValueRange args) {
+                    return SmallVector<Value>{combine(args[0], element(j))};
+                  })[0];
+    SmallVector<Value> accs{init};
+    accs.append(chains - 1, identity);
+    Value whole = mul(b.create<arith::DivUIOp>(n, index(chains)), chains);
+    ValueRange partial =
+        loop(index(0), whole, chains, accs, [&](Value j, ValueRange args) {
+          SmallVector<Value> next;
+          for (int64_t c = 0; c < chains; ++c)
+            next.push_back(combine(args[c], element(add(j, c))));
+          return next;
+        });
+    accs.assign(partial.begin(), partial.end());
+    accs[0] =
+        loop(whole, n, 1, ValueRange{accs[0]}, [&](Value j, ValueRange args) {
+          return SmallVector<Value>{combine(args[0], element(j))};
+        })[0];
+    for (int64_t width = chains; width > 1; width /= 2)
+      for (int64_t c = 0; c < width / 2; ++c)
+        accs[c] = combine(accs[c], accs[c + width / 2]);
+    return accs[0];
+  }
+
   void ifThen(Value condition, function_ref<void()> thenBody,
               function_ref<void()> elseBody = nullptr) {
     auto op = b.create<scf::IfOp>(condition, /*withElseRegion=*/bool(elseBody));
@@ -320,28 +359,44 @@ public:
     return b.create<arith::SelectOp>(greater, x, y);
   }
 
-  /// 2^x for x <= 0, exactly 0 for x = -inf, NaN for NaN: 2^round(x) by
-  /// exponent insertion times a degree-6 polynomial of the fraction (relative
-  /// error about 1.2e-7), so no libm call and no scalarised llvm.exp.
+  /// AVX-512 (16 f32 lanes): exp2 inserts the exponent with vscalefps.
+  bool scalef = false;
+
+  /// 2^x for x <= 0, exactly 0 for x = -inf, exactly 1 for x = 0, NaN for
+  /// NaN: 2^round(x) times a degree-5 polynomial of the fraction in [-1/2,
+  /// 1/2], minimax in relative error with the constant term 1 (9.1e-8; 1.7e-7
+  /// evaluated in f32), so no libm call and no scalarised llvm.exp. 2^round(x)
+  /// is one vscalefps on AVX-512, else exponent bits built by a convert, add
+  /// and shift and multiplied in.
   Value exp2(Value x) {
     auto type = cast<VectorType>(x.getType());
-    auto intType = VectorType::get(type.getShape(), b.getI32Type());
-    // Clamped below as select(x < -127, -127, x), which lets a NaN score
+    bool useScalef = scalef && type.getNumElements() == 16;
+    // Clamped below as select(x < lowest, lowest, x), which lets a NaN score
     // through to the row's sum and output (IEEE propagation); fmax would
     // turn it into a weight of 0. The same compare and blend either way.
-    Value lowest = constant(-127.0, type);
+    // At the bound the result is exactly 0: 2^-160 underflows in vscalefps,
+    // and exponent -127 makes the built scale +0.
+    Value lowest = constant(useScalef ? -160.0 : -127.0, type);
     x = b.create<arith::SelectOp>(
         b.create<arith::CmpFOp>(arith::CmpFPredicate::OLT, x, lowest), lowest,
         x);
     Value whole = b.create<math::RoundEvenOp>(x);
     Value fraction = b.create<arith::SubFOp>(x, whole);
     static constexpr double kCoefficients[] = {
-        1.5403530393381608e-4, 1.3333558146428443e-3, 9.6181291076284772e-3,
-        5.5504108664821580e-2, 2.4022650695910071e-1, 6.9314718055994531e-1,
-        1.0};
+        1.3264727180202446e-3, 9.6715126408820630e-3, 5.5507337433094760e-2,
+        2.4022242085348225e-1, 6.9314697759912390e-1, 1.0};
     Value poly = constant(kCoefficients[0], type);
     for (double coefficient : ArrayRef(kCoefficients).drop_front())
       poly = fma(poly, fraction, constant(coefficient, type));
+    if (useScalef)
+      return b
+          .create<LLVM::CallIntrinsicOp>(
+              type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
+              ValueRange{poly, whole, poly,
+                         b.create<arith::ConstantIntOp>(-1, 16),
+                         b.create<arith::ConstantIntOp>(4, 32)})
+          .getResult(0);
+    auto intType = VectorType::get(type.getShape(), b.getI32Type());
     Value exponent = b.create<arith::FPToSIOp>(intType, whole);
     Value biased = b.create<arith::AddIOp>(
         exponent, b.create<arith::ConstantOp>(
@@ -500,7 +555,10 @@ public:
                        const AttentionTiling &tiling)
       : e(builder, loc), op(op), buf(buffers), t(tiling),
         bhsd(op.getLayout() == attn::Layout::bhsd), score(op.getScore()),
-        visibility(op.getKeyVisibility()) {}
+        visibility(op.getKeyVisibility()) {
+    // Only the AVX-512 classes have 16 f32 lanes (maxLanes).
+    e.scalef = t.vectorWidth == 16;
+  }
 
   /// Task `taskIndex` of the packed scf.forall that tileAttention made of
   /// `op`: the forall's body with each tile op lowered by the methods below
@@ -561,8 +619,10 @@ private:
   RowLayout kRows, vRows;
   // Scratch.
   Value qt, raw, scores, acc, rowMax, rowSum, alpha, keyScale, wqq, wkk;
-  /// log2 T (f32): p = exp2(s - m - log2 T), so that sum p <= 1 and O, a
-  /// sum of p·v, stays within f32 wherever the output does.
+  /// k = ceil(log2 T) (f32, a whole number): p = exp2(s - m - k), so that
+  /// sum p <= 1 and O, a sum of p·v, stays within f32 wherever the output
+  /// does. Whole, so that 2^-k is exact and the lse of a row with one key
+  /// comes out as its score, not off by a rounding of log2 T.
   Value logKeys;
   // bf16 dot scores (t.bf16Dot with bf16 q and k): the raw queries as pairs
   // of depths, qPairs[m][i] = q[i][2m] | q[i][2m + 1] << 16 (i32, unscaled,
@@ -710,9 +770,13 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
       e.min(e.index(t.queryTile),
             e.mul(e.ceilDiv(nq, queryBlock), queryBlock)));
   offset = e.sub(T, S);
-  logKeys = b.create<math::Log2Op>(b.create<arith::UIToFPOp>(
+  // ceil(log2 T) = 64 - clz(T - 1), 0 for T <= 1.
+  Value keysLess1 = b.create<arith::IndexCastUIOp>(
+      b.getI64Type(), e.sub(e.max(T, e.index(1)), e.index(1)));
+  logKeys = b.create<arith::UIToFPOp>(
       b.getF32Type(),
-      b.create<arith::IndexCastUIOp>(b.getI64Type(), e.max(T, e.index(1)))));
+      b.create<arith::SubIOp>(b.create<arith::ConstantIntOp>(64, 64),
+                              b.create<math::CountLeadingZerosOp>(keysLess1)));
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
 
@@ -1601,10 +1665,11 @@ Value AttentionTaskBuilder::transformScores(Value s, Value key, Value lane0,
 }
 
 /// The online-softmax update of the tile: new running max, p = exp2(s - m -
-/// log2 T) in place of the scores, alpha = exp2(m_old - m_new), l = alpha·l +
-/// sum p. The shift by log2 T changes nothing but the range: l <= 1 and
-/// |O| <= max |v|, where exp2(s - m) would let O reach T·max |v| and
-/// overflow f32 for values the output holds (|v| > 3.4e38 / T).
+/// k) in place of the scores (k = ceil(log2 T)), alpha = exp2(m_old -
+/// m_new), l = alpha·l + sum p. The shift by k changes nothing but the
+/// range: l <= 1 and |O| <= max |v|, where exp2(s - m) would let O reach
+/// T·max |v| and overflow f32 for values the output holds (|v| > 3.4e38 /
+/// T).
 void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
                                        Value needPositionMask) {
   ImplicitLocOpBuilder &b = e.b;
@@ -1612,23 +1677,28 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
   bool transforms = softcapScale || slopes || keyScale || !buf.biases.empty() ||
                     !buf.masks.empty();
   bool positionMasks = visibility.hasPositionMask();
+  Value minusInf = e.constant(-std::numeric_limits<double>::infinity(), vec);
   e.loop(e.index(0), liveQueries, W, [&](Value i) {
     Value oldMax = b.create<vector::LoadOp>(vec, rowMax, i);
     auto maxPass = [&](bool masked) {
-      return e.loop(e.index(0), nk, 1, ValueRange{oldMax},
-                    [&](Value j, ValueRange args) {
-                      Value offset = e.add(e.mul(j, BQ), i);
-                      Value s = b.create<vector::LoadOp>(vec, scores, offset);
-                      if (keyScale)
-                        s = b.create<arith::MulFOp>(
-                            s, e.broadcast(
-                                   b.create<memref::LoadOp>(keyScale, j), W));
-                      if (transforms || masked) {
-                        s = transformScores(s, e.add(j0, j), i, masked);
-                        b.create<vector::StoreOp>(s, scores, offset);
-                      }
-                      return SmallVector<Value>{e.fmax(args[0], s)};
-                    })[0];
+      auto score = [&](Value j) {
+        Value offset = e.add(e.mul(j, BQ), i);
+        Value s = b.create<vector::LoadOp>(vec, scores, offset);
+        if (keyScale)
+          s = b.create<arith::MulFOp>(
+              s, e.broadcast(b.create<memref::LoadOp>(keyScale, j), W));
+        if (transforms || masked) {
+          s = transformScores(s, e.add(j0, j), i, masked);
+          b.create<vector::StoreOp>(s, scores, offset);
+        }
+        return s;
+      };
+      // Transformed scores take many instructions each, so one chain
+      // waits on nothing; and LLVM 19 crashes scalarising the masked loads
+      // of bool masks copied per chain.
+      int64_t chains = transforms || masked ? 1 : kReductionChains;
+      return e.reduce(nk, oldMax, minusInf, chains, score,
+                      [&](Value x, Value y) { return e.fmax(x, y); });
     };
     Value newMax;
     if (positionMasks) {
@@ -1652,26 +1722,27 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
     }
     // A row with no key so far keeps m = -inf; subtract 0 instead, so that
     // exp2(-inf - m) is 0 and never NaN.
-    Value minusInf = e.constant(-std::numeric_limits<double>::infinity(), vec);
     Value empty =
         b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, newMax, minusInf);
     Value safeMax =
         b.create<arith::SelectOp>(empty, e.constant(0.0, vec), newMax);
     Value rescale = e.exp2(b.create<arith::SubFOp>(oldMax, safeMax));
-    Value shift = b.create<arith::AddFOp>(safeMax, e.broadcast(logKeys, W));
+    Value bits = e.broadcast(logKeys, W);
     Value oldSum = b.create<vector::LoadOp>(vec, rowSum, i);
-    Value sum = e.loop(e.index(0), nk, 1,
-                       ValueRange{b.create<arith::MulFOp>(oldSum, rescale)},
-                       [&](Value j, ValueRange args) {
-                         Value offset = e.add(e.mul(j, BQ), i);
-                         Value s =
-                             b.create<vector::LoadOp>(vec, scores, offset);
-                         Value p =
-                             e.exp2(b.create<arith::SubFOp>(s, shift));
-                         b.create<vector::StoreOp>(p, scores, offset);
-                         return SmallVector<Value>{
-                             b.create<arith::AddFOp>(args[0], p)};
-                       })[0];
+    Value sum = e.reduce(
+        nk, b.create<arith::MulFOp>(oldSum, rescale), e.constant(0.0, vec),
+        kReductionChains,
+        [&](Value j) {
+          Value offset = e.add(e.mul(j, BQ), i);
+          Value s = b.create<vector::LoadOp>(vec, scores, offset);
+          // (s - m) - k, never s - (m + k): m + k would round away
+          // the low bits of m, which the lse of a row with one key is.
+          Value p = e.exp2(b.create<arith::SubFOp>(
+              b.create<arith::SubFOp>(s, safeMax), bits));
+          b.create<vector::StoreOp>(p, scores, offset);
+          return p;
+        },
+        [&](Value x, Value y) { return b.create<arith::AddFOp>(x, y); });
     b.create<vector::StoreOp>(newMax, rowMax, i);
     b.create<vector::StoreOp>(sum, rowSum, i);
     b.create<vector::StoreOp>(rescale, alpha, i);
@@ -1885,7 +1956,8 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
 }
 
 /// out = acc / l (0 for a row without keys, NaN for a row that saw a NaN
-/// score), lse = (m + log2 T + log2 l) · ln 2.
+/// score), lse = (m + (k + log2 l)) · ln 2: k + log2 l first, which is
+/// exactly 0 for a row with one key.
 void AttentionTaskBuilder::finish() {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
@@ -1915,8 +1987,9 @@ void AttentionTaskBuilder::finish() {
     if (Value lse = buf.lse.data) {
       Value max = b.create<memref::LoadOp>(rowMax, i);
       Value logSum = b.create<arith::MulFOp>(
-          b.create<arith::AddFOp>(b.create<arith::AddFOp>(max, logKeys),
-                                  b.create<math::Log2Op>(sum)),
+          b.create<arith::AddFOp>(
+              max,
+              b.create<arith::AddFOp>(logKeys, b.create<math::Log2Op>(sum))),
           e.f32Constant(0.6931471805599453));
       Value value = b.create<arith::SelectOp>(
           noKeys, e.f32Constant(-std::numeric_limits<double>::infinity()),

@@ -16,7 +16,9 @@ test also checks `attnc reference` and that `run --check` passes exactly when
 the non-finite entries agree.
 
 Five more cases fill v with finite values near f32's limit (about 2e38): the
-output, a weighted mean of v, is finite, and so must the kernels' be.
+output, a weighted mean of v, is finite, and so must the kernels' be. Two more
+give every row one visible key of many and scores near 1e-6: the row's lse is
+its score, so the kernels' shift of the softmax must cancel exactly.
 
 Each case puts one non-finite value into q, k or v of a small graph (prefill
 with a causal mask in f32 and in bf16, the MHA decode path at S=1 over T=40 with a key-length
@@ -81,7 +83,35 @@ GRAPHS = {
         "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v"}],
         "outputs": ["o"],
     },
+    # Every row sees one key (key_length 1) of T > 1: with tiny scores its
+    # lse is its score, about 1e-6, which a shift by a rounded log2 T (or
+    # m + log2 T added before subtracting) would swamp.
+    "one_key": {
+        "attnc": 1, "name": "one_key", "dims": {},
+        "inputs": {"q": {"shape": [2, 3, 5, 8], "dtype": "f32"},
+                   "k": {"shape": [2, 3, 9, 8], "dtype": "f32"},
+                   "v": {"shape": [2, 3, 9, 8], "dtype": "f32"},
+                   "n": {"shape": [2], "dtype": "i32"}},
+        "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                   "mask": [{"kind": "key_length", "input": "n"}],
+                   "return_lse": True}],
+        "outputs": ["o", "o.lse"],
+    },
+    "one_key_decode": {
+        "attnc": 1, "name": "one_key_decode", "dims": {},
+        "inputs": {"q": {"shape": [1, 8, 1, 16], "dtype": "f32"},
+                   "k": {"shape": [1, 2, 33, 16], "dtype": "f32"},
+                   "v": {"shape": [1, 2, 33, 16], "dtype": "f32"},
+                   "n": {"shape": [1], "dtype": "i32"}},
+        "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                   "mask": [{"kind": "key_length", "input": "n"}],
+                   "return_lse": True}],
+        "outputs": ["o", "o.lse"],
+    },
 }
+
+# Key lengths (i32 inputs) per graph; [40, 30] for the others.
+KEY_LENGTHS = {"one_key": [1, 1], "one_key_decode": [1]}
 
 # (graph, input, index, value): one non-finite entry each.
 CASES = [
@@ -113,6 +143,9 @@ CASES = [
     ("gqa_bf16", "v", "all", 2e38),
     ("prefill_bf16", "v", "all", -2e38),
     ("split", "v", "all", 2e38),
+    # Tiny scores where every row sees one key: its lse must be its score.
+    ("one_key", "q", "all", 1e-6),
+    ("one_key_decode", "q", "all", 1e-6),
 ]
 
 
@@ -201,7 +234,8 @@ def main():
         inputs = {}
         for n, spec in graph["inputs"].items():
             if spec["dtype"] == "i32":
-                inputs[n] = np.array([40, 30][:spec["shape"][0]], np.int32)
+                lengths = KEY_LENGTHS.get(name, [40, 30])
+                inputs[n] = np.array(lengths[:spec["shape"][0]], np.int32)
             else:
                 x = rng.standard_normal(spec["shape"]).astype(np.float32)
                 if spec["dtype"] == "bf16":

@@ -1,7 +1,8 @@
 //===- LowerToGpu.cpp - attn.attention as CUDA kernels --------------------===//
 //
 // Each attn.attention becomes up to three gpu.func kernels (the rules of
-// AttnSemantics.h, the CPU kernels' online softmax, p = exp2(s - m - log2 T)):
+// AttnSemantics.h, the CPU kernels' online softmax, p = exp2((s - m) - k),
+// k = ceil(log2 T)):
 //
 // - the SIMT kernel: one warp per query row (or, with key splits, per (row,
 //   part) pair), lanes over the head dim, the partial q·k products summed by
@@ -443,11 +444,29 @@ private:
         f32(0.0), m);
   }
 
-  /// lse = (m + log2 T + log2 l) · ln 2 of a row, -inf without keys.
+  /// k = ceil(log2 T) as f32, 0 for T <= 1: the CPU kernels' shift of the
+  /// online softmax, p = exp2((s - m) - k). Whole, so that 2^-k is exact.
+  Value logKeys() {
+    Value keysLess1 = b.create<arith::IndexCastUIOp>(
+        b.getI64Type(), a.sub(a.max(T, a.constant(1)), a.constant(1)));
+    return b.create<arith::UIToFPOp>(
+        b.getF32Type(),
+        b.create<arith::SubIOp>(
+            b.create<arith::ConstantIntOp>(64, 64),
+            b.create<LLVM::CountLeadingZerosOp>(b.getI64Type(), keysLess1,
+                                                /*is_zero_poison=*/false)));
+  }
+  /// exp2((s - m) - k): never s - (m + k), which rounds away the low bits of
+  /// m that the lse of a row with one key is made of.
+  Value shiftedExp2(Value s, Value m, Value k) {
+    return exp2(b.create<arith::SubFOp>(b.create<arith::SubFOp>(s, m), k));
+  }
+
+  /// lse = (m + (k + log2 l)) · ln 2 of a row, -inf without keys.
   void storeLse(Value batch, Value head, Value query, Value m, Value l,
                 Value logKeys, Value noKeys) {
     Value logSum = b.create<arith::MulFOp>(
-        b.create<arith::AddFOp>(b.create<arith::AddFOp>(m, logKeys), log2(l)),
+        b.create<arith::AddFOp>(m, b.create<arith::AddFOp>(logKeys, log2(l))),
         f32(0.6931471805599453));
     store(lse, b.getF32Type(), rowIndex(batch, head, query),
           select(noKeys, minusInfinity(), logSum));
@@ -473,7 +492,7 @@ private:
 
     Value factor = scoreFactor();
     Value alibi = alibiFactor(head);
-    Value logKeys = log2(toF32(a.max(T, a.constant(1))));
+    Value logKeys = this->logKeys();
     Value minusInf = f32(-std::numeric_limits<double>::infinity());
 
     Value queryRow = rowOffset(batch, head, Hq, query, S, Dk);
@@ -526,8 +545,7 @@ private:
       Value newMax = maxOf(score, m);
       Value safeMax = finiteShift(newMax);
       Value rescale = exp2(b.create<arith::SubFOp>(m, safeMax));
-      Value p = exp2(b.create<arith::SubFOp>(
-          score, b.create<arith::AddFOp>(safeMax, logKeys)));
+      Value p = shiftedExp2(score, safeMax, logKeys);
       SmallVector<Value> next{newMax, fma(l, rescale, p)};
       for (int64_t c = 0; c < kColumnsPerLane; ++c) {
         Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
@@ -573,8 +591,8 @@ private:
   }
 
   /// out = acc / l, exactly 0 for a row without keys (l == 0; a NaN l
-  /// passes the test and reaches the output); lse = (m + log2 T + log2 l)
-  /// · ln 2, -inf without keys. Columns column0 + lane + 32·c.
+  /// passes the test and reaches the output); lse = (m + (k + log2 l)) ·
+  /// ln 2, -inf without keys. Columns column0 + lane + 32·c.
   void finish(Value lane, Value column0, Value query, Value head, Value batch,
               Value m, Value l, ArrayRef<Value> accumulators, Value logKeys) {
     Type vType = getElementTypeOrSelf(op.getValue().getType());
@@ -637,7 +655,7 @@ private:
       return loop.getResult(0);
     };
     Value l = sumParts(one);
-    Value logKeys = log2(toF32(a.max(T, one)));
+    Value logKeys = this->logKeys();
     auto columns =
         b.create<scf::ForOp>(zero, Dv, a.constant(32 * kColumnsPerLane));
     b.setInsertionPointToStart(columns.getBody());
@@ -873,7 +891,7 @@ private:
     if (staged)
       blockKeys = kStagedBlockKeys;
     Value factor = scoreFactor();
-    Value logKeys = log2(toF32(a.max(T, a.constant(1))));
+    Value logKeys = this->logKeys();
     Value minusInf = minusInfinity();
     SmallVector<Value> init{minusInf, minusInf, f32(0.0), f32(0.0)};
     init.append(4 * vTiles, f32(0.0));
@@ -934,9 +952,9 @@ private:
         maskTile(j, c);
         scores.push_back(c);
       }
-      // The online softmax per row, as the CPU kernels: p = exp2(s - m -
-      // log2 T); l is this lane's share, summed over the row at the end.
-      Value rescale[2], shift[2];
+      // The online softmax per row, as the CPU kernels: p = exp2((s - m) -
+      // k); l is this lane's share, summed over the row at the end.
+      Value rescale[2], safeMax[2];
       SmallVector<Value> next;
       for (int i = 0; i < 2; ++i) {
         Value m = state[i];
@@ -945,14 +963,14 @@ private:
         m = quadReduce(m, /*isMax=*/true);
         Value safe = finiteShift(m);
         rescale[i] = exp2(b.create<arith::SubFOp>(state[i], safe));
-        shift[i] = b.create<arith::AddFOp>(safe, logKeys);
+        safeMax[i] = safe;
         next.push_back(m);
       }
       Value sums[2] = {b.create<arith::MulFOp>(state[2], rescale[0]),
                        b.create<arith::MulFOp>(state[3], rescale[1])};
       for (auto &c : scores)
         for (int64_t e = 0; e < 4; ++e) {
-          c[e] = exp2(b.create<arith::SubFOp>(c[e], shift[e / 2]));
+          c[e] = shiftedExp2(c[e], safeMax[e / 2], logKeys);
           sums[e / 2] = b.create<arith::AddFOp>(sums[e / 2], c[e]);
         }
       next.push_back(sums[0]);

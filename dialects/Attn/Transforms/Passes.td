@@ -119,8 +119,8 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
     Replaces every function of fused attention ops by a `gpu.module` with, per
     op: a SIMT kernel (one warp per query row, or per (row, part) when keys
     are split, lanes over the head dim, q·k summed by warp shuffles, the CPU
-    kernels' online softmax per key, p = exp2(s - m - log2 T), 8 columns of
-    P·V per lane, Dv in chunks of 256); the merge of its key splits; and, for
+    kernels' online softmax per key, p = exp2((s - m) - ceil(log2 T)), 8
+    columns of P·V per lane, Dv in chunks of 256); the merge of its key splits; and, for
     f16/bf16 with Dk and Dv fixed and at most 128, a tensor-core kernel
     (mma.sync m16n8k16, K and V staged in shared memory and read by ldmatrix
     when the head dims are multiples of 16) that replaces both when keys are

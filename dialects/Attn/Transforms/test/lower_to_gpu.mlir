@@ -4,9 +4,10 @@
 // tensors as global pointers then the seven sizes, one warp per query row
 // (4 per block of 128 threads); the visible keys of the row's aligned
 // position (causal: min(T, p + 1)), the lanes' partial q·k summed by five
-// xor shuffles, the online softmax with p = exp2(s - m - log2 T) through
-// PTX's ex2.approx, 8 accumulators per lane, the key length read per batch,
-// and an op or feature without a kernel named in an error. With splits > 1
+// xor shuffles, the online softmax with p = exp2((s - m) - k), k =
+// ceil(log2 T) from T - 1's leading zeros, through PTX's ex2.approx, 8
+// accumulators per lane, the key length read per batch, and an op or
+// feature without a kernel named in an error. With splits > 1
 // each warp takes a part of the keys and leaves (m, l, acc) in the
 // workspace for the merge kernel (FlashDecoding).
 
@@ -26,7 +27,7 @@
 // CHECK: gpu.block_id x
 // CHECK: scf.if
 // CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> i32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// CHECK: "llvm.intr.ctlz"(%{{.+}}) <{is_zero_poison = false}> : (i64) -> i64
 // CHECK: scf.for {{.*}} step %{{.+}} {
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f16
