@@ -200,7 +200,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       bool bshd = attention->layout == Layout::BSHD;
       const Shape &query = plan.values[attention->query].shape;
       const Dim &queries = query[bshd ? 1 : 2];
-      int64_t decodeBelow = schedule.isAuto() ? 0 : schedule.vectorWidth;
+      int64_t decodeBelow = schedule.decodeBelow();
       bool rows = !queries.isFixed() || queries.size >= decodeBelow;
       bool decode = !queries.isFixed() || queries.size < decodeBelow;
       if (decode && decodeBelow > 0) {

@@ -405,6 +405,7 @@ int Tuner::run() {
     text << in.rdbuf();
     spaceText = text.str();
   }
+  KernelIdentity kernel = kernelIdentity(graph, dims);
   std::vector<TuneCandidate> all;
   int64_t spaceVersion = 0;
   std::vector<std::string> parameterNames;
@@ -424,13 +425,19 @@ int Tuner::run() {
     HalideScheduleSpace space =
         spaceText.empty() ? halideScheduleSpace()
                           : parseHalideScheduleSpace(spaceText, options::space);
-    all = halideCandidates(space, defaultHalideSchedule(targetClassOf(target)));
+    HalideSchedule defaults = defaultHalideSchedule(targetClassOf(target));
+    bool decodeForm =
+        kernel.queryLength >= 0 && kernel.queryLength < defaults.decodeBelow();
+    all = halideCandidates(space, defaults, decodeForm);
     spaceVersion = space.version;
-    parameterNames = {"schedule", "task queries", "query tile",
+    parameterNames = {"schedule",
+                      "task queries",
+                      "query tile",
                       "score block (query vectors x keys)",
-                      "P.V block (rows x vectors)"};
+                      "P.V block (rows x vectors)",
+                      "decode score block (heads x keys)",
+                      "decode P.V block (heads x vectors)"};
   }
-  KernelIdentity kernel = kernelIdentity(graph, dims);
   MachineIdentity machine = machineIdentity(target);
   TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,
                 backend,       attncVersion(),     spaceVersion};

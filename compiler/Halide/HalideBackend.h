@@ -45,6 +45,9 @@ struct HalideSchedule {
   std::vector<std::string> defaultedEstimates;
 
   bool isAuto() const { return !autoscheduler.empty(); }
+  /// Attention with fewer queries than this runs the decode form (keys in
+  /// the lanes): a vector's width; 0 for an autoscheduler (rows form only).
+  int64_t decodeBelow() const { return isAuto() ? 0 : vectorWidth; }
   /// For the manifest: what was used, "kind" included.
   std::string toJson() const;
   /// A hand schedule in the --schedule file format (toJson without "kind",

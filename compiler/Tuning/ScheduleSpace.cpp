@@ -28,9 +28,10 @@ public:
   }
 
   HalideScheduleSpace readHalide(const std::string &text) {
-    json document = object(text, {"attnc_schedule_space", "version",
-                                  "task_queries", "query_tile", "score_block",
-                                  "pv_block", "autoschedulers", "notes"});
+    json document = object(
+        text, {"attnc_schedule_space", "version", "task_queries", "query_tile",
+               "score_block", "pv_block", "decode_score_block",
+               "decode_pv_block", "autoschedulers", "notes"});
     HalideScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -38,6 +39,10 @@ public:
     space.queryTiles = integers(document, "query_tile");
     space.scoreBlocks = pairs(document, "score_block");
     space.pvBlocks = pairs(document, "pv_block");
+    if (document.contains("decode_score_block"))
+      space.decodeScoreBlocks = pairs(document, "decode_score_block");
+    if (document.contains("decode_pv_block"))
+      space.decodePvBlocks = pairs(document, "decode_pv_block");
     const json &names = member(document, "autoschedulers");
     if (!names.is_array())
       fail("/autoschedulers", "expected an array of names");
@@ -193,52 +198,89 @@ std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
 }
 
 std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
-                                            const HalideSchedule &defaults) {
+                                            const HalideSchedule &defaults,
+                                            bool decodeForm) {
+  auto by = [](int64_t x, int64_t y) {
+    return std::to_string(x) + "x" + std::to_string(y);
+  };
   auto hand = [&](const HalideSchedule &s) {
-    json key = {{"pv_block", {s.pvRows, s.pvVectors}},
+    json key = {{"decode_pv_block", {s.decodePvHeads, s.decodePvVectors}},
+                {"decode_score_block", {s.decodeScoreHeads, s.decodeScoreKeys}},
+                {"pv_block", {s.pvRows, s.pvVectors}},
                 {"query_tile", s.queryTile},
                 {"score_block", {s.scoreVectors, s.scoreKeys}},
                 {"target_class", s.targetClass},
                 {"task_queries", s.taskQueries},
                 {"vector_width", s.vectorWidth}};
-    std::string score =
-        std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys);
-    std::string pv =
-        std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors);
+    std::string score = by(s.scoreVectors, s.scoreKeys);
+    std::string pv = by(s.pvRows, s.pvVectors);
+    std::string decodeScore = by(s.decodeScoreHeads, s.decodeScoreKeys);
+    std::string decodePv = by(s.decodePvHeads, s.decodePvVectors);
+    std::string description =
+        decodeForm ? "decode score " + decodeScore + ", decode pv " + decodePv
+                   : "task " + std::to_string(s.taskQueries) + ", query " +
+                         std::to_string(s.queryTile) + ", score " + score +
+                         ", pv " + pv;
     return TuneCandidate{key.dump(),
-                         "task " + std::to_string(s.taskQueries) + ", query " +
-                             std::to_string(s.queryTile) + ", score " + score +
-                             ", pv " + pv,
+                         description,
                          {"hand", std::to_string(s.taskQueries),
-                          std::to_string(s.queryTile), score, pv},
+                          std::to_string(s.queryTile), score, pv, decodeScore,
+                          decodePv},
                          s.toFileJson(),
                          ""};
   };
   std::vector<TuneCandidate> result = {hand(defaults)};
   std::set<std::string> seen = {result.front().key};
-  for (int64_t task : space.taskQueries)
-    for (int64_t query : space.queryTiles)
-      for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
-        for (auto [pvRows, pvVectors] : space.pvBlocks) {
-          if (task % query != 0)
-            continue;
-          HalideSchedule s = defaults;
-          s.taskQueries = task;
-          s.queryTile = query;
-          s.scoreVectors = scoreVectors;
-          s.scoreKeys = scoreKeys;
-          s.pvRows = pvRows;
-          s.pvVectors = pvVectors;
-          TuneCandidate candidate = hand(s);
-          if (seen.insert(candidate.key).second)
-            result.push_back(candidate);
-        }
+  auto add = [&](const HalideSchedule &s) {
+    TuneCandidate candidate = hand(s);
+    if (seen.insert(candidate.key).second)
+      result.push_back(candidate);
+  };
+  if (decodeForm) {
+    // Only the decode blocks change what runs; the rows form's parameters
+    // would give copies of one kernel.
+    auto orDefault = [](std::vector<std::pair<int64_t, int64_t>> blocks,
+                        int64_t first, int64_t second) {
+      if (blocks.empty())
+        blocks.push_back({first, second});
+      return blocks;
+    };
+    for (auto [scoreHeads, scoreKeys] :
+         orDefault(space.decodeScoreBlocks, defaults.decodeScoreHeads,
+                   defaults.decodeScoreKeys))
+      for (auto [pvHeads, pvVectors] :
+           orDefault(space.decodePvBlocks, defaults.decodePvHeads,
+                     defaults.decodePvVectors)) {
+        HalideSchedule s = defaults;
+        s.decodeScoreHeads = scoreHeads;
+        s.decodeScoreKeys = scoreKeys;
+        s.decodePvHeads = pvHeads;
+        s.decodePvVectors = pvVectors;
+        add(s);
+      }
+  } else {
+    for (int64_t task : space.taskQueries)
+      for (int64_t query : space.queryTiles)
+        for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
+          for (auto [pvRows, pvVectors] : space.pvBlocks) {
+            if (task % query != 0)
+              continue;
+            HalideSchedule s = defaults;
+            s.taskQueries = task;
+            s.queryTile = query;
+            s.scoreVectors = scoreVectors;
+            s.scoreKeys = scoreKeys;
+            s.pvRows = pvRows;
+            s.pvVectors = pvVectors;
+            add(s);
+          }
+  }
   for (const std::string &name : space.autoschedulers) {
     json key = {{"autoscheduler", name},
                 {"target_class", defaults.targetClass}};
     result.push_back({key.dump(),
                       "autoscheduler " + name,
-                      {"auto:" + name, "", "", "", ""},
+                      {"auto:" + name, "", "", "", "", "", ""},
                       "",
                       "auto:" + name});
   }

@@ -39,6 +39,8 @@ struct HalideScheduleSpace {
   int64_t version = 0;
   std::vector<int64_t> taskQueries, queryTiles;
   std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
+  /// The decode form's blocks; empty: the default's.
+  std::vector<std::pair<int64_t, int64_t>> decodeScoreBlocks, decodePvBlocks;
   std::vector<std::string> autoschedulers;
 };
 
@@ -66,11 +68,14 @@ struct TuneCandidate {
 /// The mlir backend's candidates (`candidates` below), the default first.
 std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
                                           const AttentionSchedule &defaults);
-/// The Halide backend's: its hand schedule first, the legal hand schedules
-/// of `space` (task_queries a multiple of query_tile), then each
-/// autoscheduler.
+/// The Halide backend's: its hand schedule first, then the hand schedules of
+/// `space` that differ where the tuned shape runs (`decodeForm`, fewer
+/// queries than HalideSchedule::decodeBelow: the decode blocks, the rest the
+/// default's; else the rows form's parameters with task_queries a multiple
+/// of query_tile, the decode blocks the default's), then each autoscheduler.
 std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
-                                            const HalideSchedule &defaults);
+                                            const HalideSchedule &defaults,
+                                            bool decodeForm);
 
 /// Whether `schedule`'s register blocks fit `registers` vector registers.
 bool fitsRegisters(const AttentionSchedule &schedule, int64_t registers);

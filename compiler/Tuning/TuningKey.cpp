@@ -96,6 +96,7 @@ KernelIdentity kernelIdentity(const Graph &graph, const DimBindings &dims) {
           << llvm::cast<mlir::ShapedType>(operand.getType()).getElementType();
     out << "\n";
     if (first) {
+      identity.queryLength = q[axes.length];
       identity.shapeBucket = "S=" + bucket(q[axes.length]) +
                              " T=" + bucket(k[axes.length]) +
                              " BH=" + bucket(q[axes.batch] * q[axes.heads]);

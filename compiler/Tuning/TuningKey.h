@@ -18,6 +18,7 @@
 #include "Codegen/Target.h"
 #include "Graph/Graph.h"
 
+#include <cstdint>
 #include <string>
 
 namespace attnc::tuning {
@@ -25,6 +26,8 @@ namespace attnc::tuning {
 struct KernelIdentity {
   std::string kernel;      ///< 16 hex digits.
   std::string shapeBucket; ///< "S=2^7 T=2^11 BH=2^5".
+  /// S of the first attention at the bound sizes; -1 without attention.
+  int64_t queryLength = -1;
   std::string description; ///< What was hashed, for people and --verbose.
 };
 

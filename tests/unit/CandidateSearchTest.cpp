@@ -176,7 +176,8 @@ TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
   space.pvBlocks = {{4, 1}};
   space.autoschedulers = {"adams2019", "li2018"};
   HalideSchedule defaults = defaultHalideSchedule("x86-64-avx2");
-  std::vector<TuneCandidate> all = halideCandidates(space, defaults);
+  std::vector<TuneCandidate> all =
+      halideCandidates(space, defaults, /*decodeForm=*/false);
   ASSERT_GE(all.size(), 3u);
   EXPECT_EQ(all[0].parameters[0], "hand");
   // 48 divides neither task size: only query tile 16, twice, plus the
@@ -189,6 +190,46 @@ TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
   std::set<std::string> keys;
   for (const TuneCandidate &candidate : all)
     EXPECT_TRUE(keys.insert(candidate.key).second) << candidate.key;
+}
+
+TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
+  HalideScheduleSpace space;
+  space.version = 1;
+  space.taskQueries = {32, 64};
+  space.queryTiles = {16, 32};
+  space.scoreBlocks = {{1, 8}, {2, 4}};
+  space.pvBlocks = {{4, 1}};
+  space.decodeScoreBlocks = {{2, 4}, {4, 4}};
+  space.decodePvBlocks = {{2, 8}, {4, 4}, {8, 2}};
+  HalideSchedule defaults = defaultHalideSchedule("x86-64-avx2");
+  std::vector<TuneCandidate> decode =
+      halideCandidates(space, defaults, /*decodeForm=*/true);
+  // The default, then 2 x 3 decode blocks (one may be the default's).
+  ASSERT_GE(decode.size(), 6u);
+  ASSERT_LE(decode.size(), 7u);
+  std::string rows = std::to_string(defaults.taskQueries) + "," +
+                     std::to_string(defaults.queryTile);
+  std::set<std::string> decodeBlocks;
+  for (const TuneCandidate &candidate : decode) {
+    ASSERT_EQ(candidate.parameters.size(), 7u);
+    // The rows form's parameters stay the default's: they do not run.
+    EXPECT_EQ(candidate.parameters[1] + "," + candidate.parameters[2], rows);
+    decodeBlocks.insert(candidate.parameters[5] + " " +
+                        candidate.parameters[6]);
+  }
+  EXPECT_EQ(decodeBlocks.size(), decode.size());
+  EXPECT_TRUE(decodeBlocks.count("4x4 8x2"));
+  // A prefill shape leaves the decode blocks at the default's.
+  std::vector<TuneCandidate> prefill =
+      halideCandidates(space, defaults, /*decodeForm=*/false);
+  std::string defaultDecode =
+      decode.front().parameters[5] + " " + decode.front().parameters[6];
+  for (const TuneCandidate &candidate : prefill)
+    EXPECT_EQ(candidate.parameters[5] + " " + candidate.parameters[6],
+              defaultDecode);
+  // A decode candidate's text is a schedule file with its blocks.
+  EXPECT_NE(decode.back().scheduleText.find("decode_pv_block"),
+            std::string::npos);
 }
 
 TEST(CandidateSearchTest, AShardReturnsOnlyItsCandidates) {
