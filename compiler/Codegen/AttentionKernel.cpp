@@ -20,6 +20,8 @@
 
 #include "Codegen/AttentionKernel.h"
 
+#include "Attn/Transforms/SoftmaxShift.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -111,6 +113,8 @@ public:
   Value ceilDiv(Value x, int64_t y) {
     return b.create<arith::CeilDivUIOp>(x, index(y));
   }
+  /// x rounded down to a multiple of y.
+  Value roundDown(Value x, int64_t y) { return mul(div(x, index(y)), y); }
   Value lt(Value x, Value y) {
     return b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, x, y);
   }
@@ -149,14 +153,16 @@ public:
   Value reduce(Value n, Value init, Value identity, int64_t chains,
                function_ref<Value(Value)> element,
                function_ref<Value(Value, Value)> combine) {
+    auto serial = [&](Value from, Value acc) {
+      return loop(from, n, 1, ValueRange{acc}, [&](Value j, ValueRange args) {
+        return SmallVector<Value>{combine(args[0], element(j))};
+      })[0];
+    };
     if (chains == 1)
-      return loop(index(0), n, 1, ValueRange{init},
-                  [&](Value j, ValueRange args) {
-                    return SmallVector<Value>{combine(args[0], element(j))};
-                  })[0];
+      return serial(index(0), init);
     SmallVector<Value> accs{init};
     accs.append(chains - 1, identity);
-    Value whole = mul(b.create<arith::DivUIOp>(n, index(chains)), chains);
+    Value whole = roundDown(n, chains);
     ValueRange partial =
         loop(index(0), whole, chains, accs, [&](Value j, ValueRange args) {
           SmallVector<Value> next;
@@ -165,10 +171,7 @@ public:
           return next;
         });
     accs.assign(partial.begin(), partial.end());
-    accs[0] =
-        loop(whole, n, 1, ValueRange{accs[0]}, [&](Value j, ValueRange args) {
-          return SmallVector<Value>{combine(args[0], element(j))};
-        })[0];
+    accs[0] = serial(whole, accs[0]);
     for (int64_t width = chains; width > 1; width /= 2)
       for (int64_t c = 0; c < width / 2; ++c)
         accs[c] = combine(accs[c], accs[c + width / 2]);
@@ -789,13 +792,7 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
       e.min(e.index(t.queryTile),
             e.mul(e.ceilDiv(nq, queryBlock), queryBlock)));
   offset = e.sub(T, S);
-  // ceil(log2 T) = 64 - clz(T - 1), 0 for T <= 1.
-  Value keysLess1 = b.create<arith::IndexCastUIOp>(
-      b.getI64Type(), e.sub(e.max(T, e.index(1)), e.index(1)));
-  logKeys = b.create<arith::UIToFPOp>(
-      b.getF32Type(),
-      b.create<arith::SubIOp>(b.create<arith::ConstantIntOp>(64, 64),
-                              b.create<math::CountLeadingZerosOp>(keysLess1)));
+  logKeys = attn::softmaxShift(b, b.getLoc(), T);
   kRows = rows(Hkv, T, Dk, kvHead);
   vRows = rows(Hkv, T, Dv, kvHead);
 
@@ -1067,7 +1064,7 @@ void AttentionTaskBuilder::packRaw(Value into) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   Value zero = e.constant(0.0, vec);
-  Value whole = e.mul(b.create<arith::DivUIOp>(Dk, e.index(W)), W);
+  Value whole = e.roundDown(Dk, W);
   // Only the rows the products read (a decode tile: one vector, not BQ).
   e.loop(e.index(0), liveQueries, W, [&](Value i0) {
     SmallVector<Value> starts;

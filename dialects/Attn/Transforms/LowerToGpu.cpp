@@ -33,6 +33,7 @@
 #include "Attn/IR/AttnSemantics.h"
 #include "Attn/Transforms/IndexArith.h"
 #include "Attn/Transforms/Passes.h"
+#include "Attn/Transforms/SoftmaxShift.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -444,20 +445,9 @@ private:
         f32(0.0), m);
   }
 
-  /// k = ceil(log2 T) as f32, 0 for T <= 1: the CPU kernels' shift of the
-  /// online softmax, p = exp2((s - m) - k). Whole, so that 2^-k is exact.
-  Value logKeys() {
-    Value keysLess1 = b.create<arith::IndexCastUIOp>(
-        b.getI64Type(), a.sub(a.max(T, a.constant(1)), a.constant(1)));
-    return b.create<arith::UIToFPOp>(
-        b.getF32Type(),
-        b.create<arith::SubIOp>(
-            b.create<arith::ConstantIntOp>(64, 64),
-            b.create<LLVM::CountLeadingZerosOp>(b.getI64Type(), keysLess1,
-                                                /*is_zero_poison=*/false)));
-  }
-  /// exp2((s - m) - k): never s - (m + k), which rounds away the low bits of
-  /// m that the lse of a row with one key is made of.
+  /// k = ceil(log2 T), the shift of SoftmaxShift.h.
+  Value logKeys() { return softmaxShift(b, b.getLoc(), T); }
+  /// exp2((s - m) - k), in SoftmaxShift.h's order.
   Value shiftedExp2(Value s, Value m, Value k) {
     return exp2(b.create<arith::SubFOp>(b.create<arith::SubFOp>(s, m), k));
   }
@@ -961,9 +951,8 @@ private:
         for (auto &c : scores)
           m = maxOf(maxOf(c[2 * i], m), c[2 * i + 1]);
         m = quadReduce(m, /*isMax=*/true);
-        Value safe = finiteShift(m);
-        rescale[i] = exp2(b.create<arith::SubFOp>(state[i], safe));
-        safeMax[i] = safe;
+        safeMax[i] = finiteShift(m);
+        rescale[i] = exp2(b.create<arith::SubFOp>(state[i], safeMax[i]));
         next.push_back(m);
       }
       Value sums[2] = {b.create<arith::MulFOp>(state[2], rescale[0]),
