@@ -137,6 +137,12 @@ void runPtxas(GpuCompiled &compiled, const std::string &chip) {
 
 } // namespace
 
+KeySplitRule keySplitRule(const GpuKernel &attention) {
+  if (attention.tensorCore.empty())
+    return {4096, 64};
+  return {1024, 256};
+}
+
 GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
                            std::string *gpuModule) {
   mlir::MLIRContext &context = *module.getContext();
@@ -206,8 +212,9 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
       if (auto rows =
               kernel->getAttrOfType<mlir::IntegerAttr>("attn.block_rows"))
         entry.blockRows = rows.getInt();
-      if (auto split = kernel->getAttrOfType<mlir::BoolAttr>("attn.rows_split"))
-        entry.rowsSplit = split.getValue();
+      if (auto flags =
+              kernel->getAttrOfType<mlir::IntegerAttr>("attn.row_flags"))
+        entry.rowFlags = flags.getInt();
       if (auto bytes =
               kernel->getAttrOfType<mlir::StringAttr>("attn.workspace_bytes"))
         entry.workspaceBytes = bytes.str();

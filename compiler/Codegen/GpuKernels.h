@@ -34,16 +34,17 @@ struct GpuKernel {
   std::vector<std::pair<std::string, std::pair<std::string, int64_t>>> sizes;
   /// The kernel that merges this one's key splits ("" for a merge kernel).
   std::string merge;
-  /// The tensor-core kernel that replaces this one when splits == 1 ("" if
-  /// none).
+  /// The tensor-core kernel that replaces this one ("" if none): whatever
+  /// the splits when its rowFlags has ATTNRT_CUDA_BLOCKS_SPLIT, else when
+  /// splits == 1.
   std::string tensorCore;
   /// Threads per block, and blocks as size expressions ("ceil(S / 4)"):
-  /// (ceil(rows / blockRows), Hq, B), rows = S·splits when rowsSplit, else
-  /// S.
+  /// (ceil(rows / blockRows), Hq, B), rows = S, as rowFlags (the runtime's
+  /// attnrt_cuda_rows) change it.
   std::vector<int64_t> block;
   std::vector<std::string> grid;
   int64_t blockRows = 0;
-  bool rowsSplit = false;
+  int64_t rowFlags = 0;
   /// Bytes of workspace when keys are split, as an expression ("" for other
   /// kernels) and as workspaceRowBytes[0]·Dv + workspaceRowBytes[1] per
   /// (batch, head, row, part).
@@ -54,13 +55,17 @@ struct GpuKernel {
 
 /// Key splits (FlashDecoding) of a CUDA attention kernel, which the launcher
 /// picks at run time from the sizes (the manifest's `key_split`): 1 when the
-/// B·Hq·S rows give target_warps warps, else min(ceil(target_warps /
-/// (B·Hq·S)), ceil(T / min_keys_per_split)), at least 1. Measured on an
-/// H200 (Llama-3-8B decode, T = 4096 and 32768): 4096 warps and 64 keys
-/// were the best of 2048..16384 warps and 16..256 keys at both lengths;
-/// 8192 warps took 1.24x as long at T = 32768.
-constexpr int64_t kGpuSplitTargetWarps = 4096;
-constexpr int64_t kGpuSplitMinKeys = 64;
+/// B·Hq·S rows reach targetRows, else min(ceil(targetRows / (B·Hq·S)),
+/// ceil(T / minKeys)), at least 1.
+struct KeySplitRule {
+  int64_t targetRows, minKeys;
+};
+/// The rule for attention kernel `attention`, measured on an H200
+/// (Llama-3-8B decode, T = 4096 and 32768, 1024..16384 rows x 16..256
+/// keys): the SIMT kernel (a warp per (row, part)) best at 4096 rows and 64
+/// keys; the tensor-core kernel, whose blocks take the 4 query heads of a
+/// kv head together and 64 keys at a time, best with fewer, longer parts.
+KeySplitRule keySplitRule(const GpuKernel &attention);
 
 /// The byte alignment every tensor of a CUDA kernel needs: the tensor-core
 /// kernel reads K and V 16 bytes at a time and Q and K in 4-byte pairs

@@ -71,7 +71,7 @@ static_assert(offsetof(attnrt_cuda_function, name) == 0 &&
               offsetof(attnrt_cuda_function, params) == 16 &&
               offsetof(attnrt_cuda_function, block_threads) == 24 &&
               offsetof(attnrt_cuda_function, block_rows) == 28 &&
-              offsetof(attnrt_cuda_function, rows_split) == 32 &&
+              offsetof(attnrt_cuda_function, row_flags) == 32 &&
               sizeof(attnrt_cuda_function) == 40);
 static_assert(offsetof(attnrt_cuda_attention, merge) == 40 &&
               offsetof(attnrt_cuda_attention, tensor_core) == 80 &&
@@ -226,7 +226,7 @@ llvm::Constant *DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
                              suffix + ".params"),
              llvm::ConstantInt::get(i32, kernel->block[0]),
              llvm::ConstantInt::get(i32, kernel->blockRows),
-             llvm::ConstantInt::get(i32, kernel->rowsSplit ? 1 : 0)});
+             llvm::ConstantInt::get(i32, kernel->rowFlags)});
 }
 
 /// attnrt_cuda_code: the PTX and, per attention op, its functions.
@@ -238,7 +238,7 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
                      offsetof(attnrt_cuda_function, params),
                      offsetof(attnrt_cuda_function, block_threads),
                      offsetof(attnrt_cuda_function, block_rows),
-                     offsetof(attnrt_cuda_function, rows_split)},
+                     offsetof(attnrt_cuda_function, row_flags)},
                     sizeof(attnrt_cuda_function));
   auto *pairType = llvm::ArrayType::get(i32, 2);
   auto *sourcesType = llvm::ArrayType::get(pairType, ATTNRT_CUDA_SPLITS);
@@ -294,8 +294,8 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
          cudaFunction(find(kernel.merge), suffix + ".merge"),
          cudaFunction(find(kernel.tensorCore), suffix + ".tensor_core"),
          llvm::ConstantArray::get(sourcesType, sources),
-         llvm::ConstantInt::get(i64, kGpuSplitTargetWarps),
-         llvm::ConstantInt::get(i64, kGpuSplitMinKeys),
+         llvm::ConstantInt::get(i64, keySplitRule(kernel).targetRows),
+         llvm::ConstantInt::get(i64, keySplitRule(kernel).minKeys),
          llvm::ConstantDataArray::get(
              context, llvm::ArrayRef<int64_t>(kernel.workspaceRowBytes))}));
   }

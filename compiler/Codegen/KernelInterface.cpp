@@ -180,8 +180,9 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
       sizes[size] = {source.first, source.second};
     json entry = describe(kernel);
     entry["sizes"] = sizes;
-    entry["key_split"] = {{"target_warps", kGpuSplitTargetWarps},
-                          {"min_keys_per_split", kGpuSplitMinKeys}};
+    KeySplitRule split = keySplitRule(kernel);
+    entry["key_split"] = {{"target_warps", split.targetRows},
+                          {"min_keys_per_split", split.minKeys}};
     entry["workspace_bytes"] = kernel.workspaceBytes;
     entry["tensor_alignment_bytes"] = kCudaTensorAlignment;
     for (const GpuKernel &other : compiled.kernels) {
@@ -189,7 +190,11 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
         entry["merge"] = describe(other);
       if (other.name == kernel.tensorCore) {
         entry["tensor_core"] = describe(other);
-        entry["tensor_core"]["use_when"] = "splits == 1";
+        // With key splits it leaves the parts in the workspace for the
+        // merge, as the attention kernel does.
+        entry["tensor_core"]["use_when"] =
+            other.rowFlags & ATTNRT_CUDA_BLOCKS_SPLIT ? "always"
+                                                      : "splits == 1";
       }
     }
     kernels.push_back(entry);

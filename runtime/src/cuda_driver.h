@@ -21,8 +21,21 @@ enum {
   CUDA_POINTER_DEVICE_ORDINAL = 9,
   CUDA_MEMORY_HOST = 1, /* CU_MEMORYTYPE_HOST */
   CUDA_JIT_ERROR_LOG_BUFFER = 5,
-  CUDA_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+  CUDA_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+  CUDA_MEM_ALLOCATION_PINNED = 1,    /* CU_MEM_ALLOCATION_TYPE_PINNED */
+  CUDA_MEM_LOCATION_DEVICE = 1,      /* CU_MEM_LOCATION_TYPE_DEVICE */
+  CUDA_MEMPOOL_RELEASE_THRESHOLD = 4 /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
 };
+
+/* CUmemPoolProps (88 bytes; the fields after the location zero). */
+typedef struct cuda_pool_props {
+  int allocation_type;
+  int handle_types;
+  int location_type;
+  int location_id;
+  void *win32_security_attributes;
+  unsigned char reserved[64];
+} cuda_pool_props;
 
 typedef struct attnrt_cuda_api {
   cuda_result (*device_get)(int *device, int ordinal);
@@ -42,9 +55,12 @@ typedef struct attnrt_cuda_api {
                         unsigned int block_x, unsigned int block_y,
                         unsigned int block_z, unsigned int shared_bytes,
                         void *stream, void **params, void **extra);
-  cuda_result (*allocate_async)(cuda_pointer *pointer, size_t bytes,
-                                void *stream);
   cuda_result (*free_async)(cuda_pointer pointer, void *stream);
+  cuda_result (*pool_create)(void **pool, const cuda_pool_props *props);
+  cuda_result (*pool_set_attribute)(void *pool, int attribute, void *value);
+  cuda_result (*pool_destroy)(void *pool);
+  cuda_result (*allocate_from_pool)(cuda_pointer *pointer, size_t bytes,
+                                    void *pool, void *stream);
   cuda_result (*stream_synchronize)(void *stream);
   cuda_result (*pointer_attribute)(void *value, int attribute,
                                    cuda_pointer pointer);

@@ -34,6 +34,10 @@ struct attnrt_cuda_state {
   int device;    /* CUdevice */
   void *primary; /* CUcontext: the device's primary context, retained */
   int compute;   /* compute capability, 10 * major + minor */
+  /* CUmemoryPool of the key splits' workspaces, keeping what it got (no
+   * release threshold): after the first invokes, allocating one takes no
+   * memory from the driver. */
+  void *pool;
   loaded_module *modules;
   size_t num_modules, module_capacity;
 };
@@ -62,7 +66,11 @@ static attnrt_status check_function(const attnrt_context *context,
       (function->num_params > 0 && !function->params) ||
       function->block_threads < 1 || function->block_threads > 1024 ||
       function->block_rows < 1 ||
-      (function->rows_split != 0 && function->rows_split != 1)) {
+      (function->row_flags &
+       ~(ATTNRT_CUDA_ROWS_SPLIT | ATTNRT_CUDA_ROWS_GROUPED |
+         ATTNRT_CUDA_BLOCKS_SPLIT)) ||
+      ((function->row_flags & ATTNRT_CUDA_ROWS_SPLIT) &&
+       (function->row_flags & ATTNRT_CUDA_BLOCKS_SPLIT))) {
     attnrt_impl_set_error(context,
                           "kernel %s: function %s has a bad launch "
                           "(%" PRId32 " params, block of %" PRId32
@@ -188,6 +196,30 @@ static const char *subject_text(char *out, size_t capacity, subject about,
   return out;
 }
 
+/* A memory pool on `device` that keeps what it allocated, made in its
+ * primary context `primary`. */
+static cuda_result create_pool(const attnrt_cuda_api *api, void *primary,
+                               int device, void **pool) {
+  cuda_pool_props props;
+  memset(&props, 0, sizeof props);
+  props.allocation_type = CUDA_MEM_ALLOCATION_PINNED;
+  props.location_type = CUDA_MEM_LOCATION_DEVICE;
+  props.location_id = device;
+  cuda_result result = api->context_push(primary);
+  if (result != 0)
+    return result;
+  result = api->pool_create(pool, &props);
+  uint64_t keep = UINT64_MAX;
+  if (result == 0 && (result = api->pool_set_attribute(
+                          *pool, CUDA_MEMPOOL_RELEASE_THRESHOLD, &keep)) != 0) {
+    api->pool_destroy(*pool);
+    *pool = NULL;
+  }
+  void *previous = NULL;
+  api->context_pop(&previous);
+  return result;
+}
+
 /* The context's device, set up on first use; null with the error set,
  * which begins with `about` ("kernel K targets cuda-sm90"). */
 static struct attnrt_cuda_state *
@@ -217,7 +249,7 @@ setup_device(attnrt_context *context, subject about, attnrt_status *status) {
   if (!state) {
     int device = 0, major = 0, minor = 0;
     int32_t count = 0;
-    void *primary = NULL;
+    void *primary = NULL, *pool = NULL;
     what = subject_text(text, sizeof text, about, 1);
     cuda_result result = api->device_get(&device, context->device_ordinal);
     if (result != 0) {
@@ -231,7 +263,10 @@ setup_device(attnrt_context *context, subject about, attnrt_status *status) {
                     &major, CUDA_DEVICE_COMPUTE_MAJOR, device)) != 0 ||
                (result = api->device_get_attribute(
                     &minor, CUDA_DEVICE_COMPUTE_MINOR, device)) != 0 ||
-               (result = api->primary_context_retain(&primary, device)) != 0) {
+               (result = api->primary_context_retain(&primary, device)) != 0 ||
+               (result = create_pool(api, primary, device, &pool)) != 0) {
+      if (primary)
+        api->primary_context_release(device);
       driver_error(context, result,
                    "%s: CUDA device %" PRId32 " cannot be set up", what,
                    context->device_ordinal);
@@ -240,6 +275,7 @@ setup_device(attnrt_context *context, subject about, attnrt_status *status) {
       state = attnrt_impl_allocate(context, sizeof *state,
                                    ATTNRT_CONTEXT_ALIGNMENT);
       if (!state) {
+        api->pool_destroy(pool);
         api->primary_context_release(device);
         attnrt_impl_set_error(context, "%s: out of memory", what);
         *status = ATTNRT_OUT_OF_MEMORY;
@@ -249,6 +285,7 @@ setup_device(attnrt_context *context, subject about, attnrt_status *status) {
         state->device = device;
         state->primary = primary;
         state->compute = 10 * major + minor;
+        state->pool = pool;
         context->cuda = state;
       }
     }
@@ -387,6 +424,8 @@ void attnrt_impl_cuda_release(attnrt_context *context) {
   if (api->context_push(state->primary) == 0) {
     for (size_t m = 0; m < state->num_modules; ++m)
       api->module_unload(state->modules[m].module);
+    /* Its memory goes back once work in flight has freed it. */
+    api->pool_destroy(state->pool);
     api->context_pop(&previous);
   }
   for (size_t m = 0; m < state->num_modules; ++m)
@@ -478,13 +517,22 @@ static attnrt_status launch(attnrt_context *context,
                     : (uint64_t)sizes[ATTNRT_CUDA_SIZE(0) - code];
     params[p] = &values[p];
   }
-  int64_t rows = sizes[ATTNRT_CUDA_S] *
-                 (function->rows_split ? sizes[ATTNRT_CUDA_SPLITS] : 1);
-  int64_t grid[3] = {ceil_div(rows, function->block_rows),
-                     sizes[ATTNRT_CUDA_HQ], sizes[ATTNRT_CUDA_B]};
+  /* The sizes' product is at most q's elements times splits (Hq / Hkv <=
+   * Hq), far inside int64. */
+  int32_t flags = function->row_flags;
+  int64_t heads = sizes[ATTNRT_CUDA_HQ], rows = sizes[ATTNRT_CUDA_S];
+  if (flags & ATTNRT_CUDA_ROWS_GROUPED) {
+    rows *= heads / sizes[ATTNRT_CUDA_HKV];
+    heads = sizes[ATTNRT_CUDA_HKV];
+  }
+  if (flags & ATTNRT_CUDA_ROWS_SPLIT)
+    rows *= sizes[ATTNRT_CUDA_SPLITS];
+  int64_t grid[3] = {ceil_div(rows, function->block_rows), heads,
+                     sizes[ATTNRT_CUDA_B]};
+  if (flags & ATTNRT_CUDA_BLOCKS_SPLIT)
+    grid[0] *= sizes[ATTNRT_CUDA_SPLITS];
   /* CUDA's grid limits: 2^31 - 1 blocks along x, 65535 along y and z. */
-  static const char *const axes[3] = {"query rows", "query heads Hq",
-                                      "batch B"};
+  static const char *const axes[3] = {"query rows", "heads", "batch B"};
   const int64_t limits[3] = {INT32_MAX, 65535, 65535};
   for (int d = 0; d < 3; ++d) {
     if (grid[d] > limits[d]) {
@@ -534,12 +582,17 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
   }
   sizes[ATTNRT_CUDA_SPLITS] = splits;
 
-  if (splits == 1) {
-    int tensor_core = attention->tensor_core.name != NULL;
-    return launch(context, state, kernel,
-                  tensor_core ? &attention->tensor_core : &attention->attention,
-                  functions[tensor_core ? 2 : 0], sizes, buffers, 0, stream);
-  }
+  /* The tensor-core function where there is one and it takes these splits
+   * (one, or any with ATTNRT_CUDA_BLOCKS_SPLIT), else the SIMT one. */
+  int tensor_core = attention->tensor_core.name != NULL &&
+                    (splits == 1 || (attention->tensor_core.row_flags &
+                                     ATTNRT_CUDA_BLOCKS_SPLIT));
+  const attnrt_cuda_function *first =
+      tensor_core ? &attention->tensor_core : &attention->attention;
+  void *first_handle = functions[tensor_core ? 2 : 0];
+  if (splits == 1)
+    return launch(context, state, kernel, first, first_handle, sizes, buffers,
+                  0, stream);
   int64_t row_bytes = 0, bytes = 0;
   if (__builtin_mul_overflow(attention->workspace_row_bytes[0],
                              sizes[ATTNRT_CUDA_DV], &row_bytes) ||
@@ -554,7 +607,8 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
     return ATTNRT_OUT_OF_MEMORY;
   }
   cuda_pointer workspace = 0;
-  cuda_result result = api->allocate_async(&workspace, (size_t)bytes, stream);
+  cuda_result result =
+      api->allocate_from_pool(&workspace, (size_t)bytes, state->pool, stream);
   if (result != 0) {
     driver_error(context, result,
                  "kernel %s: cannot allocate %" PRId64
@@ -563,9 +617,8 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
                  kernel->name, bytes, splits, context->device_ordinal);
     return ATTNRT_OUT_OF_MEMORY;
   }
-  attnrt_status status =
-      launch(context, state, kernel, &attention->attention, functions[0], sizes,
-             buffers, workspace, stream);
+  attnrt_status status = launch(context, state, kernel, first, first_handle,
+                                sizes, buffers, workspace, stream);
   if (status == ATTNRT_OK)
     status = launch(context, state, kernel, &attention->merge, functions[1],
                     sizes, buffers, workspace, stream);

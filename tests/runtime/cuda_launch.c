@@ -114,8 +114,10 @@ static void expect_launch(int index, const char *function, unsigned gx,
 #define ANY UINT64_MAX
 
 static void decode(attnrt_context *context) {
-  /* B = 1, T = 1000: 32 rows want 4096 warps, so min(ceil(4096 / 32),
-   * ceil(1000 / 64)) = 16 key splits; 4 (row, part) pairs a block. */
+  /* B = 1, T = 1000: the tensor-core kernel's rule wants 1024 rows and 256
+   * keys a part, so min(ceil(1024 / 32), ceil(1000 / 256)) = 4 key splits.
+   * The 4 query heads of each of 8 kv heads in one row block, its 4 parts
+   * along x, then the merge. */
   const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 1000, 128};
   device_tensor q, k, v, o;
   make_attention(&q, &k, &v, &o, ATTNRT_BF16, q_shape, kv_shape);
@@ -129,20 +131,29 @@ static void decode(attnrt_context *context) {
           driver_counts()->launches);
     const uint64_t attention[] = {
         address(&q), address(&k), address(&v), address(&o), ANY, 1, 32,
-        8,           1,           1000,        128,         128, 16};
-    expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
+        8,           1,           1000,        128,         128, 4};
+    expect_launch(0, "llama3_gqa_decode_attention0_mma", 4, 8, 1, 13, attention,
                   NULL);
-    uint64_t merge[] = {ANY, address(&o), 1, 32, 8, 1, 1000, 128, 128, 16};
+    uint64_t merge[] = {ANY, address(&o), 1, 32, 8, 1, 1000, 128, 128, 4};
     merge[0] = driver_launch(0) ? driver_launch(0)->params[4] : 0;
     expect_launch(1, "llama3_gqa_decode_attention0_merge", 1, 32, 1, 10, merge,
                   NULL);
     CHECK(merge[0] != 0, "no workspace");
   }
   /* f32 m, l and Dv columns per (row, split). */
-  CHECK(driver_counts()->last_workspace_bytes == 16 * 32 * (4 * 128 + 8),
+  CHECK(driver_counts()->last_workspace_bytes == 4 * 32 * (4 * 128 + 8),
         "workspace of %zu bytes", driver_counts()->last_workspace_bytes);
   CHECK(driver_counts()->workspaces_live == 0, "%d workspaces left",
         driver_counts()->workspaces_live);
+  /* From the context's pool, which keeps its memory: no allocation from the
+   * driver on the hot path once it holds enough. */
+  CHECK(driver_counts()->pools_live == 1 &&
+            driver_counts()->last_pool_threshold == UINT64_MAX &&
+            driver_counts()->allocations_off_pool == 0,
+        "%d pools, release threshold %llu, %d workspaces off the pool",
+        driver_counts()->pools_live,
+        (unsigned long long)driver_counts()->last_pool_threshold,
+        driver_counts()->allocations_off_pool);
   CHECK(driver_counts()->synchronizations == syncs + 2,
         "attnrt_invoke waits: %d synchronizations",
         driver_counts()->synchronizations - syncs);
@@ -155,14 +166,14 @@ static void decode(attnrt_context *context) {
   CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
   const uint64_t attention[] = {
       address(&q), address(&k), address(&v), address(&o), ANY, 1, 32,
-      8,           1,           1000,        128,         128, 16};
-  expect_launch(0, "llama3_gqa_decode_attention0", 4, 32, 1, 13, attention,
+      8,           1,           1000,        128,         128, 4};
+  expect_launch(0, "llama3_gqa_decode_attention0_mma", 4, 8, 1, 13, attention,
                 stream);
   CHECK(driver_counts()->synchronizations == syncs + 2,
         "attnrt_invoke_on_stream waited");
 
   /* B = 200: 6400 rows fill the GPU, no split; the tensor-core kernel, 64
-   * rows a block. */
+   * rows a block: the 4 rows of each kv head. */
   const int64_t big_q[] = {200, 32, 1, 128}, big_kv[] = {200, 8, 64, 128};
   device_tensor bq, bk, bv, bo;
   make_attention(&bq, &bk, &bv, &bo, ATTNRT_BF16, big_q, big_kv);
@@ -185,7 +196,7 @@ static void decode(attnrt_context *context) {
                           128,
                           128,
                           1};
-  expect_launch(0, "llama3_gqa_decode_attention0_mma", 1, 32, 200, 13, mma,
+  expect_launch(0, "llama3_gqa_decode_attention0_mma", 1, 8, 200, 13, mma,
                 NULL);
 
   /* What a user can get wrong. */
@@ -297,8 +308,8 @@ static void memory_and_timing(attnrt_context *context) {
                    "CUDA_ERROR_INVALID_VALUE"),
         "upload past the end: %s", attnrt_context_last_error(context));
 
-  /* 32 rows, 300 keys: ceil(300 / 64) = 5 splits, two launches, each 0.25 ms
-   * on the stand-in's clock. */
+  /* 32 rows, 300 keys: ceil(300 / 256) = 2 splits, two launches, each 0.25
+   * ms on the stand-in's clock. */
   double milliseconds = -1;
   forget_launches();
   attnrt_status status =
@@ -307,7 +318,7 @@ static void memory_and_timing(attnrt_context *context) {
   CHECK(status == ATTNRT_OK && milliseconds == 0.5, "timed: %s %g ms",
         attnrt_context_last_error(context), milliseconds);
   const fake_cuda_launch *first = driver_launch(0);
-  CHECK(first && first->params[12] == 5, "splits %llu",
+  CHECK(first && first->params[12] == 2, "splits %llu",
         first ? (unsigned long long)first->params[12] : 0ull);
   for (int t = 0; t < 4; ++t)
     attnrt_device_release(context, tensors[t].data);
@@ -401,6 +412,8 @@ int main(void) {
   CHECK(driver_counts()->primary_retained == 0,
         "primary context retained %d times after release",
         driver_counts()->primary_retained);
+  CHECK(driver_counts()->pools_live == 0, "%d pools left after release",
+        driver_counts()->pools_live);
 
   expect_unavailable(5, NULL, NULL,
                      "no CUDA device 5 (the driver counts 2): "

@@ -293,8 +293,48 @@ static int forget(uint64_t pointer) {
   return found;
 }
 
-EXPORT int cuMemAllocAsync(uint64_t *pointer, size_t bytes, void *stream) {
+/* Pools are numbered handles; the workspace remembers nothing of its pool
+ * but counts allocations from a handle this driver never made. */
+static int pools_made;
+
+EXPORT int cuMemPoolCreate(void **pool, const int *props) {
+  /* CUmemPoolProps: pinned (1) on a device (1). */
+  if (props[0] != 1 || props[2] != 1 || props[3] < 0)
+    return 1; /* CUDA_ERROR_INVALID_VALUE */
+  pthread_mutex_lock(&lock);
+  ++counts.pools_live;
+  *pool = (void *)(uintptr_t)(0x9001 + pools_made++);
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+EXPORT int cuMemPoolSetAttribute(void *pool, int attribute, void *value) {
+  (void)pool;
+  if (attribute != 4) /* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+    return 1;
+  pthread_mutex_lock(&lock);
+  counts.last_pool_threshold = *(uint64_t *)value;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+EXPORT int cuMemPoolDestroy(void *pool) {
+  (void)pool;
+  pthread_mutex_lock(&lock);
+  --counts.pools_live;
+  pthread_mutex_unlock(&lock);
+  return 0;
+}
+
+EXPORT int cuMemAllocFromPoolAsync(uint64_t *pointer, size_t bytes, void *pool,
+                                   void *stream) {
   (void)stream;
+  uintptr_t handle = (uintptr_t)pool;
+  if (handle < 0x9001 || handle >= 0x9001 + (uintptr_t)pools_made) {
+    pthread_mutex_lock(&lock);
+    ++counts.allocations_off_pool;
+    pthread_mutex_unlock(&lock);
+  }
   void *start = remember(bytes, 0);
   if (!start)
     return 2; /* CUDA_ERROR_OUT_OF_MEMORY */

@@ -26,8 +26,11 @@ typedef struct fake_cuda_counts {
   int primary_retained; /* retains minus releases */
   int current_depth;    /* pushes minus pops */
   int synchronizations;
-  int workspaces_live; /* cuMemAllocAsync minus cuMemFreeAsync */
+  int workspaces_live; /* cuMemAllocFromPoolAsync minus cuMemFreeAsync */
   size_t last_workspace_bytes;
+  int pools_live;               /* cuMemPoolCreate minus cuMemPoolDestroy */
+  uint64_t last_pool_threshold; /* its CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
+  int allocations_off_pool;     /* workspaces from no pool the driver made */
   int launches;
 } fake_cuda_counts;
 

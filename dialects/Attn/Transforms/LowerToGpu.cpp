@@ -13,7 +13,9 @@
 //   from the workspace, rescaled to the largest m;
 // - for f16/bf16 with Dk and Dv fixed and at most 128 and no tensor bias,
 //   ALiBi or tensor mask, the tensor-core kernel (mma.sync m16n8k16), run
-//   instead of both when keys are not split.
+//   instead of the SIMT kernel (its key parts merged as the SIMT kernel's):
+//   the G query heads of a kv head together, K and V blocks staged in
+//   shared memory by cp.async under the products.
 //
 // Kernel ABI: the op's tensors as global pointers (q, k, v, key_lengths if
 // any, the biases, the ALiBi slopes if given, the masks, the output, lse if
@@ -21,9 +23,11 @@
 // then B, Hq, Hkv, S, T,
 // Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
 // `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
-// `attn.block` the threads, `attn.block_rows` and `attn.rows_split` the grid
+// `attn.block` the threads, `attn.block_rows` and `attn.row_flags` the grid
 // ((ceil(rows / block_rows), Hq, B), rows S, or S·splits when a row is a
-// (row, part) pair; `attn.grid` spells it out), and
+// (row, part) pair; the tensor-core kernel's rows are the packed rows of a
+// kv head, S·Hq/Hkv, on (ceil(rows / block_rows)·splits, Hkv, B);
+// `attn.grid` spells it out), and
 // `attn.workspace_row_bytes` [a, b] the key splits' workspace, a·Dv + b bytes
 // per (row, part) (`attn.workspace_bytes` spells it out); the manifest and
 // the kernel descriptor copy them (docs/design/gpu.md).
@@ -63,6 +67,8 @@ constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
 // The tensor-core kernel: mma.sync m16n8k16, 16 query rows per warp, Dk and
 // Dv up to 128 (its registers hold Q and O).
 constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128;
+/// Keys per block of the staged tensor-core kernel.
+constexpr int64_t kStagedBlockKeys = 64;
 /// The head dim (last axis) of q, k or v; dynamic when known at run time.
 int64_t headDim(Value tensor) {
   return cast<ShapedType>(tensor.getType()).getShape().back();
@@ -90,7 +96,6 @@ int64_t mmaColumnChunks(AttentionOp op) {
 int64_t mmaBlockRows(AttentionOp op) {
   return kWarpsPerBlock * kMmaRows / mmaColumnChunks(op);
 }
-constexpr int64_t kStagedBlockKeys = 64;
 /// Elements of one staged row: 8 more than the data, so the 8 rows an
 /// ldmatrix reads fall in different banks.
 int64_t stagedRow(int64_t depth) { return depth + 8; }
@@ -100,6 +105,12 @@ int64_t stagedRow(int64_t depth) { return depth + 8; }
 /// Dk = 128 with 64 columns of O, 32 keys spill on sm_80, 16 take 206).
 int64_t mmaBlockKeys(int64_t dk, int64_t dv) {
   return std::max(dk, dv) <= 64 ? 32 : 16;
+}
+/// Keys per block of the tensor-core kernel, staged or not.
+int64_t mmaKeysPerBlock(AttentionOp op) {
+  return mmaStaged(op)
+             ? kStagedBlockKeys
+             : mmaBlockKeys(headDim(op.getQuery()), mmaChunkColumns(op));
 }
 constexpr double kLog2e = 1.4426950408889634;
 /// The i64 parameters of every kernel, in order.
@@ -133,6 +144,12 @@ std::string unsupported(AttentionOp op) {
 /// that replaces both when splits == 1. Attention and TensorCore take the
 /// same parameters.
 enum class KernelRole { Attention, Merge, TensorCore };
+
+/// How a kernel's blocks map to rows (`attn.row_flags`, the descriptor's
+/// attnrt_cuda_function::row_flags): each row a (row, part) pair; the G
+/// query heads of a kv head packed together (grid y over kv heads); the key
+/// parts of a row block side by side along x.
+enum RowFlags : int64_t { kRowsSplit = 1, kRowsGrouped = 2, kBlocksSplit = 4 };
 
 class KernelBuilder {
 public:
@@ -179,6 +196,14 @@ public:
     Value head = b.create<gpu::BlockIdOp>(gpu::Dimension::y);
     Value batch = b.create<gpu::BlockIdOp>(gpu::Dimension::z);
     if (role == KernelRole::TensorCore) {
+      // Packed rows (AttnSemantics.h): block y is a kv head and its G query
+      // heads' rows [0, G·S) go together, so one decode step (S = 1) fills
+      // a fragment's rows and K and V are read once for the group. Block x
+      // is (row block, key part), the parts of a row block side by side.
+      Value packedRows = a.mul(semantics::groupSize(a, Hq, Hkv), S);
+      Value blockX = b.create<gpu::BlockIdOp>(gpu::Dimension::x);
+      Value rowBlock = a.div(blockX, splits), part = a.rem(blockX, splits);
+      Value item = a.add(a.mul(rowBlock, a.constant(kWarpsPerBlock)), warp);
       // Warps side by side take the column chunks of the same 16 rows.
       Value chunks = a.constant(mmaColumnChunks(op));
       Value rowBase = a.mul(a.div(item, chunks), a.constant(kMmaRows));
@@ -187,16 +212,18 @@ public:
       // The keys the block's rows see (the staged kernel's warps share
       // every key block and barrier) or the warp's rows see.
       int64_t rows = mmaStaged(op) ? mmaBlockRows(op) : kMmaRows;
-      Value first = mmaStaged(op)
-                        ? a.mul(b.create<gpu::BlockIdOp>(gpu::Dimension::x),
-                                a.constant(rows))
-                        : rowBase;
-      auto inside = b.create<scf::IfOp>(a.lt(first, S), /*else=*/false);
+      Value first = mmaStaged(op) ? a.mul(rowBlock, a.constant(rows)) : rowBase;
+      auto inside = b.create<scf::IfOp>(a.lt(first, packedRows),
+                                        /*else=*/false);
       b.setInsertionPointToStart(&inside.getThenRegion().front());
-      Value last =
-          a.min(a.add(first, a.constant(rows - 1)), a.sub(S, a.constant(1)));
-      return tensorCoreRows(lane, rowBase, column0, head, batch,
-                            visibleKeys(batch, first, last));
+      Value last = a.min(a.add(first, a.constant(rows - 1)),
+                         a.sub(packedRows, a.constant(1)));
+      auto [firstPosition, lastPosition] =
+          semantics::packedPositions(a, first, last, S, T);
+      return tensorCoreRows(
+          lane, rowBase, column0, head, batch, part,
+          keyPart(visiblePositions(batch, firstPosition, lastPosition), part,
+                  mmaKeysPerBlock(op)));
     }
     Value query = role == KernelRole::Merge ? item : a.div(item, splits);
     auto inside = b.create<scf::IfOp>(a.lt(query, S), /*else=*/false);
@@ -389,6 +416,13 @@ private:
   /// rules of AttnSemantics.h), clamped to [0, T].
   semantics::KeyRange<Value> visibleKeys(Value batch, Value firstQuery,
                                          Value lastQuery) {
+    return visiblePositions(batch,
+                            semantics::alignedPosition(a, firstQuery, S, T),
+                            semantics::alignedPosition(a, lastQuery, S, T));
+  }
+  /// The keys aligned positions [firstPosition, lastPosition] see.
+  semantics::KeyRange<Value> visiblePositions(Value batch, Value firstPosition,
+                                              Value lastPosition) {
     std::optional<Value> length;
     if (keyLengths)
       length = b.create<arith::IndexCastOp>(
@@ -397,28 +431,49 @@ private:
               b.getI32Type(),
               elementPointer(keyLengths, b.getI32Type(), batch)));
     semantics::KeyRange<Value> keys = semantics::visibleKeys(
-        a, op.getKeyVisibility(),
-        semantics::alignedPosition(a, firstQuery, S, T),
-        semantics::alignedPosition(a, lastQuery, S, T), T, length);
+        a, op.getKeyVisibility(), firstPosition, lastPosition, T, length);
     Value first = a.max(keys.first, a.constant(0));
     return {first, a.max(a.min(keys.last, T), first)};
   }
-
-  /// What a raw q·k product is multiplied by: the scale (1/sqrt(Dk) by
-  /// default; Dk may be a run-time size, hence the rule, not its value).
-  Value scoreFactor() {
-    semantics::ScaleRule scale = op.getScaleRule();
-    Value factor = f32(scale.factor);
-    if (scale.overSqrtKeyDim)
-      factor = b.create<arith::DivFOp>(
-          factor, intrinsic("llvm.nvvm.sqrt.rn.f", toF32(Dk)));
-    return factor;
+  /// Of `keys`, those of part `part` of `splits`: keys [part·c, (part +
+  /// 1)·c), c = ceil(T / splits) rounded up to a multiple of `align` (the
+  /// tensor-core kernel's parts start on its key blocks).
+  semantics::KeyRange<Value> keyPart(semantics::KeyRange<Value> keys,
+                                     Value part, int64_t align) {
+    Value partKeys = a.div(a.add(T, a.sub(splits, a.constant(1))), splits);
+    if (align > 1)
+      partKeys = a.mul(
+          a.div(a.add(partKeys, a.constant(align - 1)), a.constant(align)),
+          a.constant(align));
+    Value partFirst = a.mul(part, partKeys);
+    Value first = a.max(keys.first, partFirst);
+    return {first, a.max(a.min(keys.last, a.add(partFirst, partKeys)), first)};
   }
 
-  /// A raw q·k product as a score in log2 units: raw · factor, softcapped
+  /// What a raw q·k product is multiplied by: the scale (1/sqrt(Dk) by
+  /// default; Dk may be a run-time size, hence the rule, not its value),
+  /// and without a softcap the scale times log2 e (one multiply a score).
+  struct ScoreFactor {
+    Value scale, log2Scale;
+  };
+  ScoreFactor scoreFactor() {
+    semantics::ScaleRule rule = op.getScaleRule();
+    Value scale = f32(rule.factor);
+    if (rule.overSqrtKeyDim)
+      scale = b.create<arith::DivFOp>(
+          scale, intrinsic("llvm.nvvm.sqrt.rn.f", toF32(Dk)));
+    Value log2Scale;
+    if (!op.getSoftcap())
+      log2Scale = b.create<arith::MulFOp>(scale, f32(kLog2e));
+    return {scale, log2Scale};
+  }
+
+  /// A raw q·k product as a score in log2 units: raw · scale, softcapped
   /// in natural units, times log2 e.
-  Value logScore(Value raw, Value factor) {
-    Value score = b.create<arith::MulFOp>(raw, factor);
+  Value logScore(Value raw, ScoreFactor factor) {
+    if (factor.log2Scale)
+      return b.create<arith::MulFOp>(raw, factor.log2Scale);
+    Value score = b.create<arith::MulFOp>(raw, factor.scale);
     if (auto softcap = op.getSoftcap()) {
       double cap = softcap->convertToDouble();
       // c · tanh(s / c) by math.tanh, which lowerMath turns into the CPU
@@ -472,15 +527,12 @@ private:
     Type qType = getElementTypeOrSelf(op.getQuery().getType());
     Type vType = getElementTypeOrSelf(op.getValue().getType());
     Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
-    semantics::KeyRange<Value> keys = visibleKeys(batch, query, query);
-    // Part `part` of `splits` takes keys [part·c, (part + 1)·c), c = ceil(T
-    // / splits), of those the row sees.
-    Value partKeys = a.div(a.add(T, a.sub(splits, a.constant(1))), splits);
-    Value partFirst = a.mul(part, partKeys);
-    Value first = a.max(keys.first, partFirst);
-    Value last = a.max(a.min(keys.last, a.add(partFirst, partKeys)), first);
+    // Of the keys the row sees, those of its part.
+    semantics::KeyRange<Value> keys =
+        keyPart(visibleKeys(batch, query, query), part, 1);
+    Value first = keys.first, last = keys.last;
 
-    Value factor = scoreFactor();
+    ScoreFactor factor = scoreFactor();
     Value alibi = alibiFactor(head);
     Value logKeys = this->logKeys();
     Value minusInf = f32(-std::numeric_limits<double>::infinity());
@@ -616,48 +668,72 @@ private:
   void merge(Value lane, Value query, Value head, Value batch) {
     Value stride = a.add(Dv, a.constant(2));
     Value rowAt = a.mul(a.mul(rowIndex(batch, head, query), splits), stride);
-    Value zero = a.constant(0), one = a.constant(1);
-    auto partMax = [&](Value part) {
-      return load(workspace, b.getF32Type(), a.add(rowAt, a.mul(part, stride)));
+    Value zero = a.constant(0), one = a.constant(1), warp = a.constant(32);
+    auto partAt = [&](Value part) { return a.add(rowAt, a.mul(part, stride)); };
+    // `combine` over the lanes' values, every lane holding the result.
+    auto butterfly = [&](Value x, bool isMax) {
+      for (int64_t offset = 16; offset >= 1; offset /= 2) {
+        Value other = b.create<gpu::ShuffleOp>(x, i32(offset), i32(32),
+                                               gpu::ShuffleMode::XOR)
+                          .getShuffleResult();
+        x = isMax ? maxOf(other, x) : b.create<arith::AddFOp>(x, other);
+      }
+      return x;
     };
+    // m = max m_p and l = sum l_p · exp2(m_p - m), lanes over parts.
     auto maxLoop =
-        b.create<scf::ForOp>(zero, splits, one, ValueRange{minusInfinity()});
+        b.create<scf::ForOp>(lane, splits, warp, ValueRange{minusInfinity()});
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(maxLoop.getBody());
-      Value mp = partMax(maxLoop.getInductionVar());
-      Value m = maxLoop.getRegionIterArgs()[0];
-      b.create<scf::YieldOp>(ValueRange{maxOf(mp, m)});
-    }
-    Value m = maxLoop.getResult(0);
-    Value safeMax = finiteShift(m);
-    // sum over parts of workspace[part][offset] · exp2(m_p - m)
-    auto sumParts = [&](Value offset) {
-      auto loop = b.create<scf::ForOp>(zero, splits, one, ValueRange{f32(0.0)});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(loop.getBody());
-      Value partAt = a.add(rowAt, a.mul(loop.getInductionVar(), stride));
-      Value weight = exp2(b.create<arith::SubFOp>(
-          load(workspace, b.getF32Type(), partAt), safeMax));
-      Value x = load(workspace, b.getF32Type(), a.add(partAt, offset));
+      Value mp =
+          load(workspace, b.getF32Type(), partAt(maxLoop.getInductionVar()));
       b.create<scf::YieldOp>(
-          ValueRange{fma(x, weight, loop.getRegionIterArgs()[0])});
-      return loop.getResult(0);
+          ValueRange{maxOf(mp, maxLoop.getRegionIterArgs()[0])});
+    }
+    Value m = butterfly(maxLoop.getResult(0), /*isMax=*/true);
+    Value safeMax = finiteShift(m);
+    auto weight = [&](Value at) {
+      return exp2(b.create<arith::SubFOp>(load(workspace, b.getF32Type(), at),
+                                          safeMax));
     };
-    Value l = sumParts(one);
+    auto sumLoop = b.create<scf::ForOp>(lane, splits, warp, ValueRange{f32(0)});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(sumLoop.getBody());
+      Value at = partAt(sumLoop.getInductionVar());
+      Value lp = load(workspace, b.getF32Type(), a.add(at, one));
+      b.create<scf::YieldOp>(
+          ValueRange{fma(lp, weight(at), sumLoop.getRegionIterArgs()[0])});
+    }
+    Value l = butterfly(sumLoop.getResult(0), /*isMax=*/false);
     Value logKeys = this->logKeys();
+    // The columns lane + 32·c: one pass over the parts, the part's weight
+    // once for all of them (its loads in flight together).
     auto columns =
         b.create<scf::ForOp>(zero, Dv, a.constant(32 * kColumnsPerLane));
     b.setInsertionPointToStart(columns.getBody());
     Value column0 = columns.getInductionVar();
-    SmallVector<Value> accumulators;
-    for (int64_t c = 0; c < kColumnsPerLane; ++c) {
-      Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
-      // Columns past Dv read column 0 and are not stored.
-      Value read = select(a.lt(column, Dv), column, zero);
-      accumulators.push_back(sumParts(a.add(read, a.constant(2))));
+    auto parts = b.create<scf::ForOp>(
+        zero, splits, one, SmallVector<Value>(kColumnsPerLane, f32(0.0)));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(parts.getBody());
+      Value at = partAt(parts.getInductionVar());
+      Value w = weight(at);
+      SmallVector<Value> next;
+      for (int64_t c = 0; c < kColumnsPerLane; ++c) {
+        Value column = a.add(column0, a.add(lane, a.constant(32 * c)));
+        // Columns past Dv read column 0 and are not stored.
+        Value read = select(a.lt(column, Dv), column, zero);
+        Value x = load(workspace, b.getF32Type(),
+                       a.add(at, a.add(read, a.constant(2))));
+        next.push_back(fma(x, w, parts.getRegionIterArgs()[c]));
+      }
+      b.create<scf::YieldOp>(next);
     }
-    finish(lane, column0, query, head, batch, m, l, accumulators, logKeys);
+    finish(lane, column0, query, head, batch, m, l,
+           SmallVector<Value>(parts.getResults()), logKeys);
   }
 
   //===--------------------------------------------------------------------===//
@@ -751,65 +827,83 @@ private:
     return b.create<LLVM::AddressOfOp>(
         LLVM::LLVMPointerType::get(b.getContext(), 3), sharedSymbol);
   }
-  /// Four 8x8 matrices of 16-bit elements at shared element `at` (each
-  /// lane's row), as 4 i32 fragments.
-  SmallVector<Value> ldmatrix(Value at, bool transpose) {
-    Type i16 = b.getIntegerType(16);
+  /// Shared element `at` of the staged blocks.
+  Value sharedElement(Value at) {
+    return b.create<LLVM::GEPOp>(
+        LLVM::LLVMPointerType::get(b.getContext(), 3), b.getIntegerType(16),
+        shared(), ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
+  }
+  /// Four 8x8 matrices of 16-bit elements at shared element `offset` past
+  /// `base` (each lane's row, from sharedElement), as 4 i32 fragments. A
+  /// lane's base and constant offsets: the address is one register plus an
+  /// immediate, where a sum per fragment would hold a register each across
+  /// the key loop.
+  SmallVector<Value> ldmatrix(Value base, int64_t offset, bool transpose) {
     Value address = b.create<LLVM::GEPOp>(
-        LLVM::LLVMPointerType::get(b.getContext(), 3), i16, shared(),
-        ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
+        base.getType(), b.getIntegerType(16), base,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(offset)});
     return intrinsicOfFour(
         b.getI32Type(),
         transpose ? "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
                   : "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16",
         address);
   }
-  /// K and V rows [block, block + 64) into shared memory, 16 bytes a copy
-  /// by the block's 128 threads, zeros past T; barriers before (the last
-  /// block is read) and after.
-  void stageBlock(Value block, Value kvHead, Value batch, int64_t dk,
-                  int64_t dv) {
-    b.create<gpu::BarrierOp>();
+  /// Starts copying rows [block, block + 64) of `tensor` (K or V, head dim
+  /// `depth`, run-time size `size`) into its staged block at shared element
+  /// `offset`: cp.async, 16 bytes a copy by the block's 128 threads, zeros
+  /// past T, one commit group. waitStaged() is when they have landed.
+  void stageAsync(Value tensor, int64_t depth, Value size, int64_t offset,
+                  Value block, Value kvHead, Value batch) {
     Value thread = b.create<gpu::ThreadIdOp>(gpu::Dimension::x);
-    auto words = VectorType::get({4}, b.getI32Type());
-    Value zeros = b.create<LLVM::ZeroOp>(words);
-    Type i16 = b.getIntegerType(16);
-    auto sharedPointer = LLVM::LLVMPointerType::get(b.getContext(), 3);
-    int64_t offset = 0;
-    for (auto [tensor, depth, size] :
-         {std::tuple(k, dk, Dk), std::tuple(v, dv, Dv)}) {
-      int64_t perRow = depth / 8, copies = kStagedBlockKeys * perRow;
-      for (int64_t first = 0; first < copies; first += 32 * kWarpsPerBlock) {
-        Value copy = a.add(thread, a.constant(first));
-        Value row = a.div(copy, a.constant(perRow));
-        Value column = a.mul(a.rem(copy, a.constant(perRow)), a.constant(8));
-        Value key = a.add(block, row);
-        Value valid = b.create<arith::AndIOp>(a.lt(key, T),
-                                              a.lt(copy, a.constant(copies)));
-        Value from =
-            a.add(rowOffset(batch, kvHead, Hkv,
-                            select(valid, key, a.constant(0)), T, size),
-                  column);
-        Value word = b.create<LLVM::LoadOp>(
-            words,
-            elementPointer(tensor, i16, select(valid, from, a.constant(0))),
-            /*alignment=*/16);
-        word = select(valid, word, zeros);
-        Value to =
-            a.add(a.constant(offset),
-                  a.add(a.mul(row, a.constant(stagedRow(depth))), column));
-        auto write = b.create<scf::IfOp>(a.lt(copy, a.constant(copies)), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(&write.getThenRegion().front());
-        b.create<LLVM::StoreOp>(
-            word,
-            b.create<LLVM::GEPOp>(
-                sharedPointer, i16, shared(),
-                ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), to)}),
-            /*alignment=*/16);
-      }
-      offset += kStagedBlockKeys * stagedRow(depth);
+    // depth is a multiple of 16, so the 64 rows' 16-byte copies fill whole
+    // rounds of the 128 threads.
+    int64_t threads = 32 * kWarpsPerBlock, perRow = depth / 8;
+    // Key rows lie `stride` elements apart from the head's first.
+    Value headFirst = rowOffset(batch, kvHead, Hkv, a.constant(0), T, size);
+    Value stride =
+        a.sub(rowOffset(batch, kvHead, Hkv, a.constant(1), T, size), headFirst);
+    // Copy c = thread + 128·n is row c / perRow, column c % perRow, n in a
+    // loop whose trip count is the run-time head dim's (equal to `depth`):
+    // unrolled, LLVM would hoist every copy's shared address out of the key
+    // loop, each holding a register across it (spills at Dk = Dv = 128).
+    auto rounds = b.create<scf::ForOp>(
+        a.constant(0),
+        a.div(a.mul(size, a.constant(kStagedBlockKeys / 8)),
+              a.constant(threads)),
+        a.constant(1));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(rounds.getBody());
+      Value copy =
+          a.add(thread, a.mul(rounds.getInductionVar(), a.constant(threads)));
+      Value row = a.div(copy, a.constant(perRow));
+      Value column = a.mul(a.rem(copy, a.constant(perRow)), a.constant(8));
+      Value key = a.add(block, row);
+      Value valid = a.lt(key, T);
+      Value from = a.add(
+          headFirst,
+          a.add(a.mul(select(valid, key, a.constant(0)), stride), column));
+      Value to = a.add(a.constant(offset),
+                       a.add(a.mul(row, a.constant(stagedRow(depth))), column));
+      // 16 bytes read, or none (the copy writes zeros).
+      Value bytes = select(valid, i32(16), i32(0));
+      b.create<LLVM::CallIntrinsicOp>(
+          TypeRange{},
+          b.getStringAttr("llvm.nvvm.cp.async.cg.shared.global.16.s"),
+          ValueRange{sharedElement(to),
+                     elementPointer(tensor, b.getIntegerType(16), from),
+                     bytes});
     }
+    b.create<LLVM::CallIntrinsicOp>(
+        TypeRange{}, b.getStringAttr("llvm.nvvm.cp.async.commit.group"),
+        ValueRange{});
+  }
+  /// Waits for this thread's copies, then the block's barrier: every staged
+  /// row in place, and every warp done with what it read before.
+  void waitStaged() {
+    b.create<LLVM::CallIntrinsicOp>(
+        TypeRange{}, b.getStringAttr("llvm.nvvm.cp.async.wait.group"),
+        ValueRange{i32(0)});
     b.create<gpu::BarrierOp>();
   }
   /// S = Q·Kᵀ for the staged block: n-tiles j and j + 1 of a k-step from
@@ -822,15 +916,15 @@ private:
     Value row = a.rem(lane, a.constant(8));
     SmallVector<SmallVector<Value>> scores(kStagedBlockKeys / 8,
                                            SmallVector<Value>(4, f32(0.0)));
+    // This lane's row: key (matrix / 2)·8 + row, depth (matrix % 2)·8.
+    Value base = sharedElement(a.add(
+        a.mul(a.add(a.mul(a.div(matrix, a.constant(2)), a.constant(8)), row),
+              a.constant(stagedRow(dk))),
+        a.mul(a.rem(matrix, a.constant(2)), a.constant(8))));
     for (int64_t j = 0; j < kStagedBlockKeys / 8; j += 2) {
-      Value key =
-          a.add(a.constant(8 * j),
-                a.add(a.mul(a.div(matrix, a.constant(2)), a.constant(8)), row));
       for (int64_t ks = 0; ks < dk / 16; ++ks) {
-        Value depth = a.add(a.constant(16 * ks),
-                            a.mul(a.rem(matrix, a.constant(2)), a.constant(8)));
-        SmallVector<Value> m = ldmatrix(
-            a.add(a.mul(key, a.constant(stagedRow(dk))), depth), false);
+        SmallVector<Value> m =
+            ldmatrix(base, 8 * j * stagedRow(dk) + 16 * ks, false);
         scores[j] = mma(element, qRegs[ks], {m[0], m[1]}, scores[j]);
         scores[j + 1] = mma(element, qRegs[ks], {m[2], m[3]}, scores[j + 1]);
       }
@@ -838,25 +932,36 @@ private:
     return scores;
   }
 
-  void tensorCoreRows(Value lane, Value rowBase, Value column0, Value head,
-                      Value batch, semantics::KeyRange<Value> keys) {
+  /// The rows [rowBase, rowBase + 16) of kv head `kvHead`'s packed rows
+  /// (AttnSemantics.h), columns [column0, column0 + mmaChunkColumns), keys
+  /// `keys` (those of part `part` the block's rows see): into the output
+  /// and lse when splits == 1, else as the part's (m, l, acc) into the
+  /// workspace, as row() leaves them for the merge.
+  void tensorCoreRows(Value lane, Value rowBase, Value column0, Value kvHead,
+                      Value batch, Value part,
+                      semantics::KeyRange<Value> keys) {
     Type element = getElementTypeOrSelf(op.getQuery().getType());
     int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
     int64_t kSteps = (dk + 15) / 16;
     int64_t vTiles = (mmaChunkColumns(op) + 7) / 8;
     bool evenDk = dk % 2 == 0;
-    int64_t blockKeys = mmaBlockKeys(dk, mmaChunkColumns(op));
-    Value kvHead = semantics::kvHeadOf(a, head, Hq, Hkv);
+    int64_t blockKeys = mmaKeysPerBlock(op);
     Value g = a.div(lane, a.constant(4)), t = a.rem(lane, a.constant(4));
     Value zero = a.constant(0);
-    Value rows[2] = {a.add(rowBase, g),
-                     a.add(rowBase, a.add(g, a.constant(8)))};
-    Value rowInside[2] = {a.lt(rows[0], S), a.lt(rows[1], S)};
+    Value group = semantics::groupSize(a, Hq, Hkv);
+    Value packedRows = a.mul(group, S);
+    // This lane's rows g and g + 8: their query head and query.
+    Value rowInside[2], heads[2], queries[2];
     Value qRow[2], rowFirst[2], rowLast[2];
     for (int i = 0; i < 2; ++i) {
-      qRow[i] = rowOffset(batch, head, Hq, select(rowInside[i], rows[i], zero),
-                          S, Dk);
-      semantics::KeyRange<Value> keys = visibleKeys(batch, rows[i], rows[i]);
+      Value row = a.add(rowBase, a.add(g, a.constant(8 * i)));
+      rowInside[i] = a.lt(row, packedRows);
+      row = select(rowInside[i], row, zero);
+      heads[i] = semantics::packedQueryHead(a, kvHead, group, row, S);
+      queries[i] = semantics::packedQuery(a, row, S);
+      qRow[i] = rowOffset(batch, heads[i], Hq, queries[i], S, Dk);
+      semantics::KeyRange<Value> keys =
+          keyPart(visibleKeys(batch, queries[i], queries[i]), part, blockKeys);
       rowFirst[i] = keys.first, rowLast[i] = keys.last;
     }
     // Q as A fragments: [row g, depth 2t..], [row g + 8, ..], [row g,
@@ -878,9 +983,17 @@ private:
     SmallVector<SmallVector<Value>> qRegs = loadQuery();
 
     bool staged = mmaStaged(op);
-    if (staged)
-      blockKeys = kStagedBlockKeys;
-    Value factor = scoreFactor();
+    // The staged blocks (FlashAttention-2's pipeline): K's next block is
+    // copied under this block's P·V, V's under its S = Q·Kᵀ, so one buffer
+    // each (shared elements [0, 64·stagedRow(dk)) and on) suffices.
+    int64_t valueOffset = kStagedBlockKeys * stagedRow(dk);
+    if (staged) {
+      auto any = b.create<scf::IfOp>(a.lt(keys.first, keys.last), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&any.getThenRegion().front());
+      stageAsync(k, dk, Dk, 0, keys.first, kvHead, batch);
+    }
+    ScoreFactor factor = scoreFactor();
     Value logKeys = this->logKeys();
     Value minusInf = minusInfinity();
     SmallVector<Value> init{minusInf, minusInf, f32(0.0), f32(0.0)};
@@ -896,30 +1009,40 @@ private:
       // block + 8j + g (the B operand's column) and holds keys
       // block + 8j + 2t, + 1 of the result.
       // Row i sees this lane's key block + 2t + offset for offset in
-      // [seenFrom, seenTo): two values a block, not one a key.
+      // [seenFrom, seenTo): two values a block, not one a key, clamped to
+      // [-1, blockKeys] (offsets lie in [0, blockKeys)) so that i32 holds
+      // them exactly, the registers they take halved.
       Value lanesKey = a.add(block, a.mul(t, a.constant(2)));
       Value seenFrom[2], seenTo[2];
+      auto offsetI32 = [&](Value x) {
+        x = a.max(a.min(x, a.constant(blockKeys)), a.constant(-1));
+        return b.create<arith::IndexCastOp>(b.getI32Type(), x);
+      };
       for (int i = 0; i < 2; ++i) {
-        seenFrom[i] = a.sub(rowFirst[i], lanesKey);
-        seenTo[i] = a.sub(rowLast[i], lanesKey);
+        seenFrom[i] = offsetI32(a.sub(rowFirst[i], lanesKey));
+        seenTo[i] = offsetI32(a.sub(rowLast[i], lanesKey));
       }
       // n-tile j's raw products as scores in log2 units, -inf where the row
       // does not see the key.
       auto maskTile = [&](int64_t j, SmallVector<Value> &c) {
         for (int64_t e = 0; e < 4; ++e) {
           int i = e / 2;
-          Value offset = a.constant(8 * j + e % 2);
-          Value visible = b.create<arith::AndIOp>(a.le(seenFrom[i], offset),
-                                                  a.lt(offset, seenTo[i]));
+          Value offset = i32(8 * j + e % 2);
+          Value visible = b.create<arith::AndIOp>(
+              b.create<arith::CmpIOp>(arith::CmpIPredicate::sle, seenFrom[i],
+                                      offset),
+              b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, offset,
+                                      seenTo[i]));
           c[e] = select(visible, logScore(c[e], factor), minusInf);
         }
       };
       SmallVector<SmallVector<Value>> scores;
       if (staged) {
-        stageBlock(block, kvHead, batch, dk, dv);
+        // K's block has landed (and every warp is done with V's last
+        // block): V's copy runs under S = Q·Kᵀ and the softmax.
+        waitStaged();
+        stageAsync(v, dv, Dv, valueOffset, block, kvHead, batch);
         scores = stagedScores(lane, qRegs, element, dk);
-        for (auto [j, c] : llvm::enumerate(scores))
-          maskTile(j, c);
       }
       for (int64_t j = 0; j < (staged ? 0 : blockKeys / 8); ++j) {
         Value key = a.add(block, a.add(a.constant(8 * j), g));
@@ -939,8 +1062,41 @@ private:
           }
           c = mma(element, qRegs[ks], kRegs, c);
         }
-        maskTile(j, c);
         scores.push_back(c);
+      }
+      // The raw products as scores in log2 units; masked only where this
+      // lane's rows do not see the whole block (a block that straddles the
+      // causal diagonal, a window's edge or T).
+      {
+        Value whole;
+        Value blockEnd = a.add(block, a.constant(blockKeys));
+        for (int i = 0; i < 2; ++i) {
+          Value sees = b.create<arith::AndIOp>(a.le(rowFirst[i], block),
+                                               a.le(blockEnd, rowLast[i]));
+          whole = whole ? b.create<arith::AndIOp>(whole, sees) : sees;
+        }
+        SmallVector<Type> types(4 * scores.size(), b.getF32Type());
+        auto ifWhole = b.create<scf::IfOp>(types, whole, /*else=*/true);
+        {
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPointToStart(&ifWhole.getThenRegion().front());
+          SmallVector<Value> scaled;
+          for (auto &c : scores)
+            for (Value x : c)
+              scaled.push_back(logScore(x, factor));
+          b.create<scf::YieldOp>(scaled);
+          b.setInsertionPointToStart(&ifWhole.getElseRegion().front());
+          SmallVector<Value> masked;
+          for (auto [j, c] : llvm::enumerate(scores)) {
+            SmallVector<Value> tile = c;
+            maskTile(j, tile);
+            llvm::append_range(masked, tile);
+          }
+          b.create<scf::YieldOp>(masked);
+        }
+        for (auto [j, c] : llvm::enumerate(scores))
+          for (int64_t e = 0; e < 4; ++e)
+            c[e] = ifWhole.getResult(4 * j + e);
       }
       // The online softmax per row, as the CPU kernels: p = exp2((s - m) -
       // k); l is this lane's share, summed over the row at the end.
@@ -974,29 +1130,48 @@ private:
       auto round = [&](Value x) {
         return b.create<arith::TruncFOp>(element, x);
       };
+      // P as A operands (16-bit pairs: half the registers of its f32s,
+      // which matters where K's next copy is issued).
+      SmallVector<SmallVector<Value>> pSteps;
       for (int64_t step = 0; step < blockKeys / 16; ++step) {
         auto &low = scores[2 * step], &high = scores[2 * step + 1];
-        SmallVector<Value> pRegs{pack(round(low[0]), round(low[1])),
-                                 pack(round(low[2]), round(low[3])),
-                                 pack(round(high[0]), round(high[1])),
-                                 pack(round(high[2]), round(high[3]))};
+        pSteps.push_back({pack(round(low[0]), round(low[1])),
+                          pack(round(low[2]), round(low[3])),
+                          pack(round(high[0]), round(high[1])),
+                          pack(round(high[2]), round(high[3]))});
+      }
+      if (staged) {
+        // V's block has landed and every warp is done with K's: K's next
+        // block is copied under P·V.
+        waitStaged();
+        Value next = a.add(block, a.constant(kStagedBlockKeys));
+        auto more = b.create<scf::IfOp>(a.lt(next, keys.last), false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&more.getThenRegion().front());
+        stageAsync(k, dk, Dk, 0, next, kvHead, batch);
+      }
+      // This lane's row of V's block for ldmatrix.trans: key (matrix %
+      // 2)·8 + lane % 8, column column0 + (matrix / 2)·8, matrix = lane / 8.
+      Value valueBase;
+      if (staged) {
+        Value matrix = a.div(lane, a.constant(8));
+        Value keyRow = a.add(a.mul(a.rem(matrix, a.constant(2)), a.constant(8)),
+                             a.rem(lane, a.constant(8)));
+        valueBase = sharedElement(
+            a.add(a.constant(valueOffset),
+                  a.add(a.mul(keyRow, a.constant(stagedRow(dv))),
+                        a.add(column0, a.mul(a.div(matrix, a.constant(2)),
+                                             a.constant(8))))));
+      }
+      for (int64_t step = 0; step < blockKeys / 16; ++step) {
+        ArrayRef<Value> pRegs = pSteps[step];
         if (staged) {
           // B operands by ldmatrix.trans: matrices keys 16·step (+ 8) at
           // columns 8u and 8(u + 1); lane L gives row L % 8 of matrix L / 8.
-          Value matrix = a.div(lane, a.constant(8));
-          Value keyRow =
-              a.add(a.constant(16 * step),
-                    a.add(a.mul(a.rem(matrix, a.constant(2)), a.constant(8)),
-                          a.rem(lane, a.constant(8))));
           for (int64_t u = 0; u < vTiles; u += 2) {
-            Value column =
-                a.add(column0,
-                      a.mul(a.add(a.constant(u), a.div(matrix, a.constant(2))),
-                            a.constant(8)));
-            Value at =
-                a.add(a.constant(kStagedBlockKeys * stagedRow(dk)),
-                      a.add(a.mul(keyRow, a.constant(stagedRow(dv))), column));
-            SmallVector<Value> m = ldmatrix(at, /*transpose=*/true);
+            SmallVector<Value> m =
+                ldmatrix(valueBase, 16 * step * stagedRow(dv) + 8 * u,
+                         /*transpose=*/true);
             for (int64_t w = 0; w < 2; ++w) {
               SmallVector<Value> acc(o.begin() + 4 * (u + w),
                                      o.begin() + 4 * (u + w) + 4);
@@ -1031,36 +1206,63 @@ private:
       next.append(o);
       b.create<scf::YieldOp>(next);
     }
-    // out = O / l per row, exactly 0 for a row without keys; lse.
+    // out = O / l per row, exactly 0 for a row without keys, and lse; or
+    // with key splits the part's (m, l, acc) for the merge.
     ValueRange result = blocks.getResults();
+    Value stride = a.add(Dv, a.constant(2));
     for (int i = 0; i < 2; ++i) {
       Value l = quadReduce(result[2 + i], /*isMax=*/false);
+      auto inside = b.create<scf::IfOp>(rowInside[i], false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&inside.getThenRegion().front());
+      // Lane t's columns of row i: column0 + 8u + 2t + e % 2.
+      auto forColumns = [&](llvm::function_ref<void(Value, Value)> body) {
+        for (int64_t u = 0; u < vTiles; ++u)
+          for (int64_t e = 2 * i; e < 2 * i + 2; ++e) {
+            Value column = a.add(column0, a.add(a.constant(8 * u + e % 2),
+                                                a.mul(t, a.constant(2))));
+            auto inRange = b.create<scf::IfOp>(a.lt(column, Dv), false);
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPointToStart(&inRange.getThenRegion().front());
+            body(column, result[4 + 4 * u + e]);
+          }
+      };
+      Value once = b.create<arith::AndIOp>(a.eq(t, zero), a.eq(column0, zero));
+      auto whole = b.create<scf::IfOp>(a.eq(splits, a.constant(1)),
+                                       /*else=*/true);
+      b.setInsertionPointToStart(&whole.getThenRegion().front());
       Value noKeys =
           b.create<arith::CmpFOp>(arith::CmpFPredicate::OEQ, l, f32(0.0));
       Value inverse =
           b.create<arith::DivFOp>(f32(1.0), select(noKeys, f32(1.0), l));
-      auto inside = b.create<scf::IfOp>(rowInside[i], false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&inside.getThenRegion().front());
-      Value outRow = rowOffset(batch, head, Hq, rows[i], S, Dv);
-      for (int64_t u = 0; u < vTiles; ++u)
-        for (int64_t e = 2 * i; e < 2 * i + 2; ++e) {
-          Value column = a.add(column0, a.add(a.constant(8 * u + e % 2),
-                                              a.mul(t, a.constant(2))));
-          auto store1 = b.create<scf::IfOp>(a.lt(column, Dv), false);
-          OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPointToStart(&store1.getThenRegion().front());
-          Value value = b.create<arith::MulFOp>(result[4 + 4 * u + e], inverse);
-          store(out, element, a.add(outRow, column),
-                select(noKeys, f32(0.0), value));
-        }
+      Value outRow = rowOffset(batch, heads[i], Hq, queries[i], S, Dv);
+      forColumns([&](Value column, Value accumulator) {
+        Value value = b.create<arith::MulFOp>(accumulator, inverse);
+        store(out, element, a.add(outRow, column),
+              select(noKeys, f32(0.0), value));
+      });
       if (lse) {
-        auto write = b.create<scf::IfOp>(
-            b.create<arith::AndIOp>(a.eq(t, zero), a.eq(column0, zero)), false);
+        auto write = b.create<scf::IfOp>(once, false);
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(&write.getThenRegion().front());
-        storeLse(batch, head, rows[i], result[i], l, logKeys, noKeys);
+        storeLse(batch, heads[i], queries[i], result[i], l, logKeys, noKeys);
       }
+      // [m, l, acc[Dv]] per (batch, head, row, part), as row() writes it.
+      b.setInsertionPointToStart(&whole.getElseRegion().front());
+      Value at = a.mul(
+          a.add(a.mul(rowIndex(batch, heads[i], queries[i]), splits), part),
+          stride);
+      {
+        auto write = b.create<scf::IfOp>(once, false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&write.getThenRegion().front());
+        store(workspace, b.getF32Type(), at, result[i]);
+        store(workspace, b.getF32Type(), a.add(at, a.constant(1)), l);
+      }
+      forColumns([&](Value column, Value accumulator) {
+        store(workspace, b.getF32Type(),
+              a.add(at, a.add(column, a.constant(2))), accumulator);
+      });
     }
   }
 
@@ -1117,13 +1319,14 @@ struct LowerToGpuPass
 
   /// A gpu.func whose parameters are `params` (pointers, then i64 sizes
   /// from B on), built by KernelBuilder in `role`, launched with 128 threads
-  /// a block and blocks (ceil(rows / blockRows), Hq, B), rows = S, or
-  /// S·splits when `rowsSplit`: the mapping KernelBuilder::build() reads
-  /// back from the block ids.
+  /// a block and blocks (ceil(rows / blockRows), Hq, B), rows = S, times
+  /// splits with kRowsSplit; with kRowsGrouped rows = S·Hq/Hkv and Hkv
+  /// blocks along y; with kBlocksSplit splits times the blocks along x: the
+  /// mapping KernelBuilder::build() reads back from the block ids.
   gpu::GPUFuncOp createKernel(gpu::GPUModuleOp gpuModule, AttentionOp op,
                               StringRef name, ArrayRef<Attribute> params,
                               ArrayRef<NamedAttribute> sources, KernelRole role,
-                              int64_t blockRows, bool rowsSplit) {
+                              int64_t blockRows, int64_t rowFlags) {
     auto pointer = LLVM::LLVMPointerType::get(&getContext(), 1);
     // Before gpu.module_end, in the order they are made.
     OpBuilder builder(gpuModule.getBodyRegion().front().getTerminator());
@@ -1141,11 +1344,15 @@ struct LowerToGpuPass
     kernel->setAttr("attn.block",
                     builder.getI64ArrayAttr({32 * kWarpsPerBlock, 1, 1}));
     kernel->setAttr("attn.block_rows", builder.getI64IntegerAttr(blockRows));
-    kernel->setAttr("attn.rows_split", builder.getBoolAttr(rowsSplit));
-    std::string gridX = (Twine("ceil(S") + (rowsSplit ? " * splits" : "") +
-                         " / " + Twine(blockRows) + ")")
-                            .str();
-    kernel->setAttr("attn.grid", builder.getStrArrayAttr({gridX, "Hq", "B"}));
+    kernel->setAttr("attn.row_flags", builder.getI64IntegerAttr(rowFlags));
+    bool grouped = rowFlags & kRowsGrouped;
+    std::string gridX =
+        (Twine("ceil(S") + (grouped ? " * Hq / Hkv" : "") +
+         (rowFlags & kRowsSplit ? " * splits" : "") + " / " + Twine(blockRows) +
+         ")" + (rowFlags & kBlocksSplit ? " * splits" : ""))
+            .str();
+    kernel->setAttr("attn.grid", builder.getStrArrayAttr(
+                                     {gridX, grouped ? "Hkv" : "Hq", "B"}));
     kernel->setAttr("attn.sizes", builder.getDictionaryAttr(sources));
     // No known_block_size: its .maxntid 128 makes ptxas cap the kernel at
     // 64 registers, and spill, where it needs about 70.
@@ -1261,9 +1468,9 @@ struct LowerToGpuPass
       SmallVector<Attribute> params(names);
       params.push_back(top.getStringAttr("workspace"));
       params.append(sizeNames);
-      auto kernel = createKernel(gpuModule, op, name, params, sources,
-                                 KernelRole::Attention, kWarpsPerBlock,
-                                 /*rowsSplit=*/true);
+      auto kernel =
+          createKernel(gpuModule, op, name, params, sources,
+                       KernelRole::Attention, kWarpsPerBlock, kRowsSplit);
       // [m, l, acc[Dv]] of f32 per (batch, head, row, part): row() and
       // merge().
       const int64_t rowBytes[] = {4, 8}; // 4·Dv + 8
@@ -1280,12 +1487,12 @@ struct LowerToGpuPass
                          names.end());
       mergeParams.append(sizeNames);
       createKernel(gpuModule, op, name + "_merge", mergeParams, sources,
-                   KernelRole::Merge, kWarpsPerBlock, /*rowsSplit=*/false);
+                   KernelRole::Merge, kWarpsPerBlock, /*rowFlags=*/0);
       kernel->setAttr("attn.merge", top.getStringAttr(name + "_merge"));
       if (hasTensorCoreKernel(op)) {
         createKernel(gpuModule, op, name + "_mma", params, sources,
                      KernelRole::TensorCore, mmaBlockRows(op),
-                     /*rowsSplit=*/false);
+                     kRowsGrouped | kBlocksSplit);
         kernel->setAttr("attn.tensor_core", top.getStringAttr(name + "_mma"));
       }
     }

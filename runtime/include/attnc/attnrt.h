@@ -153,21 +153,33 @@ typedef enum attnrt_cuda_size {
 #define ATTNRT_CUDA_WORKSPACE (-1)
 #define ATTNRT_CUDA_SIZE(size) (-2 - (int32_t)(size))
 
+/* attnrt_cuda_function::row_flags: how a function's blocks map to rows. */
+typedef enum attnrt_cuda_rows {
+  /* Each row a (query row, key split) pair: rows = S * splits. */
+  ATTNRT_CUDA_ROWS_SPLIT = 1,
+  /* The Hq / Hkv query heads of a kv head together: rows = S * Hq / Hkv,
+   * Hkv blocks along y. */
+  ATTNRT_CUDA_ROWS_GROUPED = 2,
+  /* splits times the blocks along x, the key splits of a row block side by
+   * side; such a tensor_core function runs whatever the splits. */
+  ATTNRT_CUDA_BLOCKS_SPLIT = 4
+} attnrt_cuda_rows;
+
 /* One __global__ function of the PTX, launched with blocks of block_threads
- * threads on the grid (ceil(rows / block_rows), Hq, B), where rows is S, or
- * S * splits when rows_split is 1 (each row a (query row, key split)
- * pair). */
+ * threads on the grid (ceil(rows / block_rows), Hq, B), where rows is S,
+ * changed by row_flags (attnrt_cuda_rows). */
 typedef struct attnrt_cuda_function {
   const char *name; /* null: no such function */
   int32_t num_params;
   const int32_t *params;
   int32_t block_threads;
   int32_t block_rows;
-  int32_t rows_split;
+  int32_t row_flags;
 } attnrt_cuda_function;
 
 /* One fused attention op. With splits == 1 the tensor_core function runs
- * when there is one, else `attention`; with splits > 1 `attention` leaves
+ * when there is one, else `attention`; with splits > 1 `attention` (or
+ * tensor_core when its row_flags has ATTNRT_CUDA_BLOCKS_SPLIT) leaves
  * each part in a workspace of splits * B * Hq * S * (workspace_row_bytes[0]
  * * Dv + workspace_row_bytes[1]) bytes, and `merge` combines them. splits is
  * 1 when B * Hq * S >= split_target_warps, else min(ceil(split_target_warps
@@ -349,7 +361,10 @@ attnrt_status attnrt_invoke(attnrt_context *context,
  * without waiting for them (attnrt_invoke waits). The module of a kernel is
  * loaded once per context, on its first invoke, and its functions kept; the
  * key splits' workspace, when the sizes call for one, is allocated and
- * freed in stream order (cuMemAllocAsync). A CPU kernel takes a null stream
+ * freed in stream order from the context's memory pool, which keeps what
+ * it got (so invokes on different streams never share one, and once the
+ * pool holds enough, none asks the driver for memory). A CPU kernel takes a
+ * null stream
  * only, and runs as with attnrt_invoke. Thread-safe. */
 attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
                                       const attnrt_kernel *kernel,

@@ -19,7 +19,7 @@
 // CHECK-SAME: attn.grid = ["ceil(S * splits / 4)", "Hq", "B"]
 // CHECK-SAME: attn.merge = "g_attention0_merge"
 // CHECK-SAME: attn.params = ["q", "k", "v", "n", "o", "o.lse", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
-// CHECK-SAME: attn.rows_split = true
+// CHECK-SAME: attn.row_flags = 1 : i64
 // CHECK-SAME: attn.sizes = {B = ["q", 0], Dk = ["q", 3], Dv = ["v", 3], Hkv = ["k", 1], Hq = ["q", 1], S = ["q", 2], T = ["k", 2]}
 // CHECK-SAME: attn.workspace_bytes = "splits * B * Hq * S * (4 * Dv + 8)"
 // CHECK-SAME: attn.workspace_row_bytes = [4, 8]
@@ -48,7 +48,7 @@
 // CHECK-SAME: attn.block_rows = 4 : i64
 // CHECK-SAME: attn.grid = ["ceil(S / 4)", "Hq", "B"]
 // CHECK-SAME: attn.params = ["workspace", "o", "o.lse", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
-// CHECK-SAME: attn.rows_split = false
+// CHECK-SAME: attn.row_flags = 0 : i64
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
 // CHECK: arith.cmpf ogt
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (f32)
@@ -189,10 +189,15 @@ module {
 // -----
 
 // bf16 with Dk = Dv = 64 known: also the tensor-core kernel, run instead
-// when keys are not split. Dk and Dv multiples of 16: K and V blocks staged
-// in shared memory (an i16 array in address space 3) by 16-byte copies
-// between barriers; fragments by ldmatrix (V transposed); mma.sync
-// m16n8k16 for S = Q·Kᵀ and for O += P·V.
+// of the SIMT kernel, its key parts merged as the SIMT kernel's. The G
+// query heads of a kv head go together (grid y over kv heads, packed rows),
+// and key parts of a row block side by side along x. Dk and Dv multiples of
+// 16: K and V blocks staged in shared memory (an i16 array in address
+// space 3) by cp.async, K's first before the key loop, then per block: wait
+// and barrier, V's copy issued, S = Q·Kᵀ (fragments by ldmatrix, mma.sync
+// m16n8k16), the softmax, wait and barrier, K's next block issued, O += P·V
+// (V transposed by ldmatrix). Without key splits the output; with them the
+// workspace.
 // CHECK-LABEL: gpu.module @tc_gpu
 // CHECK: gpu.func @tc_attention0(
 // CHECK-SAME: attn.tensor_core = "tc_attention0_mma"
@@ -200,16 +205,26 @@ module {
 // CHECK: gpu.func @tc_attention0_mma(
 // CHECK-SAME: attn.block = [128, 1, 1]
 // CHECK-SAME: attn.block_rows = 64 : i64
-// CHECK-SAME: attn.grid = ["ceil(S / 64)", "Hq", "B"]
-// CHECK: gpu.barrier
-// CHECK: llvm.load %{{.+}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xi32>
-// CHECK: llvm.store %{{.+}}, %{{.+}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
-// CHECK: gpu.barrier
+// CHECK-SAME: attn.grid = ["ceil(S * Hq / Hkv / 64) * splits", "Hkv", "B"]
+// CHECK-SAME: attn.row_flags = 6 : i64
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
+// CHECK: scf.for
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"
+// CHECK-NEXT: gpu.barrier
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
 // CHECK: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.wait.group"
+// CHECK-NEXT: gpu.barrier
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.cg.shared.global.16.s"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.cp.async.commit.group"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16"
 // CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.bf16"
+// CHECK: scf.yield
+// CHECK: } else {
 // CHECK: gpu.return
 // CHECK: llvm.mlir.global internal @tc_attention0_mma_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<9216 x i16>
 module {
