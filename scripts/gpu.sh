@@ -6,11 +6,14 @@
 #                                  oracle's cases, the tensor-core cases and
 #                                  the benchmark, plus libattnrt's driver
 #                                  probe, into DIR (default build/gpu)
-#   scripts/gpu.sh run [DIR] [OUT] there (python3 with numpy, CuPy and
+#   scripts/gpu.sh run [DIR] [OUT] [BENCH-ARGS...]
+#                                  there (python3 with numpy, CuPy and
 #                                  PyTorch): the probe, the oracle under
 #                                  every key-split rule and through
-#                                  libattnrt's launcher, the benchmark;
-#                                  logs and JSON into OUT (default DIR/results)
+#                                  libattnrt's launcher, the benchmark
+#                                  (with BENCH-ARGS, e.g. --no-flex or
+#                                  --split-sweep); logs and JSON into OUT
+#                                  (default DIR/results)
 #
 # Both run from the repository root; DIR must be inside it for `run` to
 # find the tests. See docs/design/gpu.md.
@@ -34,6 +37,7 @@ prepare)
   ;;
 run)
   out=${3:-$dir/results}
+  shift $(($# < 3 ? $# : 3))
   mkdir -p "$out"
   export PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
@@ -41,37 +45,45 @@ run)
   status=0
   # The checks at once (the float64 oracle is CPU work; the machine has 16
   # cores), each into OUT/NAME.log and NAME.rc; the benchmark after them,
-  # alone on the GPU.
+  # alone on the GPU. A hung kernel stops its check or the benchmark after
+  # ATTNC_GPU_TIMEOUT seconds (rc 124), not the run.
+  limit=${ATTNC_GPU_TIMEOUT:-600}
   check() { # name, dir, arguments
     local name=$1 cases=$2
     shift 2
     echo "$*" > "$out/$name.args"
     (rc=0
      OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 LD_LIBRARY_PATH="$dir/lib" \
-       python3 tests/gpu/cuda_oracle.py check "$cases" "$@" \
+       timeout "$limit" python3 tests/gpu/cuda_oracle.py check "$cases" "$@" \
        --json "$out/$name.json" > "$out/$name.log" 2>&1 || rc=$?
      echo $rc > "$out/$name.rc") &
   }
   attnrt=(--launcher attnrt --attnrt "$dir/lib/libattnrt.so.2")
+  names=(tc-mma tc-default tc-simt tc-split7 tc-attnrt)
   check tc-mma "$dir/tc" --split-rule 0,1
   check tc-default "$dir/tc"
   check tc-simt "$dir/tc" --split-rule 0,1 --no-tensor-core
   check tc-split7 "$dir/tc" --split-rule 1000000,7
   check tc-attnrt "$dir/tc" "${attnrt[@]}"
-  check oracle-default "$dir/oracle"
-  check oracle-split1 "$dir/oracle" --split-rule 1000000,1
-  check oracle-attnrt "$dir/oracle" "${attnrt[@]}"
+  # The oracle's cases, several hundred, in ORACLE_SHARDS shards each.
+  shards=${ORACLE_SHARDS:-4}
+  for ((i = 0; i < shards; ++i)); do
+    check oracle-default-$i "$dir/oracle" --shard $i/$shards
+    check oracle-split1-$i "$dir/oracle" --split-rule 1000000,1 --shard $i/$shards
+    check oracle-attnrt-$i "$dir/oracle" "${attnrt[@]}" --shard $i/$shards
+    names+=(oracle-default-$i oracle-split1-$i oracle-attnrt-$i)
+  done
   wait
-  for name in tc-mma tc-default tc-simt tc-split7 tc-attnrt oracle-default oracle-split1 \
-              oracle-attnrt; do
+  for name in "${names[@]}"; do
     echo "$name ($(cat "$out/$name.args")): $(tail -1 "$out/$name.log")"
     if [ "$(cat "$out/$name.rc")" != 0 ]; then
       status=1
       grep -E "^FAIL|error" "$out/$name.log" | head -20 || true
     fi
   done
-  LD_LIBRARY_PATH="$dir/lib" python3 benchmarks/gpu/bench.py run "$dir/bench" \
-    --attnrt "$dir/lib/libattnrt.so.2" --json "$out/bench.json" \
+  LD_LIBRARY_PATH="$dir/lib" timeout "$limit" \
+    python3 benchmarks/gpu/bench.py run "$dir/bench" \
+    --attnrt "$dir/lib/libattnrt.so.2" --json "$out/bench.json" "$@" \
     > "$out/bench.log" 2>&1 || status=1
   grep '^{' "$out/bench.log" | python3 -c '
 import json, sys
@@ -80,11 +92,13 @@ for line in sys.stdin:
     rate = ("%.0f TFLOP/s" % r["attnc_TFLOPs"]) if "attnc_TFLOPs" in r else ("%.0f GB/s" % r["attnc_GBps"])
     print("%-26s %-11s %9.3f ms (libattnrt %s ms)  %s  fastest %s: %.2fx" % (r["shape"], r["kernel"],
           r["attnc_ms"], "%.3f" % r["attnrt_ms"] if "attnrt_ms" in r else "-", rate,
-          r.get("fastest_peer"), r.get("ratio", 0)))' || true
+          r.get("fastest_peer"), r.get("ratio", 0)))
+    if "split_sweep_best" in r:
+        print("    best key-split rule (warps,keys: splits, ms):", r["split_sweep_best"])' || true
   exit $status
   ;;
 *)
-  sed -n '2,16p' "$0"
+  sed -n '2,19p' "$0"
   exit 2
   ;;
 esac

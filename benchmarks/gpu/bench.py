@@ -22,6 +22,7 @@ the same run. attnc's output is compared with PyTorch's (normwise, float32):
 a sanity check only; the numerics verdict is tests/gpu/cuda_oracle.py's.
 """
 import argparse
+import fnmatch
 import json
 import os
 import subprocess
@@ -126,7 +127,9 @@ def run(a):
     def first(shape):
         return not (shape["S"] == 1 or (shape["S"] == 4096 and shape["D"] == 128
                                         and shape["dtype"] == "bf16"))
-    for shape in sorted(plan["shapes"], key=first):
+    shapes = [s for s in plan["shapes"]
+              if not a.shapes or any(fnmatch.fnmatch(s["name"], p) for p in a.shapes.split(","))]
+    for shape in sorted(shapes, key=first):
         tdt = {"bf16": torch.bfloat16, "f16": torch.float16}[shape["dtype"]]
         B, Hq, Hkv, S, T, D = (shape[k] for k in ("B", "Hq", "Hkv", "S", "T", "D"))
         q = torch.randn(B, Hq, S, D, device="cuda", dtype=tdt)
@@ -145,9 +148,8 @@ def run(a):
                 function(grid, block, args)
         gqa = Hq != Hkv
         causal = shape["causal"]
-        row = {"shape": shape["name"], "splits": splits,
-               "kernel": "tensor_core" if splits == 1 and "tensor_core" in manifest["kernels"][0]
-               else "simt"}
+        # "mma" or "simt", then "/splits" when keys are split
+        row = {"shape": shape["name"], "kernel": splits}
         flops = 4.0 * S * T * D * B * Hq
         kv_bytes = 2.0 * B * Hkv * T * D * q.element_size()
         first = median_ms(torch, attnc, 1, warmup=1)
@@ -189,7 +191,7 @@ def run(a):
         if S == 1 and a.split_sweep:
             # the key_split rule's two numbers, swept: data for its defaults
             sweep = {}
-            for warps in (2048, 4096, 8192, 16384):
+            for warps in (512, 1024, 2048, 4096, 8192, 16384):
                 for keys in (16, 32, 64, 128, 256):
                     rule = {"target_warps": warps, "min_keys_per_split": keys}
                     ls, n = plan_launches(cp, module, manifest["kernels"][0], tensors, rule)
@@ -243,6 +245,9 @@ def main():
     r.add_argument("--json")
     r.add_argument("--repeat", type=int, default=10)
     r.add_argument("--no-flex", action="store_true")
+    r.add_argument("--shapes", metavar="PATTERNS",
+                   help="only the shapes whose names match one of these comma-separated "
+                        "patterns (fnmatch: 'bf16_s4096_*,llama3_*')")
     r.add_argument("--attnrt", metavar="LIBATTNRT",
                    help="also time the kernels launched by this libattnrt (attnrt_ms)")
     r.add_argument("--split-sweep", action="store_true",

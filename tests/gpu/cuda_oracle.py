@@ -316,29 +316,32 @@ def plan_launches(cp, module, kernel, device, rule=None, tensor_core=True):
     workspace = evaluate(kernel["workspace_bytes"], sizes) if sizes["splits"] > 1 else 4
     device = dict(device, workspace=cp.empty(max(workspace, 4) // 4, dtype=np.float32))
     launches = []
-    entries = [kernel] + ([kernel["merge"]] if sizes["splits"] > 1 else [])
-    if sizes["splits"] == 1 and "tensor_core" in kernel and tensor_core:
-        entries = [kernel["tensor_core"]]
+    first = kernel
+    if "tensor_core" in kernel and tensor_core and (
+            sizes["splits"] == 1 or kernel["tensor_core"].get("use_when") == "always"):
+        first = kernel["tensor_core"]
+    entries = [first] + ([kernel["merge"]] if sizes["splits"] > 1 else [])
     for entry in entries:
         args = tuple(np.int64(sizes[p]) if p in sizes else device[p] for p in entry["params"])
         grid = tuple(evaluate(g, sizes) for g in entry["grid"])
         if min(grid) > 0:
             launches.append((module.get_function(entry["name"]), grid, tuple(entry["block"]),
                              args))
-    return launches, sizes["splits"]
+    return launches, ("mma" if first is not kernel else "simt") + (
+        "" if sizes["splits"] == 1 else "/%d" % sizes["splits"])
 
 
 def launch_all(cp, d, manifest, device, rule=None, tensor_core=True):
     """Runs every kernel of the manifest on `device` (name -> cupy array);
-    returns the key splits of each attention op ("mma" for the tensor-core
-    kernel)."""
+    returns each attention op's kernel and key splits ("mma", "simt/64",
+    ...)."""
     module = load_module(cp, os.path.join(d, manifest["ptx"]))
     splits = []
     for kernel in manifest["kernels"]:
         launches, n = plan_launches(cp, module, kernel, device, rule, tensor_core)
         for function, grid, block, args in launches:
             function(grid, block, args)
-        splits.append("mma" if n == 1 and tensor_core and "tensor_core" in kernel else n)
+        splits.append(n)
     cp.cuda.Device().synchronize()
     return splits
 
@@ -481,8 +484,17 @@ def check(a):
     device_name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     with open(os.path.join(a.dir, "cases.json")) as f:
         plan = json.load(f)
-    print("%d cases for %s on %s (sm_%d%d)" % (len(plan["cases"]), plan["target"], device_name,
-                                               props["major"], props["minor"]), flush=True)
+    shard = ""
+    if a.shard:
+        index, count = map(int, a.shard.split("/"))
+        if not 0 <= index < count:
+            print("--shard %s: want I/N with 0 <= I < N" % a.shard)
+            return 2
+        plan["cases"] = plan["cases"][index::count]
+        shard = " (shard %d of %d)" % (index, count)
+    print("%d cases for %s on %s (sm_%d%d)%s" % (len(plan["cases"]), plan["target"], device_name,
+                                                 props["major"], props["minor"], shard),
+          flush=True)
     rule = None
     if a.split_rule:
         warps, keys = a.split_rule.split(",")
@@ -571,6 +583,9 @@ def main():
     c.add_argument("--no-tensor-core", action="store_true",
                    help="run the SIMT kernel where a tensor-core one would run")
     c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--shard", metavar="I/N",
+                   help="check every N-th case from the I-th (0-based) only: N at once "
+                        "use more of the machine's cores")
     c.add_argument("--launcher", choices=["cupy", "attnrt"], default="cupy",
                    help="who launches the kernels: this script through CuPy, as the "
                    "manifest says, or libattnrt from the NAME.o descriptor")
