@@ -74,9 +74,10 @@ static attnrt_status check_function(const attnrt_context *context,
     attnrt_impl_set_error(context,
                           "kernel %s: function %s has a bad launch "
                           "(%" PRId32 " params, block of %" PRId32
-                          " threads, %" PRId32 " rows)",
+                          " threads, %" PRId32 " rows, row flags %" PRId32 ")",
                           name, function->name, function->num_params,
-                          function->block_threads, function->block_rows);
+                          function->block_threads, function->block_rows,
+                          function->row_flags);
     return ATTNRT_INVALID_ARGUMENT;
   }
   int32_t num_args = kernel->num_inputs + kernel->num_outputs;

@@ -278,6 +278,34 @@ static void causal(attnrt_context *context) {
 }
 
 /* attnrt_device_allocate, upload, download and attnrt_invoke_timed. */
+/* A descriptor whose tensor-core function says its rows are both (row,
+ * part) pairs and split blocks: refused before anything launches. */
+static void bad_row_flags(attnrt_context *context) {
+  const attnrt_cuda_code *code = llama3_gqa_decode_kernel.cuda;
+  attnrt_cuda_attention attention = code->attentions[0];
+  attention.tensor_core.row_flags =
+      ATTNRT_CUDA_ROWS_SPLIT | ATTNRT_CUDA_BLOCKS_SPLIT;
+  attnrt_cuda_code broken_code = *code;
+  broken_code.attentions = &attention;
+  attnrt_kernel broken = llama3_gqa_decode_kernel;
+  broken.cuda = &broken_code;
+  const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 100, 128};
+  device_tensor q, k, v, o;
+  make_attention(&q, &k, &v, &o, ATTNRT_BF16, q_shape, kv_shape);
+  attnrt_tensor inputs[] = {q.tensor, k.tensor, v.tensor};
+  forget_launches();
+  attnrt_status status =
+      attnrt_invoke(context, &broken, inputs, 3, &o.tensor, 1);
+  CHECK(status == ATTNRT_INVALID_ARGUMENT &&
+            strstr(attnrt_context_last_error(context),
+                   "llama3_gqa_decode_attention0_mma has a bad launch") &&
+            strstr(attnrt_context_last_error(context), "row flags 5"),
+        "%s: %s", attnrt_status_name(status),
+        attnrt_context_last_error(context));
+  CHECK(driver_counts()->launches == 0, "%d launches",
+        driver_counts()->launches);
+}
+
 static void memory_and_timing(attnrt_context *context) {
   const int64_t q_shape[] = {1, 32, 1, 128}, kv_shape[] = {1, 8, 300, 128};
   attnrt_tensor tensors[4];
@@ -400,6 +428,7 @@ int main(void) {
   decode(context);
   cross(context);
   causal(context);
+  bad_row_flags(context);
   memory_and_timing(context);
   CHECK(driver_counts()->module_loads == 3,
         "%d module loads for 3 kernels on one context",
