@@ -61,7 +61,7 @@ struct KeySplitRule {
   int64_t targetRows, minKeys;
 };
 /// The rule for attention kernel `attention`, measured on an H200
-/// (Llama-3-8B decode, T = 4096 and 32768, 1024..16384 rows x 16..256
+/// (Llama-3-8B decode, T = 4096 and 32768, 512..16384 rows x 16..256
 /// keys): the SIMT kernel (a warp per (row, part)) best at 4096 rows and 64
 /// keys; the tensor-core kernel, whose blocks take the 4 query heads of a
 /// kv head together and 64 keys at a time, best with fewer, longer parts.

@@ -288,14 +288,15 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
     if (kernel.workspaceRowBytes.size() != 2 || !find(kernel.merge))
       throw std::logic_error("CUDA kernel " + kernel.name +
                              ": no workspace or merge");
+    KeySplitRule split = keySplitRule(kernel);
     attentions.push_back(llvm::ConstantStruct::get(
         attentionType,
         {cudaFunction(&kernel, suffix),
          cudaFunction(find(kernel.merge), suffix + ".merge"),
          cudaFunction(find(kernel.tensorCore), suffix + ".tensor_core"),
          llvm::ConstantArray::get(sourcesType, sources),
-         llvm::ConstantInt::get(i64, keySplitRule(kernel).targetRows),
-         llvm::ConstantInt::get(i64, keySplitRule(kernel).minKeys),
+         llvm::ConstantInt::get(i64, split.targetRows),
+         llvm::ConstantInt::get(i64, split.minKeys),
          llvm::ConstantDataArray::get(
              context, llvm::ArrayRef<int64_t>(kernel.workspaceRowBytes))}));
   }

@@ -320,15 +320,8 @@ private:
       b.create<scf::YieldOp>(next);
     }
     SmallVector<Value> sums(depth.getResults());
-    Value width = b.create<arith::ConstantIntOp>(32, 32);
     for (Value &sum : sums)
-      for (int offset = 16; offset >= 1; offset /= 2) {
-        Value other = b.create<gpu::ShuffleOp>(
-                           sum, b.create<arith::ConstantIntOp>(offset, 32),
-                           width, gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-        sum = b.create<arith::AddFOp>(sum, other);
-      }
+      sum = xorReduce(sum, /*isMax=*/false, kWarpLanes);
     return sums;
   }
   /// max(sqrt(x), 1e-12): a cosine score's norm, as the format clamps it.
@@ -491,6 +484,13 @@ private:
   Value rowIndex(Value batch, Value head, Value query) {
     return a.add(a.mul(a.add(a.mul(batch, Hq), head), S), query);
   }
+  /// The f32 element where part `part` of row (batch, head, query) keeps
+  /// [m, l, acc[Dv]] in the workspace: row() and the tensor-core kernel
+  /// write it, merge() reads it.
+  Value workspaceSlot(Value batch, Value head, Value query, Value part) {
+    return a.mul(a.add(a.mul(rowIndex(batch, head, query), splits), part),
+                 a.add(Dv, a.constant(2)));
+  }
 
   /// The running max where it is finite, else 0: the shift that keeps a row
   /// without keys (m = -inf) from computing -inf - -inf.
@@ -515,6 +515,22 @@ private:
         f32(0.6931471805599453));
     store(lse, b.getF32Type(), rowIndex(batch, head, query),
           select(noKeys, minusInfinity(), logSum));
+  }
+
+  /// The xor-shuffle offsets that combine a whole warp, and the 4 lanes of
+  /// an mma fragment's row.
+  static constexpr int64_t kWarpLanes[] = {16, 8, 4, 2, 1};
+  static constexpr int64_t kQuadLanes[] = {1, 2};
+  /// `x` summed, or maxed as maxOf does, over the lanes that xor shuffles
+  /// at `offsets` (in that order) reach: every one of them holds the result.
+  Value xorReduce(Value x, bool isMax, ArrayRef<int64_t> offsets) {
+    for (int64_t offset : offsets) {
+      Value other = b.create<gpu::ShuffleOp>(x, i32(offset), i32(32),
+                                             gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = isMax ? maxOf(other, x) : b.create<arith::AddFOp>(x, other);
+    }
+    return x;
   }
 
   Value maxOf(Value x, Value y) {
@@ -610,9 +626,7 @@ private:
     b.setInsertionPointToStart(&whole.getElseRegion().front());
     // A part's (m, l, acc) as they are, for the merge: [m, l, acc[Dv]] per
     // (batch, head, row, part).
-    Value stride = a.add(Dv, a.constant(2));
-    Value at =
-        a.mul(a.add(a.mul(rowIndex(batch, head, query), splits), part), stride);
+    Value at = workspaceSlot(batch, head, query, part);
     Value once = b.create<arith::AndIOp>(a.eq(lane, a.constant(0)),
                                          a.eq(column0, a.constant(0)));
     auto write = b.create<scf::IfOp>(once, false);
@@ -666,19 +680,9 @@ private:
   /// exp2(m_p - m) and summed (exact: every part shifted by the same log2
   /// T), then finish() as one part would, columns lane + 32·c.
   void merge(Value lane, Value query, Value head, Value batch) {
-    Value stride = a.add(Dv, a.constant(2));
-    Value rowAt = a.mul(a.mul(rowIndex(batch, head, query), splits), stride);
     Value zero = a.constant(0), one = a.constant(1), warp = a.constant(32);
-    auto partAt = [&](Value part) { return a.add(rowAt, a.mul(part, stride)); };
-    // `combine` over the lanes' values, every lane holding the result.
-    auto butterfly = [&](Value x, bool isMax) {
-      for (int64_t offset = 16; offset >= 1; offset /= 2) {
-        Value other = b.create<gpu::ShuffleOp>(x, i32(offset), i32(32),
-                                               gpu::ShuffleMode::XOR)
-                          .getShuffleResult();
-        x = isMax ? maxOf(other, x) : b.create<arith::AddFOp>(x, other);
-      }
-      return x;
+    auto partAt = [&](Value part) {
+      return workspaceSlot(batch, head, query, part);
     };
     // m = max m_p and l = sum l_p · exp2(m_p - m), lanes over parts.
     auto maxLoop =
@@ -691,7 +695,7 @@ private:
       b.create<scf::YieldOp>(
           ValueRange{maxOf(mp, maxLoop.getRegionIterArgs()[0])});
     }
-    Value m = butterfly(maxLoop.getResult(0), /*isMax=*/true);
+    Value m = xorReduce(maxLoop.getResult(0), /*isMax=*/true, kWarpLanes);
     Value safeMax = finiteShift(m);
     auto weight = [&](Value at) {
       return exp2(b.create<arith::SubFOp>(load(workspace, b.getF32Type(), at),
@@ -706,7 +710,7 @@ private:
       b.create<scf::YieldOp>(
           ValueRange{fma(lp, weight(at), sumLoop.getRegionIterArgs()[0])});
     }
-    Value l = butterfly(sumLoop.getResult(0), /*isMax=*/false);
+    Value l = xorReduce(sumLoop.getResult(0), /*isMax=*/false, kWarpLanes);
     Value logKeys = this->logKeys();
     // The columns lane + 32·c: one pass over the parts, the part's weight
     // once for all of them (its loads in flight together).
@@ -811,14 +815,7 @@ private:
   }
   /// `x` combined over the 4 lanes of a fragment row (lanes 4g .. 4g + 3).
   Value quadReduce(Value x, bool isMax) {
-    Value width = i32(32);
-    for (int64_t offset : {1, 2}) {
-      Value other =
-          b.create<gpu::ShuffleOp>(x, i32(offset), width, gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      x = isMax ? maxOf(other, x) : b.create<arith::AddFOp>(x, other);
-    }
-    return x;
+    return xorReduce(x, isMax, kQuadLanes);
   }
 
   /// Shared memory of the staged kernel: K's block, then V's, rows of
@@ -834,10 +831,8 @@ private:
         shared(), ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
   }
   /// Four 8x8 matrices of 16-bit elements at shared element `offset` past
-  /// `base` (each lane's row, from sharedElement), as 4 i32 fragments. A
-  /// lane's base and constant offsets: the address is one register plus an
-  /// immediate, where a sum per fragment would hold a register each across
-  /// the key loop.
+  /// `base` (each lane's row, from sharedElement), as 4 i32 fragments: a
+  /// lane's fragments lie constants apart.
   SmallVector<Value> ldmatrix(Value base, int64_t offset, bool transpose) {
     Value address = b.create<LLVM::GEPOp>(
         base.getType(), b.getIntegerType(16), base,
@@ -1209,7 +1204,6 @@ private:
     // out = O / l per row, exactly 0 for a row without keys, and lse; or
     // with key splits the part's (m, l, acc) for the merge.
     ValueRange result = blocks.getResults();
-    Value stride = a.add(Dv, a.constant(2));
     for (int i = 0; i < 2; ++i) {
       Value l = quadReduce(result[2 + i], /*isMax=*/false);
       auto inside = b.create<scf::IfOp>(rowInside[i], false);
@@ -1249,9 +1243,7 @@ private:
       }
       // [m, l, acc[Dv]] per (batch, head, row, part), as row() writes it.
       b.setInsertionPointToStart(&whole.getElseRegion().front());
-      Value at = a.mul(
-          a.add(a.mul(rowIndex(batch, heads[i], queries[i]), splits), part),
-          stride);
+      Value at = workspaceSlot(batch, heads[i], queries[i], part);
       {
         auto write = b.create<scf::IfOp>(once, false);
         OpBuilder::InsertionGuard inner(b);
