@@ -17,9 +17,12 @@ namespace attnc {
 
 /// Writes (name, contents) files into `directory` (created when missing)
 /// through temporaries renamed at the end, so that a failure leaves none of
-/// them; prints "wrote PATH" for each.
+/// them, and SIGINT or SIGTERM finds either none or all of them in place;
+/// prints "wrote PATH" for each. Errors name `flag` (the option that chose
+/// the directory) and the file.
 void writeAll(const std::string &directory,
-              const std::vector<std::pair<std::string, std::string>> &files);
+              const std::vector<std::pair<std::string, std::string>> &files,
+              const std::string &flag = "-o");
 
 int checkCommand();
 int explainCommand();

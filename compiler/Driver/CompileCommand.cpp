@@ -18,10 +18,12 @@
 #include "llvm/Support/Signals.h"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -65,17 +67,45 @@ CompileOptions compileOptions() {
   return result;
 }
 
+/// Writes `contents` to a new file at `path` and flushes it to disk, so that
+/// a crash after the rename cannot leave an empty file under the final name;
+/// returns 0 or the failed call's errno.
+int writeDurably(const std::string &path, const std::string &contents) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0)
+    return errno;
+  for (size_t done = 0; done < contents.size();) {
+    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      int reason = errno;
+      ::close(fd);
+      return reason;
+    }
+    done += size_t(n);
+  }
+  // EINVAL, EROFS: a file system that cannot sync (a pipe, /dev/shm).
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
+    int reason = errno;
+    ::close(fd);
+    return reason;
+  }
+  return ::close(fd) == 0 ? 0 : errno;
+}
+
 } // namespace
 
 /// Writes every file through a temporary and renames them all at the end;
 /// on failure removes what it wrote.
 void writeAll(const std::string &directory,
-              const std::vector<std::pair<std::string, std::string>> &files) {
+              const std::vector<std::pair<std::string, std::string>> &files,
+              const std::string &flag) {
   namespace fs = std::filesystem;
   std::error_code error;
   fs::create_directories(directory, error);
   if (error || !fs::is_directory(directory))
-    throw UserError("-o " + directory + ": cannot create the directory" +
+    throw UserError(flag + " " + directory + ": cannot create the directory" +
                     (error ? " (" + error.message() + ")" : ""));
   std::vector<fs::path> temporaries, finals, createdDirectories;
   auto cleanUp = [&] {
@@ -101,32 +131,35 @@ void writeAll(const std::string &directory,
     // would leave it.
     temporaries.push_back(temporary);
     llvm::sys::RemoveFileOnSignal(temporary.string());
-    errno = 0;
-    std::ofstream stream(temporary, std::ios::binary);
-    stream.write(contents.data(), std::streamsize(contents.size()));
-    stream.close();
-    if (!stream) {
-      // The stream keeps no reason; errno has the failed call's.
-      int reason = errno;
+    if (int reason = writeDurably(temporary.string(), contents)) {
       cleanUp();
-      throw UserError(
-          "-o " + directory + ": cannot write " + final.string() +
-          (reason ? std::string(": ") + std::strerror(reason) : std::string()));
+      throw UserError(flag + " " + directory + ": cannot write " +
+                      final.string() + ": " + std::strerror(reason));
     }
     finals.push_back(final);
   }
+  // SIGINT or SIGTERM between two renames would leave some of the files;
+  // held back until every rename is done, it finds the whole set.
+  sigset_t interrupts, previous;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &interrupts, &previous);
   for (size_t i = 0; i < finals.size(); ++i) {
     fs::rename(temporaries[i], finals[i], error);
     if (error) {
+      std::string reason = error.message(); // Before cleanUp reuses `error`.
       cleanUp();
       for (size_t j = 0; j < i; ++j)
         fs::remove(finals[j], error);
-      throw UserError("-o " + directory + ": cannot write " +
-                      finals[i].string() + ": " + error.message());
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+      throw UserError(flag + " " + directory + ": cannot write " +
+                      finals[i].string() + ": " + reason);
     }
   }
   for (const fs::path &path : temporaries)
     llvm::sys::DontRemoveFileOnSignal(path.string()); // Renamed away.
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   for (const fs::path &path : finals)
     std::cout << "wrote " << path.string() << "\n";
 }

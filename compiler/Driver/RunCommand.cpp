@@ -30,6 +30,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include <unistd.h>
@@ -92,33 +93,20 @@ std::vector<Tensor> roundOutputs(const Graph &graph,
   return outputs;
 }
 
-/// Writes every output or none: each file goes through a temporary and a
-/// rename, and on failure the files already written by this call are removed.
+/// Writes every output or none (writeAll), each as NAME.npy.
 void writeOutputs(const Graph &graph, const std::string &directory,
                   const std::vector<Tensor> &outputs) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  fs::create_directories(directory, error);
-  if (error || !fs::is_directory(directory))
-    throw UserError("--output-dir " + directory +
-                    ": cannot create the directory" +
-                    (error ? " (" + error.message() + ")" : ""));
-  std::vector<std::string> written;
-  try {
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      std::string path =
-          (fs::path(directory) / (graph.value(graph.outputs[i]).name + ".npy"))
-              .string();
-      writeNpy(path, outputs[i]);
-      written.push_back(path);
+  std::vector<std::pair<std::string, std::string>> files;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::string name = graph.value(graph.outputs[i]).name + ".npy";
+    try {
+      files.emplace_back(name, serializeNpy(outputs[i]));
+    } catch (const std::bad_alloc &) {
+      throw UserError("--output-dir " + directory + ": out of memory writing " +
+                      name);
     }
-  } catch (...) {
-    for (const std::string &path : written)
-      fs::remove(path, error);
-    throw;
   }
-  for (const std::string &path : written)
-    std::cout << "wrote " << path << "\n";
+  writeAll(directory, files, "--output-dir");
 }
 
 void printSummary(const Graph &graph, const std::vector<Tensor> &outputs) {
