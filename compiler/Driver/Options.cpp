@@ -73,6 +73,12 @@ cl::opt<bool> exhaustive("exhaustive",
                          cl::desc("Measure every candidate, whatever the "
                                   "budget"),
                          cl::sub(tune), cl::cat(category));
+cl::opt<std::string> confirmRounds(
+    "confirm",
+    cl::desc("Rounds that time the fastest candidates (up to 3) and the "
+             "default in turn after the search; the database ranks them "
+             "by those rounds (default 5; 0 skips)"),
+    cl::value_desc("N"), cl::init("5"), cl::sub(tune), cl::cat(category));
 cl::opt<std::string> exportFile("o",
                                 cl::desc("tune export: write the records "
                                          "to FILE (default: stdout)"),

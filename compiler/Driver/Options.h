@@ -59,6 +59,7 @@ extern llvm::cl::opt<std::string> shard;
 extern llvm::cl::opt<std::string> report;
 extern llvm::cl::opt<std::string> space;
 extern llvm::cl::opt<bool> exhaustive;
+extern llvm::cl::opt<std::string> confirmRounds;
 extern llvm::cl::opt<std::string> exportFile;
 extern llvm::cl::opt<std::string> corruptCandidate;
 

@@ -12,7 +12,9 @@
 // small odd shape against the float64 reference (`run --check`), and on the
 // tuned shape against the reference's outputs, computed once per tune. The
 // default schedule is candidate 1 and is timed in the same run, so every
-// speedup is a same-run ratio. A tune that is stopped resumes where it
+// speedup is a same-run ratio. After the search the fastest few are timed
+// again beside the default in rounds (--confirm), and builds rank those
+// rounds above single measurements. A tune that is stopped resumes where it
 // stopped: candidates the database already holds for this key are skipped.
 //
 //===----------------------------------------------------------------------===//
@@ -304,24 +306,38 @@ private:
     arguments.insert(arguments.end(), flags.begin(), flags.end());
     return arguments;
   }
-  Measurement measure(const TuneCandidate &candidate, int index);
+  /// Checks `candidate` on the small odd shape (unless `checkOddShape` is
+  /// off: a confirmation of a candidate the search checked), then times it
+  /// on the tuned shape and compares its outputs with the reference's.
+  /// `index` counts the measurements (the test hook's N; 0 never corrupts).
+  Measurement measure(const TuneCandidate &candidate, int index,
+                      bool checkOddShape = true);
+  /// Times the default and the fastest few candidates of `key` in `rounds`
+  /// rounds, each round all of them in turn, and records each one's medians
+  /// as a confirmed row (TuningRecord::confirmedRounds).
+  void confirm(TuningDatabase *database, const TuningKey &key,
+               const std::vector<TuneCandidate> &all,
+               const std::vector<int> &order, uint64_t rounds);
   bool sameAsReference(std::string &detail);
 };
 
-Measurement Tuner::measure(const TuneCandidate &candidate, int index) {
+Measurement Tuner::measure(const TuneCandidate &candidate, int index,
+                           bool checkOddShape) {
   std::string file = candidate.scheduleFlag;
   if (file.empty()) {
     file = work + "/candidate.json";
     std::ofstream out(file);
     out << candidate.scheduleText;
   }
-  bool corrupt = index == corruptIndex;
+  bool corrupt = index > 0 && index == corruptIndex;
   // A slow candidate is allowed ten times the default's time, at least 60 s.
   double limit = std::max(60.0, 10 * defaultSeconds);
-  ChildResult odd = runChild(runArguments(file, oddDims, {"--check"}), limit,
-                             work + "/child.log", corrupt);
-  if (odd.exitCode != 0)
-    return failure(odd, "small odd shape");
+  if (checkOddShape) {
+    ChildResult odd = runChild(runArguments(file, oddDims, {"--check"}), limit,
+                               work + "/child.log", corrupt);
+    if (odd.exitCode != 0)
+      return failure(odd, "small odd shape");
+  }
 
   fs::remove_all(work + "/out");
   ChildResult timed =
@@ -346,6 +362,86 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index) {
     result.detail = "tuned shape: " + detail;
   }
   return result;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle]
+                           : (values[middle - 1] + values[middle]) / 2;
+}
+
+void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
+                    const std::vector<TuneCandidate> &all,
+                    const std::vector<int> &order, uint64_t rounds) {
+  // One measurement per candidate is a draw on a busy machine, and the
+  // fastest of hundreds of draws is partly luck: a candidate can come out
+  // ahead of a default it does not beat. The finalists are timed again
+  // beside the default, in turn, and builds rank them by those rounds.
+  constexpr int64_t kFinalists = 3;
+  std::map<std::string, int> indexOf;
+  for (int index : order)
+    indexOf[all[index].key] = index;
+  std::vector<int> finalists = {0};
+  for (const TuningRecord &row : database->fastest(key, kFinalists + 1)) {
+    auto found = indexOf.find(row.candidate);
+    if (found != indexOf.end() && found->second != 0 &&
+        int64_t(finalists.size()) <= kFinalists)
+      finalists.push_back(found->second);
+  }
+  if (rounds == 0 || finalists.size() < 2)
+    return;
+  std::fprintf(stderr,
+               "  confirming the %zu fastest against the default in %llu "
+               "rounds...\n",
+               finalists.size() - 1, (unsigned long long)rounds);
+  std::vector<std::vector<double>> times(finalists.size());
+  std::vector<std::optional<Measurement>> failures(finalists.size());
+  for (uint64_t round = 0; round < rounds; ++round) {
+    for (size_t turn = 0; turn < finalists.size(); ++turn) {
+      if (interrupted)
+        stopInterrupted();
+      // Each round starts with another one, so none is always timed first.
+      size_t n = (turn + round) % finalists.size();
+      if (failures[n])
+        continue;
+      Measurement result =
+          measure(all[finalists[n]], 0, /*checkOddShape=*/false);
+      if (result.outcome == Outcome::ok)
+        times[n].push_back(result.medianMs);
+      else
+        failures[n] = result;
+    }
+  }
+  if (failures[0]) {
+    std::fprintf(stderr,
+                 "  the default failed its confirmation (%s); "
+                 "nothing confirmed\n",
+                 failures[0]->detail.c_str());
+    return;
+  }
+  double defaultMs = median(times[0]);
+  for (size_t n = 0; n < finalists.size(); ++n) {
+    TuningRecord row;
+    row.key = key;
+    row.candidate = all[finalists[n]].key;
+    row.machine = machineIdentity(target).cpu;
+    row.createdAt = utcNow();
+    row.defaultMs = defaultMs;
+    if (failures[n]) {
+      row.outcome = failures[n]->outcome;
+      row.detail = "confirmation: " + failures[n]->detail;
+    } else {
+      row.medianMs = median(times[n]);
+      row.confirmedRounds = int64_t(rounds);
+      std::fprintf(stderr,
+                   "  confirmed %s: %.3f ms, the default %.3f ms "
+                   "(%.2fx)\n",
+                   all[finalists[n]].description.c_str(), row.medianMs,
+                   defaultMs, defaultMs / row.medianMs);
+    }
+    database->record(row);
+  }
 }
 
 /// Compares every output of the last timed run with the reference's.
@@ -374,6 +470,7 @@ int Tuner::run() {
     repeat = 5;
   seed = options::integer(options::seed, 0);
   corruptIndex = int(options::integer(options::corruptCandidate, 0));
+  uint64_t confirmRounds = options::integer(options::confirmRounds, 0, 100);
   double budget = parseBudget(options::budget);
   int64_t shardIndex = 0, shardCount = 1;
   if (!options::shard.empty()) {
@@ -645,6 +742,7 @@ int Tuner::run() {
   }
   if (terminal)
     std::fprintf(stderr, "\n");
+  confirm(database.get(), key, all, order, confirmRounds);
 
   if (!options::report.empty()) {
     std::string file = std::string(options::report) + "/candidates.svg";
@@ -664,7 +762,12 @@ int Tuner::run() {
   std::printf("default: %s, %.3f ms\n", all[0].description.c_str(), defaultMs);
   std::printf("best this run: %s, %.3f ms (%.2fx the default)\n",
               all[bestIndex].description.c_str(), bestMs, defaultMs / bestMs);
-  if (best)
+  if (best && best->confirmedRounds > 0)
+    std::printf("best in the database: %s, %.3f ms (default %.3f ms, "
+                "medians of %lld rounds timing both in turn)\n",
+                best->candidate.c_str(), best->medianMs, best->defaultMs,
+                (long long)best->confirmedRounds);
+  else if (best)
     std::printf("best in the database: %s, %.3f ms (default %.3f ms in its "
                 "run)\n",
                 best->candidate.c_str(), best->medianMs, best->defaultMs);

@@ -48,8 +48,12 @@ bestTuningRecord(const std::string &path, const Graph &graph,
 std::string measuredText(const TuningRecord &record) {
   std::ostringstream text;
   text << "attnc tune on " << record.machine << ", " << record.createdAt << ": "
-       << record.medianMs << " ms, the default " << record.defaultMs
-       << " ms in the same run";
+       << record.medianMs << " ms, the default " << record.defaultMs << " ms";
+  if (record.confirmedRounds > 0)
+    text << " (medians of " << record.confirmedRounds
+         << " rounds timing both in turn)";
+  else
+    text << " in the same run";
   return text.str();
 }
 

@@ -15,8 +15,9 @@ namespace {
 
 /// PRAGMA application_id of an attnc tuning database: "attn".
 constexpr int32_t kApplicationId = 0x6174746e;
-/// PRAGMA user_version: the schema this file holds.
-constexpr int kSchemaVersion = 1;
+/// PRAGMA user_version: the schema this file holds. 2 added `confirmed`;
+/// a schema 1 file gains the column (0 in every row) when opened.
+constexpr int kSchemaVersion = 2;
 
 constexpr const char *kSchema = R"sql(
 CREATE TABLE measurements (
@@ -34,26 +35,34 @@ CREATE TABLE measurements (
   detail        TEXT    NOT NULL,
   machine       TEXT    NOT NULL,
   created_at    TEXT    NOT NULL,
+  confirmed     INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (kernel, shape_bucket, target, backend, attnc_version,
                space_version, candidate)
 );
 )sql";
 
 // A candidate measured again keeps the worse verdict (one failure makes it
-// a failure for good) and, between two ok runs, the faster one; the row
-// moves whole, so its default time stays the one timed beside it.
+// a failure for good); between two ok rows a confirmed one (timed in rounds
+// beside the default) replaces one of a single measurement, the latest
+// confirmation replaces an earlier one, and between single measurements the
+// faster stays. The row moves whole, so its default time stays the one timed
+// beside it.
 constexpr const char *kUpsert = R"sql(
 INSERT INTO measurements (kernel, shape_bucket, target, backend,
   attnc_version, space_version, candidate, outcome, median_ms, default_ms,
-  detail, machine, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)
+  detail, machine, created_at, confirmed)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 ON CONFLICT DO UPDATE SET outcome = excluded.outcome,
   median_ms = excluded.median_ms, default_ms = excluded.default_ms,
   detail = excluded.detail, machine = excluded.machine,
-  created_at = excluded.created_at
+  created_at = excluded.created_at, confirmed = excluded.confirmed
 WHERE (excluded.outcome != 'ok' AND measurements.outcome = 'ok')
    OR (excluded.outcome = 'ok' AND measurements.outcome = 'ok'
-       AND excluded.median_ms < measurements.median_ms);
+       AND ((excluded.confirmed > 0
+             AND (measurements.confirmed = 0
+                  OR excluded.created_at >= measurements.created_at))
+            OR (excluded.confirmed = 0 AND measurements.confirmed = 0
+                AND excluded.median_ms < measurements.median_ms)));
 )sql";
 
 constexpr const char *kKeyMatch =
@@ -62,7 +71,8 @@ constexpr const char *kKeyMatch =
 
 constexpr const char *kColumns =
     "kernel, shape_bucket, target, backend, attnc_version, space_version, "
-    "candidate, outcome, median_ms, default_ms, detail, machine, created_at";
+    "candidate, outcome, median_ms, default_ms, detail, machine, created_at, "
+    "confirmed";
 
 /// A prepared statement, finalized when it goes out of scope.
 class Statement {
@@ -128,6 +138,7 @@ public:
     result.detail = text(10);
     result.machine = text(11);
     result.createdAt = text(12);
+    result.confirmedRounds = integer(13);
     return result;
   }
 
@@ -250,6 +261,11 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path,
               .c_str());
       database->execute(
           ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
+    } else if (applicationId == kApplicationId && version == 1) {
+      // Every record of schema 1 was a single measurement.
+      database->execute("ALTER TABLE measurements ADD COLUMN confirmed "
+                        "INTEGER NOT NULL DEFAULT 0");
+      database->execute("PRAGMA user_version = 2");
     }
     transaction.commit(path);
   }
@@ -306,7 +322,8 @@ void TuningDatabase::upsert(const TuningRecord &record) {
       .bind(10, record.defaultMs)
       .bind(11, record.detail)
       .bind(12, record.machine)
-      .bind(13, record.createdAt);
+      .bind(13, record.createdAt)
+      .bind(14, record.confirmedRounds);
   statement.step();
 }
 
@@ -337,17 +354,38 @@ std::optional<TuningRecord> TuningDatabase::find(const TuningKey &key,
 }
 
 std::optional<TuningRecord> TuningDatabase::best(const TuningKey &key) {
-  // Ties go to the smaller candidate text, so the choice is reproducible.
-  Statement statement(db,
-                      std::string("SELECT ") + kColumns +
-                          " FROM measurements WHERE " + kKeyMatch +
-                          " AND outcome = 'ok' ORDER BY median_ms, candidate "
-                          "LIMIT 1",
-                      file);
+  // Confirmed rows first, ranked by their time over the default's in the
+  // same rounds (the default's own row is 1), so a candidate one lucky
+  // measurement put ahead cannot displace a default it does not beat; then
+  // single measurements by time. Ties go to the smaller candidate text, so
+  // the choice is reproducible.
+  Statement statement(
+      db,
+      std::string("SELECT ") + kColumns + " FROM measurements WHERE " +
+          kKeyMatch +
+          " AND outcome = 'ok' ORDER BY confirmed > 0 DESC, CASE WHEN "
+          "confirmed > 0 THEN median_ms / default_ms ELSE median_ms END, "
+          "candidate LIMIT 1",
+      file);
   statement.bindKey(key);
   if (!statement.step())
     return std::nullopt;
   return statement.record();
+}
+
+std::vector<TuningRecord> TuningDatabase::fastest(const TuningKey &key,
+                                                  int64_t count) {
+  Statement statement(db,
+                      std::string("SELECT ") + kColumns +
+                          " FROM measurements WHERE " + kKeyMatch +
+                          " AND outcome = 'ok' AND default_ms > 0 ORDER BY "
+                          "median_ms / default_ms, candidate LIMIT ?7",
+                      file);
+  statement.bindKey(key).bind(7, count);
+  std::vector<TuningRecord> result;
+  while (statement.step())
+    result.push_back(statement.record());
+  return result;
 }
 
 int64_t TuningDatabase::staleCount(const TuningKey &key) {
@@ -390,7 +428,8 @@ std::string toJsonLine(const TuningRecord &record) {
       {"default_ms", record.defaultMs},
       {"detail", record.detail},
       {"machine", record.machine},
-      {"created_at", record.createdAt}};
+      {"created_at", record.createdAt},
+      {"confirmed_rounds", record.confirmedRounds}};
   if (line["candidate"].is_discarded())
     line["candidate"] = record.candidate; // Not JSON: kept as text.
   return line.dump();
@@ -442,6 +481,12 @@ TuningRecord fromJsonLine(const std::string &text, const std::string &where) {
   record.detail = string("detail");
   record.machine = string("machine");
   record.createdAt = string("created_at");
+  // Absent from the lines of an attnc before confirmation: 0.
+  if (auto rounds = line.find("confirmed_rounds"); rounds != line.end()) {
+    if (!rounds->is_number_integer() || rounds->get<int64_t>() < 0)
+      throw UserError(where + ": /confirmed_rounds: expected an integer >= 0");
+    record.confirmedRounds = rounds->get<int64_t>();
+  }
   return record;
 }
 

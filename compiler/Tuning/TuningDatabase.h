@@ -57,6 +57,10 @@ struct TuningRecord {
   std::string detail;    ///< Why it failed, or what was measured.
   std::string machine;   ///< The CPU's name, for people.
   std::string createdAt; ///< UTC, ISO 8601.
+  /// Rounds in which the tuner's confirmation timed this candidate beside
+  /// the default, in turn (medianMs and defaultMs are then the medians of
+  /// those rounds); 0: one measurement of the search.
+  int64_t confirmedRounds = 0;
 };
 
 class TuningDatabase {
@@ -83,8 +87,12 @@ public:
   /// The row of `candidate` under `key`, if any.
   std::optional<TuningRecord> find(const TuningKey &key,
                                    const std::string &candidate);
-  /// The fastest ok row under `key`, if any.
+  /// The row builds use under `key`, if any: of the confirmed rows the one
+  /// fastest against the default in its rounds, else the fastest ok row.
   std::optional<TuningRecord> best(const TuningKey &key);
+  /// Up to `count` ok rows under `key`, fastest against the default timed
+  /// beside them first (the candidates worth confirming).
+  std::vector<TuningRecord> fastest(const TuningKey &key, int64_t count);
   /// Rows for the same kernel, bucket and backend under another target,
   /// attnc version or schedule-space version: stale, never used.
   int64_t staleCount(const TuningKey &key);

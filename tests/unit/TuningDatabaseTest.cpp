@@ -307,6 +307,83 @@ TEST_F(TuningDatabaseTest, ExportAndImportRoundTrip) {
   EXPECT_EQ(target->records().size(), 3u);
 }
 
+TEST_F(TuningDatabaseTest, ConfirmedRowsOutrankLuckyMeasurements) {
+  auto db = TuningDatabase::open(path(), true);
+  // The search: "lucky" measured once at 6 ms beside a 10 ms default.
+  db->record(measured("default", 10.0));
+  db->record(measured("lucky", 6.0));
+  db->record(measured("steady", 8.0));
+  EXPECT_EQ(db->best(key())->candidate, "lucky");
+  std::vector<TuningRecord> fastest = db->fastest(key(), 2);
+  ASSERT_EQ(fastest.size(), 2u);
+  EXPECT_EQ(fastest[0].candidate, "lucky");
+  EXPECT_EQ(fastest[1].candidate, "steady");
+
+  // The confirmation's rounds: "lucky" is slower than the default, "steady"
+  // a little faster, against the default's 9 ms in the same rounds.
+  auto confirmed = [](const std::string &candidate, double ms) {
+    TuningRecord record = measured(candidate, ms);
+    record.defaultMs = 9.0;
+    record.confirmedRounds = 5;
+    record.createdAt = "2026-11-25T00:00:00Z";
+    return record;
+  };
+  db->record(confirmed("default", 9.0));
+  db->record(confirmed("lucky", 9.5));
+  EXPECT_EQ(db->best(key())->candidate, "default");
+  db->record(confirmed("steady", 8.6));
+  EXPECT_EQ(db->best(key())->candidate, "steady");
+  EXPECT_EQ(db->best(key())->confirmedRounds, 5);
+
+  // A single measurement later, however fast, does not displace a
+  // confirmed row; a failure still does.
+  db->record(measured("lucky", 1.0));
+  EXPECT_EQ(db->find(key(), "lucky")->confirmedRounds, 5);
+  EXPECT_DOUBLE_EQ(db->find(key(), "lucky")->medianMs, 9.5);
+  db->record(measured("steady", 20.0, Outcome::wrong));
+  EXPECT_EQ(db->best(key())->candidate, "default");
+
+  // Export and import keep the rounds.
+  TuningRecord copy =
+      fromJsonLine(toJsonLine(*db->find(key(), "default")), "x.jsonl:1");
+  EXPECT_EQ(copy.confirmedRounds, 5);
+  std::string old = toJsonLine(measured("old", 1.0));
+  old.replace(old.find(",\"confirmed_rounds\":0"), 21, "");
+  EXPECT_EQ(fromJsonLine(old, "x.jsonl:2").confirmedRounds, 0);
+}
+
+TEST_F(TuningDatabaseTest, OpensASchemaOneDatabase) {
+  // A database of an attnc before confirmation: schema 1, no `confirmed`.
+  sqlite3 *db = nullptr;
+  fs::create_directories(directory);
+  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(
+          db,
+          "CREATE TABLE measurements (kernel TEXT NOT NULL, shape_bucket TEXT "
+          "NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, "
+          "attnc_version TEXT NOT NULL, space_version INTEGER NOT NULL, "
+          "candidate TEXT NOT NULL, outcome TEXT NOT NULL, median_ms REAL NOT "
+          "NULL, default_ms REAL NOT NULL, detail TEXT NOT NULL, machine TEXT "
+          "NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (kernel, "
+          "shape_bucket, target, backend, attnc_version, space_version, "
+          "candidate)); INSERT INTO measurements VALUES ('kernel-1', 'S=2^7 "
+          "T=2^7 BH=2^3', 'target-1', 'mlir', '0.1.0', 1, 'a', 'ok', 2.0, "
+          "3.0, 'test', 'test CPU', '2026-11-24T00:00:00Z'); PRAGMA "
+          "application_id = 1635021934; PRAGMA user_version = 1;",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  auto opened = TuningDatabase::open(path(), false);
+  std::optional<TuningRecord> kept = opened->best(key());
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(kept->candidate, "a");
+  EXPECT_DOUBLE_EQ(kept->medianMs, 2.0);
+  EXPECT_EQ(kept->confirmedRounds, 0);
+  opened->record(measured("b", 1.0));
+  EXPECT_EQ(opened->best(key())->candidate, "b");
+}
+
 TEST_F(TuningDatabaseTest, ABadImportLineNamesItsPlace) {
   try {
     fromJsonLine("{\"kernel\": \"k\"}", "in.jsonl:3");
