@@ -24,6 +24,10 @@ void writeAll(const std::string &directory,
               const std::vector<std::pair<std::string, std::string>> &files,
               const std::string &flag = "-o");
 
+/// The median of `values` (not empty): the middle one, or the mean of the
+/// two middle ones.
+double median(std::vector<double> values);
+
 int checkCommand();
 int explainCommand();
 int importCommand();

@@ -12,6 +12,7 @@
 #include "Driver/Model.h"
 #include "Driver/Options.h"
 #include "Support/Error.h"
+#include "Support/TextFile.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
@@ -23,7 +24,6 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <iostream>
-#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -67,33 +67,6 @@ CompileOptions compileOptions() {
   return result;
 }
 
-/// Writes `contents` to a new file at `path` and flushes it to disk, so that
-/// a crash after the rename cannot leave an empty file under the final name;
-/// returns 0 or the failed call's errno.
-int writeDurably(const std::string &path, const std::string &contents) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0)
-    return errno;
-  for (size_t done = 0; done < contents.size();) {
-    ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      int reason = errno;
-      ::close(fd);
-      return reason;
-    }
-    done += size_t(n);
-  }
-  // EINVAL, EROFS: a file system that cannot sync (a pipe, /dev/shm).
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-    int reason = errno;
-    ::close(fd);
-    return reason;
-  }
-  return ::close(fd) == 0 ? 0 : errno;
-}
-
 } // namespace
 
 /// Writes every file through a temporary and renames them all at the end;
@@ -131,7 +104,9 @@ void writeAll(const std::string &directory,
     // would leave it.
     temporaries.push_back(temporary);
     llvm::sys::RemoveFileOnSignal(temporary.string());
-    if (int reason = writeDurably(temporary.string(), contents)) {
+    int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                    0666);
+    if (int reason = fd < 0 ? errno : writeSyncAndClose(fd, contents)) {
       cleanUp();
       throw UserError(flag + " " + directory + ": cannot write " +
                       final.string() + ": " + std::strerror(reason));

@@ -282,6 +282,13 @@ private:
 
 } // namespace
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t middle = values.size() / 2;
+  return values.size() % 2 ? values[middle]
+                           : (values[middle - 1] + values[middle]) / 2;
+}
+
 int referenceCommand() {
   std::string directory = outputDirectory();
   PreparedRun run =
@@ -418,11 +425,7 @@ int runCommand() {
                           std::chrono::steady_clock::now() - start)
                           .count());
     }
-    std::sort(times.begin(), times.end());
-    size_t middle = times.size() / 2;
-    double median = times.size() % 2 ? times[middle]
-                                     : (times[middle - 1] + times[middle]) / 2;
-    std::printf("median_ms: %.3f\n", median);
+    std::printf("median_ms: %.3f\n", median(std::move(times)));
   }
   if (!directory.empty())
     writeOutputs(graph, directory, outputs);

@@ -316,6 +316,7 @@ private:
   /// rounds, each round all of them in turn, and records each one's medians
   /// as a confirmed row (TuningRecord::confirmedRounds).
   void confirm(TuningDatabase *database, const TuningKey &key,
+               const std::string &machineName,
                const std::vector<TuneCandidate> &all,
                const std::vector<int> &order, uint64_t rounds);
   bool sameAsReference(std::string &detail);
@@ -364,14 +365,8 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index,
   return result;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle]
-                           : (values[middle - 1] + values[middle]) / 2;
-}
-
 void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
+                    const std::string &machineName,
                     const std::vector<TuneCandidate> &all,
                     const std::vector<int> &order, uint64_t rounds) {
   // One measurement per candidate is a draw on a busy machine, and the
@@ -379,6 +374,8 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
   // ahead of a default it does not beat. The finalists are timed again
   // beside the default, in turn, and builds rank them by those rounds.
   constexpr int64_t kFinalists = 3;
+  if (rounds == 0)
+    return;
   std::map<std::string, int> indexOf;
   for (int index : order)
     indexOf[all[index].key] = index;
@@ -389,7 +386,7 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
         int64_t(finalists.size()) <= kFinalists)
       finalists.push_back(found->second);
   }
-  if (rounds == 0 || finalists.size() < 2)
+  if (finalists.size() < 2)
     return;
   std::fprintf(stderr,
                "  confirming the %zu fastest against the default in %llu "
@@ -425,7 +422,7 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
     TuningRecord row;
     row.key = key;
     row.candidate = all[finalists[n]].key;
-    row.machine = machineIdentity(target).cpu;
+    row.machine = machineName;
     row.createdAt = utcNow();
     row.defaultMs = defaultMs;
     if (failures[n]) {
@@ -742,7 +739,7 @@ int Tuner::run() {
   }
   if (terminal)
     std::fprintf(stderr, "\n");
-  confirm(database.get(), key, all, order, confirmRounds);
+  confirm(database.get(), key, machine.cpu, all, order, confirmRounds);
 
   if (!options::report.empty()) {
     std::string file = std::string(options::report) + "/candidates.svg";
@@ -762,15 +759,16 @@ int Tuner::run() {
   std::printf("default: %s, %.3f ms\n", all[0].description.c_str(), defaultMs);
   std::printf("best this run: %s, %.3f ms (%.2fx the default)\n",
               all[bestIndex].description.c_str(), bestMs, defaultMs / bestMs);
-  if (best && best->confirmedRounds > 0)
-    std::printf("best in the database: %s, %.3f ms (default %.3f ms, "
-                "medians of %lld rounds timing both in turn)\n",
+  if (best) {
+    std::string timed = best->confirmedRounds > 0
+                            ? ", medians of " +
+                                  std::to_string(best->confirmedRounds) +
+                                  " rounds timing both in turn"
+                            : " in its run";
+    std::printf("best in the database: %s, %.3f ms (default %.3f ms%s)\n",
                 best->candidate.c_str(), best->medianMs, best->defaultMs,
-                (long long)best->confirmedRounds);
-  else if (best)
-    std::printf("best in the database: %s, %.3f ms (default %.3f ms in its "
-                "run)\n",
-                best->candidate.c_str(), best->medianMs, best->defaultMs);
+                timed.c_str());
+  }
   return 0;
 }
 

@@ -12,6 +12,7 @@
 
 #include "Support/Error.h"
 #include "Support/Float16.h"
+#include "Support/TextFile.h"
 
 #include <atomic>
 #include <cassert>
@@ -643,26 +644,7 @@ void writeNpy(const std::string &path, const Tensor &t) {
   if (fd < 0)
     throw UserError(path + ": cannot write: " + errnoMessage(errno));
 
-  auto failWith = [&](int code) {
-    ::close(fd);
-    ::unlink(temp.c_str());
-    throw UserError(path + ": cannot write: " + errnoMessage(code));
-  };
-  for (size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      failWith(errno);
-    }
-    done += static_cast<size_t>(n);
-  }
-  // Flush to disk before the rename, so that a crash cannot leave an empty
-  // file under the final name.
-  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
-    failWith(errno);
-  if (::close(fd) != 0) {
-    int code = errno;
+  if (int code = writeSyncAndClose(fd, bytes)) {
     ::unlink(temp.c_str());
     throw UserError(path + ": cannot write: " + errnoMessage(code));
   }

@@ -1,4 +1,4 @@
-//===- TextFile.cpp - Reading a user's file, bounded ----------------------===//
+//===- TextFile.cpp - Reading a user's file, writing ours -----------------===//
 
 #include "Support/TextFile.h"
 
@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 namespace attnc {
 
@@ -38,6 +39,25 @@ readUserFile(const std::string &path, const std::string &where,
     throw UserError(where + ": cannot read " + what + ": " +
                     std::strerror(errno));
   return bytes;
+}
+
+int writeSyncAndClose(int fd, std::string_view bytes) {
+  auto fail = [fd](int code) {
+    ::close(fd);
+    return code;
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return fail(errno);
+    done += size_t(n);
+  }
+  // EINVAL, EROFS: a file that cannot be synced (a pipe, some /dev files).
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
+    return fail(errno);
+  return ::close(fd) == 0 ? 0 : errno;
 }
 
 } // namespace attnc

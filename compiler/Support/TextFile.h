@@ -1,9 +1,10 @@
-//===- TextFile.h - Reading a user's file, bounded ----------------*- C++
+//===- TextFile.h - Reading a user's file, writing ours -----------*- C++
 //-*-===//
 //
 // Graphs, schedules and ONNX models are files a user gives: a directory, an
 // unreadable file or an endless one (/dev/zero, a pipe) must get one clear
-// line, not a parse error of nothing or a process out of memory.
+// line, not a parse error of nothing or a process out of memory. What attnc
+// writes goes to disk whole before it is renamed into place.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNC_SUPPORT_TEXTFILE_H
@@ -27,6 +28,12 @@ readUserFile(const std::string &path, const std::string &where,
              const std::string &what, size_t limit,
              const std::string &pastLimit,
              const std::function<void(std::string_view)> &checkStart = {});
+
+/// Writes every byte of `bytes` to `fd` (retrying interrupted writes),
+/// flushes it to disk so that a crash after a rename cannot leave an empty
+/// file under the final name, and closes `fd` in every case. Returns 0, or
+/// the errno of the call that failed.
+int writeSyncAndClose(int fd, std::string_view bytes);
 
 } // namespace attnc
 
