@@ -381,43 +381,33 @@ public:
     return b.create<arith::SelectOp>(greater, x, y);
   }
 
-  /// AVX-512 (16 f32 lanes): exp2 inserts the exponent with vscalefps.
+  /// AVX-512 (16 f32 lanes): exp2 reduces with vreduceps (AVX512DQ) and
+  /// inserts the exponent with vscalefps.
   bool scalef = false;
 
   /// 2^x for x <= 0, exactly 0 for x = -inf, exactly 1 for x = 0, NaN for
-  /// NaN: 2^round(x) times a degree-5 polynomial of the fraction in [-1/2,
-  /// 1/2], minimax in relative error with the constant term 1 (9.1e-8; 1.7e-7
-  /// evaluated in f32), so no libm call and no scalarised llvm.exp. 2^round(x)
-  /// is one vscalefps on AVX-512, else exponent bits built by a convert, add
-  /// and shift and multiplied in.
+  /// NaN, with no libm call and no scalarised llvm.exp: 2^whole(x) times a
+  /// degree-5 polynomial of the fraction x - whole(x), minimax in relative
+  /// error with the constant term 1.
   Value exp2(Value x) {
     auto type = cast<VectorType>(x.getType());
-    bool useScalef = scalef && type.getNumElements() == 16;
+    if (scalef && type.getNumElements() == 16)
+      return exp2Avx512(x);
     // Clamped below as select(x < lowest, lowest, x), which lets a NaN score
     // through to the row's sum and output (IEEE propagation); fmax would
-    // turn it into a weight of 0. The same compare and blend either way.
-    // At the bound the result is exactly 0: 2^-160 underflows in vscalefps,
-    // and exponent -127 makes the built scale +0.
-    Value lowest = constant(useScalef ? -160.0 : -127.0, type);
+    // turn it into a weight of 0. At the bound the exponent -127 makes the
+    // built scale +0, so -inf gives exactly 0.
+    Value lowest = constant(-127.0, type);
     x = b.create<arith::SelectOp>(
         b.create<arith::CmpFOp>(arith::CmpFPredicate::OLT, x, lowest), lowest,
         x);
     Value whole = b.create<math::RoundEvenOp>(x);
     Value fraction = b.create<arith::SubFOp>(x, whole);
+    // On [-1/2, 1/2]: 9.1e-8, 1.7e-7 evaluated in f32.
     static constexpr double kCoefficients[] = {
         1.3264727180202446e-3, 9.6715126408820630e-3, 5.5507337433094760e-2,
         2.4022242085348225e-1, 6.9314697759912390e-1, 1.0};
-    Value poly = constant(kCoefficients[0], type);
-    for (double coefficient : ArrayRef(kCoefficients).drop_front())
-      poly = fma(poly, fraction, constant(coefficient, type));
-    if (useScalef)
-      return b
-          .create<LLVM::CallIntrinsicOp>(
-              type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
-              ValueRange{poly, whole, poly,
-                         b.create<arith::ConstantIntOp>(-1, 16),
-                         b.create<arith::ConstantIntOp>(4, 32)})
-          .getResult(0);
+    Value poly = polynomial(kCoefficients, fraction);
     auto intType = VectorType::get(type.getShape(), b.getI32Type());
     Value exponent = b.create<arith::FPToSIOp>(intType, whole);
     Value biased = b.create<arith::AddIOp>(
@@ -430,6 +420,45 @@ public:
             intType, DenseElementsAttr::get(intType, b.getI32IntegerAttr(23))));
     Value scale = b.create<arith::BitcastOp>(type, bits);
     return b.create<arith::MulFOp>(poly, scale);
+  }
+
+  /// Horner's rule with vector.fma, highest coefficient first.
+  Value polynomial(ArrayRef<double> coefficients, Value x) {
+    auto type = cast<VectorType>(x.getType());
+    Value poly = constant(coefficients.front(), type);
+    for (double coefficient : coefficients.drop_front())
+      poly = fma(poly, x, constant(coefficient, type));
+    return poly;
+  }
+
+  /// exp2 in three AVX-512 steps and no clamp: vreduceps gives x - floor(x)
+  /// in [0, 1] (1 only where a tiny negative x rounds up; 0 for -inf), the
+  /// polynomial 2^fraction, vscalefps multiplies by 2^floor(x) (0 for
+  /// -inf, and it underflows to 0 however negative x is). Two instructions
+  /// fewer per vector than round, subtract and clamp, which on Intel cores
+  /// share the FMA ports (docs/design/cpu-codegen-notes.md, point 1).
+  Value exp2Avx512(Value x) {
+    auto type = cast<VectorType>(x.getType());
+    Value allLanes = b.create<arith::ConstantIntOp>(-1, 16);
+    Value currentRounding = b.create<arith::ConstantIntOp>(4, 32);
+    // imm8 0x09: round toward -inf, no precision exception.
+    Value fraction =
+        b.create<LLVM::CallIntrinsicOp>(
+             type, b.getStringAttr("llvm.x86.avx512.mask.reduce.ps.512"),
+             ValueRange{x, b.create<arith::ConstantIntOp>(0x09, 32), x,
+                        allLanes, currentRounding})
+            .getResult(0);
+    // On [0, 1]: 8.2e-8, 1.4e-7 evaluated in f32; p(0) = 1 exactly.
+    static constexpr double kCoefficients[] = {
+        1.8671316816442213e-3, 9.0170269116379710e-3, 5.5799915539523540e-2,
+        2.4016444948861740e-1, 6.9315131185912570e-1, 1.0};
+    Value poly = polynomial(kCoefficients, fraction);
+    // Operands in the LLVM intrinsic's order (point 1's trap): p·2^floor(x).
+    return b
+        .create<LLVM::CallIntrinsicOp>(
+            type, b.getStringAttr("llvm.x86.avx512.mask.scalef.ps.512"),
+            ValueRange{poly, x, poly, allLanes, currentRounding})
+        .getResult(0);
   }
 };
 

@@ -3,10 +3,16 @@
 #include "Codegen/Target.h"
 #include "Support/Error.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
 namespace attnc {
+
+/// The AVX-512 features of the x86-64-v4 level, which the 512-bit kernels
+/// may use.
+static const char *const kV4Features[] = {"avx512f", "avx512bw", "avx512cd",
+                                          "avx512dq", "avx512vl"};
 
 CpuTarget cpuTarget(const std::string &name) {
   const std::string triple = "x86_64-unknown-linux-gnu";
@@ -28,7 +34,11 @@ CpuTarget cpuTarget(const std::string &name) {
       features += (features.empty() ? "" : ",") +
                   std::string(feature.second ? "+" : "-") +
                   feature.first().str();
-    bool avx512 = hostFeatures.lookup("avx512f");
+    // The 512-bit kernels use the x86-64-v4 set (vreduceps is AVX512DQ), so a
+    // core with AVX512F alone (Knights Landing) takes the 256-bit ones.
+    bool avx512 = llvm::all_of(kV4Features, [&](const char *feature) {
+      return hostFeatures.lookup(feature);
+    });
     bool avx2 = hostFeatures.lookup("avx2");
     return {name, llvm::sys::getProcessTriple(),
             llvm::sys::getHostCPUName().str(), features,
@@ -68,15 +78,13 @@ bool prefersBf16Dot(const CpuTarget &target) {
 std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   // The x86-64-v3 and -v4 levels' features code generation may use.
   static const char *const v3[] = {"avx", "avx2", "fma", "f16c", "bmi2"};
-  static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd",
-                                   "avx512dq", "avx512vl"};
   std::vector<std::string> needed;
   bool avx512 =
       target.name == "x86-64-avx512" || target.name == "x86-64-avx512-bf16";
   if (target.name == "x86-64-avx2" || avx512)
     needed.assign(std::begin(v3), std::end(v3));
   if (avx512)
-    needed.insert(needed.end(), std::begin(v4), std::end(v4));
+    needed.insert(needed.end(), std::begin(kV4Features), std::end(kV4Features));
   if (target.name == "x86-64-avx512-bf16")
     needed.push_back("avx512bf16");
   const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
