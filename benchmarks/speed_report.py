@@ -3,12 +3,16 @@
 
     benchmarks/setup_peers.sh                  # once: build/venv-bench with the peers
     build/venv-bench/bin/python benchmarks/speed_report.py [--threads 1,2] [--repeat R]
-        [--jsonl FILE] [--plot FILE.png] [--quick] [--shapes IDS] [--only-methods NAMES]
+        [--rounds N] [--jsonl FILE] [--plot FILE.png] [--quick] [--shapes IDS]
+        [--only-methods NAMES]
 
 Measures, at each thread count, the machine's limits (build/bin/machine_limits: f32 FMA peak,
 streaming read) and every method at every shape, each checked first against a float64 numpy
 reference at a small size of the same shape; prints a markdown report to stdout and progress to
-stderr. A peer that is missing or fails is reported and skipped; the exit status is 1 only when
+stderr. Each shape and thread count is measured in --rounds rounds, every method once a round and
+in a rotated order, so that a busy host's slow minutes fall on every method alike: a method's time
+is the median of its round medians, and its ratio to attnc the median of the ratios of the same
+round. A peer that is missing or fails is reported and skipped; the exit status is 1 only when
 attnc (either backend) fails. docs/benchmarks.md explains the columns and the peers' settings.
 """
 import argparse
@@ -503,6 +507,25 @@ def measure(method_name, method, shape, threads, repeat, get_inputs, checked, li
     return record
 
 
+def merge_rounds(rounds):
+    """One record from a method's records of every round: the median of the round medians, the
+    fastest and slowest run of all; the first failure if a round failed."""
+    for r in rounds:
+        if r["status"] != "ok":
+            return r
+    merged = dict(rounds[0])
+    medians = [r["median_ms"] for r in rounds]
+    merged["round_medians_ms"] = medians
+    merged["median_ms"] = float(np.median(medians))
+    lows = [r["min_ms"] for r in rounds if r["min_ms"] is not None]
+    highs = [r["max_ms"] for r in rounds if r["max_ms"] is not None]
+    merged["min_ms"] = min(lows) if lows else None
+    merged["max_ms"] = max(highs) if highs else None
+    times = [t for r in rounds for t in (r["times_ms"] or [])]
+    merged["times_ms"] = times or None
+    return merged
+
+
 def best_ort(records):
     """ort-best: the fastest ORT operator that ran, else why none did."""
     ran = [r for r in records if r["status"] == "ok"]
@@ -516,13 +539,15 @@ def best_ort(records):
 
 
 def add_ratios(records):
-    """vs_attnc = method time / attnc time for each record of the same shape and threads."""
-    attnc = {(r["shape"], r["threads"]): r["median_ms"] for r in records
+    """vs_attnc = method time / attnc time for each record of the same shape and threads: the
+    median of the ratios round by round (the two timed minutes apart at most)."""
+    attnc = {(r["shape"], r["threads"]): r["round_medians_ms"] for r in records
              if r["method"] == "attnc" and r["status"] == "ok"}
     for r in records:
         base = attnc.get((r["shape"], r["threads"]))
         if r["status"] == "ok" and base and r["method"] != "attnc":
-            r["vs_attnc"] = r["median_ms"] / base
+            ratios = [m / a for m, a in zip(r["round_medians_ms"], base)]
+            r["vs_attnc"] = float(np.median(ratios))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -567,8 +592,8 @@ def report(records, machine, limits, args, shapes, versions_found):
           f"{flags}; {machine['cpus']} CPUs; load average at start "
           f"{' '.join(f'{x:.2f}' for x in machine['load_average'])}")
     print(f"- date: {args.date}; threads: {', '.join(map(str, args.threads))}; "
-          f"median of {args.repeat} runs after a warm-up; decode rotates "
-          f"{DECODE_INPUT_SETS} input sets")
+          f"{args.rounds} rounds, every method once a round in a rotated order, each the median "
+          f"of {args.repeat} runs after a warm-up; decode rotates {DECODE_INPUT_SETS} input sets")
     print("- versions: " + ", ".join(f"{k} {v}" for k, v in versions_found.items()))
     if limits:
         print(f"\nLimits (`build/bin/machine_limits`, median of 5, ISA "
@@ -581,9 +606,10 @@ def report(records, machine, limits, args, shapes, versions_found):
         print("\nLimits: machine_limits did not run; no fractions.")
 
     by_key = {(r["shape"], r["threads"], r["method"]): r for r in records}
-    print("\nTimes are medians in ms; rate = GFLOP/s (prefill, 4·S·T·D·H, causal counted "
+    print("\nTimes are medians of the round medians in ms; rate = GFLOP/s (prefill, 4·S·T·D·H, causal counted "
           "dense) or GB/s of K and V read (decode), with its share of the limit at that thread "
-          "count; ×: that method's time / attnc's time (> 1: attnc faster).\n")
+          "count; ×: that method's time / attnc's time in the same round, the median over the rounds "
+          "(> 1: attnc faster).\n")
     print("| shape | threads | attnc ms | attnc rate | attnc-halide ms | ×halide | "
           "pytorch-sdpa ms | ×pytorch | ort-best ms | ×ort |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -602,7 +628,7 @@ def report(records, machine, limits, args, shapes, versions_found):
 
     ran = [r for r in records if r["status"] == "ok" and r["method"] != "ort-best"]
     if ran:
-        print("\nEvery method (min and max over the runs; attnc prints only its median):\n")
+        print("\nEvery method (min and max over the runs of every round):\n")
         print("| shape | threads | method | median ms | min ms | max ms | rate | × attnc |")
         print("|---|---:|---|---:|---:|---:|---:|---:|")
     for r in ran:
@@ -665,6 +691,8 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2 (default)")
     parser.add_argument("--repeat", type=int, help="timed runs per measurement (default 10)")
+    parser.add_argument("--rounds", type=int, help="rounds per shape and thread count, every "
+                        "method once a round (default 3; 1 with --quick)")
     parser.add_argument("--jsonl", help="write every measurement as JSON lines to this file")
     parser.add_argument("--plot", help="write a bar plot (PNG) to this file")
     parser.add_argument("--quick", action="store_true",
@@ -680,6 +708,9 @@ def parse_args():
     if any(n < 1 for n in args.threads):
         parser.error("--threads: every count must be >= 1")
     args.repeat = args.repeat or (3 if args.quick else 10)
+    if args.rounds is not None and args.rounds < 1:
+        parser.error("--rounds: at least 1")
+    args.rounds = args.rounds or (1 if args.quick else 3)
     args.methods = args.only_methods.split(",") if args.only_methods else list(METHODS)
     unknown = set(args.methods) - set(METHODS)
     if unknown:
@@ -701,26 +732,37 @@ def main():
     limits = machine_limits(args.threads)
     methods = {name: make_method(name) for name in args.methods}
     records, checked = [], {}
-    planned = sum(applies(m, s) for s in shapes for m in args.methods) * len(args.threads)
+    planned = (sum(applies(m, s) for s in shapes for m in args.methods) * len(args.threads)
+               * args.rounds)
     done = 0
     for shape in shapes:
         get_inputs = functools.cache(
             lambda: [make_inputs(shape, seed) for seed in range(shape.input_sets)])
         for n in args.threads:
-            ort_records = []
-            for name in args.methods:
-                if not applies(name, shape):
-                    continue
-                done += 1
-                log(f"[{done}/{planned}] {shape.id} threads={n} {name} ...")
-                record = measure(name, methods[name], shape, n, args.repeat, get_inputs,
-                                 checked, limits)
-                outcome = (f"{fmt_ms(record['median_ms'])} ms" if record["status"] == "ok"
-                           else f"{record['status']}: {record['reason']}")
-                log(f"    {outcome}")
-                records.append(record)
-                if name in ORT_METHODS:
-                    ort_records.append(record)
+            names = [name for name in args.methods if applies(name, shape)]
+            rounds = {name: [] for name in names}
+            for round_index in range(args.rounds):
+                # Each round starts with another method, so none is always timed first.
+                shift = round_index % len(names)
+                for name in names[shift:] + names[:shift]:
+                    done += 1
+                    if rounds[name] and rounds[name][-1]["status"] != "ok":
+                        continue  # failed or unavailable: said once
+                    log(f"[{done}/{planned}] {shape.id} threads={n} {name} "
+                        f"(round {round_index + 1}/{args.rounds}) ...")
+                    record = measure(name, methods[name], shape, n, args.repeat, get_inputs,
+                                     checked, limits)
+                    outcome = (f"{fmt_ms(record['median_ms'])} ms" if record["status"] == "ok"
+                               else f"{record['status']}: {record['reason']}")
+                    log(f"    {outcome}")
+                    rounds[name].append(record)
+            merged = [merge_rounds(rounds[name]) for name in names]
+            for record in merged:
+                if record["status"] == "ok":
+                    record["rate"], record["fraction_of_limit"] = rate_and_fraction(
+                        shape, record["median_ms"], limits, n)
+            records.extend(merged)
+            ort_records = [r for r in merged if r["method"] in ORT_METHODS]
             if ort_records:
                 records.append(best_ort(ort_records))
         del get_inputs  # frees the input sets
@@ -732,6 +774,7 @@ def main():
         with open(args.jsonl, "w") as out:
             out.write(json.dumps({"kind": "machine", "date": args.date, **machine,
                                   "versions": found_versions, "repeat": args.repeat,
+                                  "rounds": args.rounds,
                                   "threads": args.threads}) + "\n")
             for n, (fma, read, isa) in sorted(limits.items()):
                 out.write(json.dumps({"kind": "limits", "threads": n, "fma_gflops": fma,
