@@ -429,13 +429,24 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
       row.outcome = failures[n]->outcome;
       row.detail = "confirmation: " + failures[n]->detail;
     } else {
-      row.medianMs = median(times[n]);
+      // Each round times the candidate beside the default, so a slow minute
+      // of a busy host falls on both: the candidate's time is the default's
+      // median times the median of their ratios round by round, below the
+      // default's only where the candidate won most rounds.
+      std::vector<double> ratios;
+      int wins = 0;
+      for (size_t round = 0; round < times[n].size(); ++round) {
+        ratios.push_back(times[n][round] / times[0][round]);
+        wins += times[n][round] < times[0][round];
+      }
+      row.medianMs = defaultMs * median(ratios);
       row.confirmedRounds = int64_t(rounds);
-      std::fprintf(stderr,
-                   "  confirmed %s: %.3f ms, the default %.3f ms "
-                   "(%.2fx)\n",
-                   all[finalists[n]].description.c_str(), row.medianMs,
-                   defaultMs, defaultMs / row.medianMs);
+      if (n > 0)
+        std::fprintf(stderr,
+                     "  confirmed %s: %.3f ms, the default %.3f ms "
+                     "(%.2fx; faster in %d of %zu rounds)\n",
+                     all[finalists[n]].description.c_str(), row.medianMs,
+                     defaultMs, defaultMs / row.medianMs, wins, ratios.size());
     }
     database->record(row);
   }

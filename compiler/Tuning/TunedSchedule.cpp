@@ -50,8 +50,9 @@ std::string measuredText(const TuningRecord &record) {
   text << "attnc tune on " << record.machine << ", " << record.createdAt << ": "
        << record.medianMs << " ms, the default " << record.defaultMs << " ms";
   if (record.confirmedRounds > 0)
-    text << " (medians of " << record.confirmedRounds
-         << " rounds timing both in turn)";
+    text << " (" << record.confirmedRounds
+         << " rounds timing both in turn: the default's median, and its "
+            "times the median of the same-round ratios)";
   else
     text << " in the same run";
   return text.str();

@@ -58,8 +58,10 @@ struct TuningRecord {
   std::string machine;   ///< The CPU's name, for people.
   std::string createdAt; ///< UTC, ISO 8601.
   /// Rounds in which the tuner's confirmation timed this candidate beside
-  /// the default, in turn (medianMs and defaultMs are then the medians of
-  /// those rounds); 0: one measurement of the search.
+  /// the default, in turn (defaultMs is then the default's median over
+  /// those rounds, and medianMs defaultMs times the median of the
+  /// candidate's ratios to the default round by round); 0: one measurement
+  /// of the search.
   int64_t confirmedRounds = 0;
 };
 
