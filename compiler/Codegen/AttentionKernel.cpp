@@ -690,6 +690,16 @@ private:
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to qRowLength (Dk rounded up to W).
   Value qRows, qRowLength;
+  // f16/bf16 K and V of a tile of queries in lanes, converted to f32 rows
+  // once per key tile (packTile), kTile[j][d] and vTile[j][d] for key j0 +
+  // j, rows padded to kTileStride and dvPadded floats: converting in the
+  // products' inner loops costs 2 vector instructions per 16 FMAs on the
+  // ports that run the FMAs on Intel cores. Null for f32 (and for bf16Dot,
+  // which reads the raw pairs).
+  Value kTile, kTileStride, vTile;
+  // Where valueBlock reads V: buf.value.data with vRows, or vTile.
+  Value valueSource;
+  RowLayout valueRows;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
   Value softcapScale; // c·log2(e) when softcap, else null.
@@ -765,10 +775,17 @@ private:
   void projectQueries(Value weights, Value outputs, Value into,
                       function_ref<Value(Value, Value)> weightIndex);
   void packQueryRows();
+  void packTile(Value source, const RowLayout &layout, Value depth,
+                std::optional<int64_t> staticDepth, Value tile, Value stride,
+                Value j0, Value nk);
+  RowLayout packedRows(Value j0, Value stride) {
+    // Row j0 + j of the tile at j · stride.
+    return {e.mul(e.sub(e.index(0), j0), stride), stride};
+  }
   void dotScores(Value j0, Value nk, bool depthInLanes);
   void queriesInLanesScores(Value j0, Value nk);
   void forEachScoreBlock(
-      Value j0, Value nk,
+      Value j0, Value nk, const RowLayout &keyRows,
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
   void packQueryRowPairs();
@@ -868,6 +885,20 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   } else {
     packQueryPairs();
     packQueryRowPairs();
+  }
+  auto isHalf = [](Value buffer) {
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    return element.isBF16() || element.isF16();
+  };
+  if (!bf16Dot && score != attn::ScoreKind::additive && isHalf(buf.key.data)) {
+    kTileStride =
+        staticDk ? e.index(roundUp(*staticDk, W)) : e.mul(e.ceilDiv(Dk, W), W);
+    kTile = staticDk ? alloca(BK * roundUp(*staticDk, W))
+                     : alloca(e.mul(kTileStride, BK));
+  }
+  if (!bf16Dot && isHalf(buf.value.data))
+    vTile = staticDv ? alloca(BK * dvPadded) : alloca(e.mul(dvPaddedValue, BK));
+  if (bf16Dot) {
     int64_t keyPairs = (BK + 1) / 2;
     pPairs = allocaWords(e.index(keyPairs * BQ));
     vPairs = allocaWords(e.mul(dvPaddedValue, keyPairs));
@@ -1358,40 +1389,40 @@ void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
     return b.create<vector::BitCastOp>(
         bf16Type, b.create<vector::BroadcastOp>(pairsType, word));
   };
-  forEachScoreBlock(j0, nk, [&](ArrayRef<Value> keyRows, Value ib) {
-      SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
-      SmallVector<Value> sums = llvm::to_vector(e.loop(
-          e.index(0), wholePairs, 1, init, [&](Value m, ValueRange accs) {
-            // Two adjacent bf16 of a key row, loaded as one 32-bit word.
-            SmallVector<Value> keyPairs;
-            for (int64_t k = 0; k < SK; ++k) {
-              Value pair = b.create<vector::LoadOp>(
-                  keyPairType, buf.key.data,
-                  ValueRange{e.add(keyRows[k], e.mul(m, 2))});
-              keyPairs.push_back(broadcastPair(b.create<vector::ExtractOp>(
-                  b.create<vector::BitCastOp>(oneWordType, pair), 0)));
-            }
-            return step(m, keyPairs, ib, accs);
-          }));
-      // An odd Dk: the last depth alone, its pair's high half 0 (never the
-      // next row's first element, which may be anything).
-      SmallVector<Type> types(sums.size(), vec);
-      sums = llvm::to_vector(e.choose(
-          oddDepth, types,
-          [&] {
-            SmallVector<Value> keyPairs;
-            for (int64_t k = 0; k < SK; ++k) {
-              Value x = b.create<memref::LoadOp>(
-                  buf.key.data, e.add(keyRows[k], e.sub(Dk, e.index(1))));
-              keyPairs.push_back(broadcastPair(b.create<arith::ExtUIOp>(
-                  i32, b.create<arith::BitcastOp>(i16, x))));
-            }
-            return step(wholePairs, keyPairs, ib, sums);
-          },
-          [&] { return sums; }));
-      for (Value &sum : sums)
-        sum = b.create<arith::MulFOp>(sum, factor);
-      return sums;
+  forEachScoreBlock(j0, nk, kRows, [&](ArrayRef<Value> keyRows, Value ib) {
+    SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
+    SmallVector<Value> sums = llvm::to_vector(
+        e.loop(e.index(0), wholePairs, 1, init, [&](Value m, ValueRange accs) {
+          // Two adjacent bf16 of a key row, loaded as one 32-bit word.
+          SmallVector<Value> keyPairs;
+          for (int64_t k = 0; k < SK; ++k) {
+            Value pair = b.create<vector::LoadOp>(
+                keyPairType, buf.key.data,
+                ValueRange{e.add(keyRows[k], e.mul(m, 2))});
+            keyPairs.push_back(broadcastPair(b.create<vector::ExtractOp>(
+                b.create<vector::BitCastOp>(oneWordType, pair), 0)));
+          }
+          return step(m, keyPairs, ib, accs);
+        }));
+    // An odd Dk: the last depth alone, its pair's high half 0 (never the
+    // next row's first element, which may be anything).
+    SmallVector<Type> types(sums.size(), vec);
+    sums = llvm::to_vector(e.choose(
+        oddDepth, types,
+        [&] {
+          SmallVector<Value> keyPairs;
+          for (int64_t k = 0; k < SK; ++k) {
+            Value x = b.create<memref::LoadOp>(
+                buf.key.data, e.add(keyRows[k], e.sub(Dk, e.index(1))));
+            keyPairs.push_back(broadcastPair(b.create<arith::ExtUIOp>(
+                i32, b.create<arith::BitcastOp>(i16, x))));
+          }
+          return step(wholePairs, keyPairs, ib, sums);
+        },
+        [&] { return sums; }));
+    for (Value &sum : sums)
+      sum = b.create<arith::MulFOp>(sum, factor);
+    return sums;
   });
 }
 
@@ -1402,7 +1433,14 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  forEachScoreBlock(j0, nk, [&](ArrayRef<Value> keyRows, Value ib) {
+  Value keySource = buf.key.data;
+  RowLayout keyLayout = kRows;
+  if (kTile) {
+    packTile(buf.key.data, kRows, Dk, staticDk, kTile, kTileStride, j0, nk);
+    keySource = kTile;
+    keyLayout = packedRows(j0, kTileStride);
+  }
+  forEachScoreBlock(j0, nk, keyLayout, [&](ArrayRef<Value> keyRows, Value ib) {
     SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
     return llvm::to_vector(e.loop(
         e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
@@ -1413,30 +1451,60 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
                 b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
           SmallVector<Value> keys;
           for (int64_t k = 0; k < SK; ++k)
-            keys.push_back(e.broadcast(
-                e.loadF32(buf.key.data, e.add(keyRows[k], d)), W));
+            keys.push_back(
+                e.broadcast(e.loadF32(keySource, e.add(keyRows[k], d)), W));
           return e.outerProduct(keys, queries, accs);
         }));
   });
 }
 
+/// tile[j][d] = source row j0 + j (of `layout`) as f32, for j < nk, each
+/// row `stride` floats (a whole number of vectors, 0 past `depth`).
+void AttentionTaskBuilder::packTile(Value source, const RowLayout &layout,
+                                    Value depth,
+                                    std::optional<int64_t> staticDepth,
+                                    Value tile, Value stride, Value j0,
+                                    Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  e.loop(e.index(0), nk, 1, [&](Value j) {
+    Value from = rowOffset(layout, e.add(j0, j));
+    Value to = e.mul(j, stride);
+    auto copy = [&](Value d, Value count) {
+      b.create<vector::StoreOp>(e.loadVector(source, e.add(from, d), W, count),
+                                tile, e.add(to, d));
+    };
+    if (!staticDepth) {
+      e.loop(e.index(0), depth, W,
+             [&](Value d) { copy(d, e.min(e.index(W), e.sub(depth, d))); });
+      return;
+    }
+    int64_t full = *staticDepth / W;
+    if (full > 0)
+      e.loop(e.index(0), e.index(full * W), W,
+             [&](Value d) { copy(d, nullptr); });
+    if (int64_t tail = *staticDepth % W)
+      copy(e.index(full * W), e.index(tail));
+  });
+}
+
 /// The tile's QKᵀ register blocks, `scoreKeys` keys × `scoreVectors` query
-/// vectors each: `block` gets the keys' row offsets in K (keys past T read
-/// the last key; their scores are never used) and the block's first query,
-/// and returns its accumulators, which go to `scores`.
+/// vectors each: `block` gets the keys' row offsets in `keyRows` (keys past
+/// the tile read its last key; their scores are never used) and the block's
+/// first query, and returns its accumulators, which go to `scores`.
 void AttentionTaskBuilder::forEachScoreBlock(
-    Value j0, Value nk,
+    Value j0, Value nk, const RowLayout &keyRows,
     function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block) {
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  Value lastKey = e.sub(T, e.index(1));
+  Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
   e.loop(e.index(0), nk, SK, [&](Value jb) {
-    SmallVector<Value> keyRows;
+    SmallVector<Value> blockRows;
     for (int64_t k = 0; k < SK; ++k)
-      keyRows.push_back(
-          rowOffset(kRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+      blockRows.push_back(
+          rowOffset(keyRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
     e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
-      e.storeBlock(block(keyRows, ib), SK, SV, scores,
+      e.storeBlock(block(blockRows, ib), SK, SV, scores,
                    [&](int64_t k, int64_t s) {
                      return e.add(e.mul(e.add(jb, k), BQ), e.add(ib, s * W));
                    });
@@ -1849,14 +1917,14 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
   SmallVector<Value> init = rescaledAccumulators(row0, d0, vectors);
-  ValueRange sums = e.loop(
-      e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
-        Value row = rowOffset(vRows, e.add(j0, j));
+  ValueRange sums =
+      e.loop(e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
+        Value row = rowOffset(valueRows, e.add(j0, j));
         SmallVector<Value> values;
         for (int64_t v = 0; v < vectors; ++v)
-          values.push_back(e.loadVector(
-              buf.value.data, e.add(row, e.add(d0, v * W)), W,
-              v == vectors - 1 ? lastCount : nullptr));
+          values.push_back(
+              e.loadVector(valueSource, e.add(row, e.add(d0, v * W)), W,
+                           v == vectors - 1 ? lastCount : nullptr));
         SmallVector<Value> probabilities;
         for (int64_t r = 0; r < R; ++r)
           probabilities.push_back(e.broadcast(
@@ -1998,6 +2066,14 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
              [&](Value d0) { valuePairBlock(row0, d0, 1, nk); });
     });
     return;
+  }
+  valueSource = buf.value.data;
+  valueRows = vRows;
+  // A decode step streams V once, where packing would only add work.
+  if (vTile && !depthInLanes) {
+    packTile(buf.value.data, vRows, Dv, staticDv, vTile, dvPaddedValue, j0, nk);
+    valueSource = vTile;
+    valueRows = packedRows(j0, dvPaddedValue);
   }
   e.loop(e.index(0), rows, R, [&](Value row0) {
     if (staticDv) {
