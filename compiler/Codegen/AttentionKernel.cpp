@@ -697,8 +697,10 @@ private:
   // ports that run the FMAs on Intel cores. Null for f32 (and for bf16Dot,
   // which reads the raw pairs).
   Value kTile, kTileStride, vTile;
-  // Where valueBlock reads V: buf.value.data with vRows, or vTile.
-  Value valueSource;
+  // Where valueBlock reads V: buf.value.data with vRows from key j0, or
+  // vTile from its row 0 (plain offsets keep the inner loop's addresses
+  // simple).
+  Value valueSource, valueFirstRow;
   RowLayout valueRows;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
@@ -778,10 +780,6 @@ private:
   void packTile(Value source, const RowLayout &layout, Value depth,
                 std::optional<int64_t> staticDepth, Value tile, Value stride,
                 Value j0, Value nk);
-  RowLayout packedRows(Value j0, Value stride) {
-    // Row j0 + j of the tile at j · stride.
-    return {e.mul(e.sub(e.index(0), j0), stride), stride};
-  }
   void dotScores(Value j0, Value nk, bool depthInLanes);
   void queriesInLanesScores(Value j0, Value nk);
   void forEachScoreBlock(
@@ -1433,29 +1431,31 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  Value keySource = buf.key.data;
+  Value keySource = buf.key.data, firstRow = j0;
   RowLayout keyLayout = kRows;
   if (kTile) {
     packTile(buf.key.data, kRows, Dk, staticDk, kTile, kTileStride, j0, nk);
     keySource = kTile;
-    keyLayout = packedRows(j0, kTileStride);
+    firstRow = e.index(0);
+    keyLayout = {e.index(0), kTileStride};
   }
-  forEachScoreBlock(j0, nk, keyLayout, [&](ArrayRef<Value> keyRows, Value ib) {
-    SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
-    return llvm::to_vector(e.loop(
-        e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
-          SmallVector<Value> queries;
-          Value base = e.add(e.mul(d, BQ), ib);
-          for (int64_t s = 0; s < SV; ++s)
-            queries.push_back(
-                b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
-          SmallVector<Value> keys;
-          for (int64_t k = 0; k < SK; ++k)
-            keys.push_back(
-                e.broadcast(e.loadF32(keySource, e.add(keyRows[k], d)), W));
-          return e.outerProduct(keys, queries, accs);
-        }));
-  });
+  forEachScoreBlock(
+      firstRow, nk, keyLayout, [&](ArrayRef<Value> keyRows, Value ib) {
+        SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
+        return llvm::to_vector(
+            e.loop(e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
+              SmallVector<Value> queries;
+              Value base = e.add(e.mul(d, BQ), ib);
+              for (int64_t s = 0; s < SV; ++s)
+                queries.push_back(
+                    b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
+              SmallVector<Value> keys;
+              for (int64_t k = 0; k < SK; ++k)
+                keys.push_back(
+                    e.broadcast(e.loadF32(keySource, e.add(keyRows[k], d)), W));
+              return e.outerProduct(keys, queries, accs);
+            }));
+      });
 }
 
 /// tile[j][d] = source row j0 + j (of `layout`) as f32, for j < nk, each
@@ -1489,9 +1489,10 @@ void AttentionTaskBuilder::packTile(Value source, const RowLayout &layout,
 }
 
 /// The tile's QKᵀ register blocks, `scoreKeys` keys × `scoreVectors` query
-/// vectors each: `block` gets the keys' row offsets in `keyRows` (keys past
-/// the tile read its last key; their scores are never used) and the block's
-/// first query, and returns its accumulators, which go to `scores`.
+/// vectors each, for the nk keys from row j0 of `keyRows`: `block` gets the
+/// keys' row offsets (keys past the tile read its last key; their scores
+/// are never used) and the block's first query, and returns its
+/// accumulators, which go to `scores`.
 void AttentionTaskBuilder::forEachScoreBlock(
     Value j0, Value nk, const RowLayout &keyRows,
     function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block) {
@@ -1919,7 +1920,7 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
   SmallVector<Value> init = rescaledAccumulators(row0, d0, vectors);
   ValueRange sums =
       e.loop(e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
-        Value row = rowOffset(valueRows, e.add(j0, j));
+        Value row = rowOffset(valueRows, e.add(valueFirstRow, j));
         SmallVector<Value> values;
         for (int64_t v = 0; v < vectors; ++v)
           values.push_back(
@@ -2068,12 +2069,14 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
     return;
   }
   valueSource = buf.value.data;
+  valueFirstRow = j0;
   valueRows = vRows;
   // A decode step streams V once, where packing would only add work.
   if (vTile && !depthInLanes) {
     packTile(buf.value.data, vRows, Dv, staticDv, vTile, dvPaddedValue, j0, nk);
     valueSource = vTile;
-    valueRows = packedRows(j0, dvPaddedValue);
+    valueFirstRow = e.index(0);
+    valueRows = {e.index(0), dvPaddedValue};
   }
   e.loop(e.index(0), rows, R, [&](Value row0) {
     if (staticDv) {
