@@ -477,8 +477,9 @@ def rate_and_fraction(shape, ms, limits, threads):
     return rate, rate / (fma if shape.kind == "prefill" else read)
 
 
-def measure(method_name, method, shape, threads, repeat, get_inputs, checked, limits):
-    """One record: the check (once per graph, method and threads), then the timing."""
+def measure(method_name, method, shape, threads, repeat, get_inputs, checked):
+    """One round's record: the check (once per graph, method and threads), then the timing;
+    main() adds the rate once the rounds are merged."""
     record = {"kind": "result", "shape": shape.id, "label": shape.label, "threads": threads,
               "method": method_name, "dtype": shape.dtype, "status": "ok"}
     try:
@@ -500,10 +501,8 @@ def measure(method_name, method, shape, threads, repeat, get_inputs, checked, li
     except Exception as error:  # a check failure or any error of the method itself
         record.update(status="failed", reason=f"{type(error).__name__}: {error}")
         return record
-    rate, fraction = rate_and_fraction(shape, median, limits, threads)
     record.update(median_ms=median, min_ms=low, max_ms=high, times_ms=times,
-                  rate=rate, rate_unit="GFLOP/s" if shape.kind == "prefill" else "GB/s",
-                  fraction_of_limit=fraction)
+                  rate_unit="GFLOP/s" if shape.kind == "prefill" else "GB/s")
     return record
 
 
@@ -606,10 +605,10 @@ def report(records, machine, limits, args, shapes, versions_found):
         print("\nLimits: machine_limits did not run; no fractions.")
 
     by_key = {(r["shape"], r["threads"], r["method"]): r for r in records}
-    print("\nTimes are medians of the round medians in ms; rate = GFLOP/s (prefill, 4·S·T·D·H, causal counted "
-          "dense) or GB/s of K and V read (decode), with its share of the limit at that thread "
-          "count; ×: that method's time / attnc's time in the same round, the median over the rounds "
-          "(> 1: attnc faster).\n")
+    print("\nTimes are medians of the round medians in ms; rate = GFLOP/s (prefill, 4·S·T·D·H, "
+          "causal counted dense) or GB/s of K and V read (decode), with its share of the limit at "
+          "that thread count; ×: that method's time / attnc's time in the same round, the median "
+          "over the rounds (> 1: attnc faster).\n")
     print("| shape | threads | attnc ms | attnc rate | attnc-halide ms | ×halide | "
           "pytorch-sdpa ms | ×pytorch | ort-best ms | ×ort |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
@@ -751,7 +750,7 @@ def main():
                     log(f"[{done}/{planned}] {shape.id} threads={n} {name} "
                         f"(round {round_index + 1}/{args.rounds}) ...")
                     record = measure(name, methods[name], shape, n, args.repeat, get_inputs,
-                                     checked, limits)
+                                     checked)
                     outcome = (f"{fmt_ms(record['median_ms'])} ms" if record["status"] == "ok"
                                else f"{record['status']}: {record['reason']}")
                     log(f"    {outcome}")
