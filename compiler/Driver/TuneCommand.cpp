@@ -209,7 +209,10 @@ std::string lastLine(const std::string &text) {
 
 struct Measurement {
   Outcome outcome = Outcome::ok;
-  double medianMs = 0;
+  /// The fastest of the timed runs: a busy neighbour only ever adds time,
+  /// so the fastest run is the one it disturbed least, where a median moves
+  /// with the neighbour's load.
+  double timeMs = 0;
   std::string detail;
 };
 
@@ -313,8 +316,8 @@ private:
   Measurement measure(const TuneCandidate &candidate, int index,
                       bool checkOddShape = true);
   /// Times the default and the fastest few candidates of `key` in `rounds`
-  /// rounds, each round all of them in turn, and records each one's medians
-  /// as a confirmed row (TuningRecord::confirmedRounds).
+  /// rounds, each round all of them in turn, and records each one's time
+  /// over the rounds as a confirmed row (TuningRecord::confirmedRounds).
   void confirm(TuningDatabase *database, const TuningKey &key,
                const std::string &machineName,
                const std::vector<TuneCandidate> &all,
@@ -350,13 +353,13 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index,
   if (timed.exitCode != 0)
     return failure(timed, "tuned shape");
   Measurement result;
-  size_t at = timed.output.find("median_ms: ");
+  size_t at = timed.output.find("min_ms: ");
   if (at == std::string::npos) {
     result.outcome = Outcome::crashed;
-    result.detail = "tuned shape: no median_ms in its output";
+    result.detail = "tuned shape: no min_ms in its output";
     return result;
   }
-  result.medianMs = std::stod(timed.output.substr(at + 11));
+  result.timeMs = std::stod(timed.output.substr(at + 8));
   std::string detail;
   if (!sameAsReference(detail)) {
     result.outcome = Outcome::wrong;
@@ -405,7 +408,7 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
       Measurement result =
           measure(all[finalists[n]], 0, /*checkOddShape=*/false);
       if (result.outcome == Outcome::ok)
-        times[n].push_back(result.medianMs);
+        times[n].push_back(result.timeMs);
       else
         failures[n] = result;
     }
@@ -439,14 +442,14 @@ void Tuner::confirm(TuningDatabase *database, const TuningKey &key,
         ratios.push_back(times[n][round] / times[0][round]);
         wins += times[n][round] < times[0][round];
       }
-      row.medianMs = defaultMs * median(ratios);
+      row.timeMs = defaultMs * median(ratios);
       row.confirmedRounds = int64_t(rounds);
       if (n > 0)
         std::fprintf(stderr,
                      "  confirmed %s: %.3f ms, the default %.3f ms "
                      "(%.2fx; faster in %d of %zu rounds)\n",
-                     all[finalists[n]].description.c_str(), row.medianMs,
-                     defaultMs, defaultMs / row.medianMs, wins, ratios.size());
+                     all[finalists[n]].description.c_str(), row.timeMs,
+                     defaultMs, defaultMs / row.timeMs, wins, ratios.size());
     }
     database->record(row);
   }
@@ -620,7 +623,7 @@ int Tuner::run() {
     csv << "index";
     for (const std::string &name : parameterNames)
       csv << "," << csvField(name);
-    csv << ",outcome,median_ms,speedup,detail,candidate\n";
+    csv << ",outcome,time_ms,speedup,detail,candidate\n";
   }
 
   double defaultMs = 0, bestMs = 0;
@@ -628,7 +631,7 @@ int Tuner::run() {
   std::vector<PlotPoint> plotted; // This run's candidates, default first.
   auto record = [&](int index, const Measurement &result) {
     PlotPoint point{all[index].parameters, all[index].description,
-                    result.outcome, result.medianMs};
+                    result.outcome, result.timeMs};
     if (index != 0 || plotted.empty())
       plotted.push_back(point);
     else
@@ -637,7 +640,7 @@ int Tuner::run() {
     row.key = key;
     row.candidate = all[index].key;
     row.outcome = result.outcome;
-    row.medianMs = result.medianMs;
+    row.timeMs = result.timeMs;
     row.defaultMs = defaultMs;
     row.detail = result.detail;
     row.machine = machine.cpu;
@@ -647,8 +650,8 @@ int Tuner::run() {
       csv << index;
       for (const std::string &value : all[index].parameters)
         csv << "," << csvField(value);
-      csv << "," << outcomeName(result.outcome) << "," << result.medianMs << ","
-          << (result.outcome == Outcome::ok ? defaultMs / result.medianMs : 0)
+      csv << "," << outcomeName(result.outcome) << "," << result.timeMs << ","
+          << (result.outcome == Outcome::ok ? defaultMs / result.timeMs : 0)
           << "," << csvField(result.detail) << "," << csvField(all[index].key)
           << "\n";
       csv.flush();
@@ -664,8 +667,8 @@ int Tuner::run() {
                        all[index].description + ": ";
     char text[160];
     if (result.outcome == Outcome::ok)
-      std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.medianMs,
-                    defaultMs / result.medianMs);
+      std::snprintf(text, sizeof text, "%.3f ms (%.2fx)", result.timeMs,
+                    defaultMs / result.timeMs);
     else
       std::snprintf(text, sizeof text, "%s", outcomeName(result.outcome));
     line += text;
@@ -691,17 +694,17 @@ int Tuner::run() {
       if (result.outcome != Outcome::ok)
         throw UserError("attnc tune: the default schedule fails (" +
                         result.detail + "); nothing to compare with");
-      defaultMs = result.medianMs;
+      defaultMs = result.timeMs;
     }
     ++done;
     if (result.outcome == Outcome::ok &&
-        (bestIndex < 0 || result.medianMs < bestMs)) {
-      bestMs = result.medianMs;
+        (bestIndex < 0 || result.timeMs < bestMs)) {
+      bestMs = result.timeMs;
       bestIndex = index;
     }
     if (search)
       search->report(index, result.outcome == Outcome::ok
-                                ? std::optional<double>(result.medianMs)
+                                ? std::optional<double>(result.timeMs)
                                 : std::nullopt);
     record(index, result);
     progress(index, result);
@@ -741,7 +744,7 @@ int Tuner::run() {
       ++done;
       bool ok = earlier->outcome == Outcome::ok && earlier->defaultMs > 0;
       search->report(*index,
-                     ok ? std::optional<double>(earlier->medianMs * defaultMs /
+                     ok ? std::optional<double>(earlier->timeMs * defaultMs /
                                                 earlier->defaultMs)
                         : std::nullopt);
       continue;
@@ -772,12 +775,11 @@ int Tuner::run() {
               all[bestIndex].description.c_str(), bestMs, defaultMs / bestMs);
   if (best) {
     std::string timed = best->confirmedRounds > 0
-                            ? ", medians of " +
-                                  std::to_string(best->confirmedRounds) +
+                            ? ", " + std::to_string(best->confirmedRounds) +
                                   " rounds timing both in turn"
                             : " in its run";
     std::printf("best in the database: %s, %.3f ms (default %.3f ms%s)\n",
-                best->candidate.c_str(), best->medianMs, best->defaultMs,
+                best->candidate.c_str(), best->timeMs, best->defaultMs,
                 timed.c_str());
   }
   return 0;

@@ -48,13 +48,14 @@ bestTuningRecord(const std::string &path, const Graph &graph,
 std::string measuredText(const TuningRecord &record) {
   std::ostringstream text;
   text << "attnc tune on " << record.machine << ", " << record.createdAt << ": "
-       << record.medianMs << " ms, the default " << record.defaultMs << " ms";
+       << record.timeMs << " ms, the default " << record.defaultMs << " ms";
   if (record.confirmedRounds > 0)
     text << " (" << record.confirmedRounds
-         << " rounds timing both in turn: the default's median, and its "
-            "times the median of the same-round ratios)";
+         << " rounds timing both in turn: the median of the default's "
+            "fastest runs, and that times the median of the same-round "
+            "ratios)";
   else
-    text << " in the same run";
+    text << " (fastest runs, in the same run)";
   return text.str();
 }
 

@@ -35,7 +35,8 @@ bestTuningRecord(const std::string &path, const Graph &graph,
                  const std::string &backend, int64_t spaceVersion,
                  std::string &why);
 
-/// "attnc tune on CPU, DATE: X ms, the default Y ms in the same run".
+/// "attnc tune on CPU, DATE: X ms, the default Y ms (fastest runs, in the
+/// same run)".
 std::string measuredText(const TuningRecord &record);
 
 /// "tuning database PATH: kernel K, BUCKET": where a tuned schedule came

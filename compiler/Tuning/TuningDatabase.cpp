@@ -15,9 +15,11 @@ namespace {
 
 /// PRAGMA application_id of an attnc tuning database: "attn".
 constexpr int32_t kApplicationId = 0x6174746e;
-/// PRAGMA user_version: the schema this file holds. 2 added `confirmed`;
-/// a schema 1 file gains the column (0 in every row) when opened.
-constexpr int kSchemaVersion = 2;
+/// PRAGMA user_version: the schema this file holds. 2 added `confirmed`; 3
+/// renamed `median_ms` to `time_ms` when the tuner began timing a run by its
+/// fastest repetition. An older file is brought up to date when opened; its
+/// rows keep the medians they hold, which can only rank them slower.
+constexpr int kSchemaVersion = 3;
 
 constexpr const char *kSchema = R"sql(
 CREATE TABLE measurements (
@@ -30,7 +32,7 @@ CREATE TABLE measurements (
   candidate     TEXT    NOT NULL,
   outcome       TEXT    NOT NULL CHECK (outcome IN
                   ('ok', 'wrong', 'crashed', 'timed-out', 'failed-to-compile')),
-  median_ms     REAL    NOT NULL,
+  time_ms     REAL    NOT NULL,
   default_ms    REAL    NOT NULL,
   detail        TEXT    NOT NULL,
   machine       TEXT    NOT NULL,
@@ -49,11 +51,11 @@ CREATE TABLE measurements (
 // beside it.
 constexpr const char *kUpsert = R"sql(
 INSERT INTO measurements (kernel, shape_bucket, target, backend,
-  attnc_version, space_version, candidate, outcome, median_ms, default_ms,
+  attnc_version, space_version, candidate, outcome, time_ms, default_ms,
   detail, machine, created_at, confirmed)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
 ON CONFLICT DO UPDATE SET outcome = excluded.outcome,
-  median_ms = excluded.median_ms, default_ms = excluded.default_ms,
+  time_ms = excluded.time_ms, default_ms = excluded.default_ms,
   detail = excluded.detail, machine = excluded.machine,
   created_at = excluded.created_at, confirmed = excluded.confirmed
 WHERE (excluded.outcome != 'ok' AND measurements.outcome = 'ok')
@@ -62,7 +64,7 @@ WHERE (excluded.outcome != 'ok' AND measurements.outcome = 'ok')
              AND (measurements.confirmed = 0
                   OR excluded.created_at >= measurements.created_at))
             OR (excluded.confirmed = 0 AND measurements.confirmed = 0
-                AND excluded.median_ms < measurements.median_ms)));
+                AND excluded.time_ms < measurements.time_ms)));
 )sql";
 
 constexpr const char *kKeyMatch =
@@ -71,7 +73,7 @@ constexpr const char *kKeyMatch =
 
 constexpr const char *kColumns =
     "kernel, shape_bucket, target, backend, attnc_version, space_version, "
-    "candidate, outcome, median_ms, default_ms, detail, machine, created_at, "
+    "candidate, outcome, time_ms, default_ms, detail, machine, created_at, "
     "confirmed";
 
 /// A prepared statement, finalized when it goes out of scope.
@@ -133,7 +135,7 @@ public:
       throw UserError(path + ": a measurement with an unknown outcome \"" +
                       text(7) + "\"");
     result.outcome = *outcome;
-    result.medianMs = real(8);
+    result.timeMs = real(8);
     result.defaultMs = real(9);
     result.detail = text(10);
     result.machine = text(11);
@@ -261,11 +263,17 @@ std::unique_ptr<TuningDatabase> TuningDatabase::open(const std::string &path,
               .c_str());
       database->execute(
           ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
-    } else if (applicationId == kApplicationId && version == 1) {
+    } else if (applicationId == kApplicationId && version >= 1 &&
+               version < kSchemaVersion) {
       // Every record of schema 1 was a single measurement.
-      database->execute("ALTER TABLE measurements ADD COLUMN confirmed "
-                        "INTEGER NOT NULL DEFAULT 0");
-      database->execute("PRAGMA user_version = 2");
+      if (version == 1)
+        database->execute("ALTER TABLE measurements ADD COLUMN confirmed "
+                          "INTEGER NOT NULL DEFAULT 0");
+      if (version <= 2)
+        database->execute(
+            "ALTER TABLE measurements RENAME COLUMN median_ms TO time_ms");
+      database->execute(
+          ("PRAGMA user_version = " + std::to_string(kSchemaVersion)).c_str());
     }
     transaction.commit(path);
   }
@@ -318,7 +326,7 @@ void TuningDatabase::upsert(const TuningRecord &record) {
   statement.bindKey(record.key)
       .bind(7, record.candidate)
       .bind(8, std::string(outcomeName(record.outcome)))
-      .bind(9, record.medianMs)
+      .bind(9, record.timeMs)
       .bind(10, record.defaultMs)
       .bind(11, record.detail)
       .bind(12, record.machine)
@@ -364,7 +372,7 @@ std::optional<TuningRecord> TuningDatabase::best(const TuningKey &key) {
       std::string("SELECT ") + kColumns + " FROM measurements WHERE " +
           kKeyMatch +
           " AND outcome = 'ok' ORDER BY confirmed > 0 DESC, CASE WHEN "
-          "confirmed > 0 THEN median_ms / default_ms ELSE median_ms END, "
+          "confirmed > 0 THEN time_ms / default_ms ELSE time_ms END, "
           "candidate LIMIT 1",
       file);
   statement.bindKey(key);
@@ -379,7 +387,7 @@ std::vector<TuningRecord> TuningDatabase::fastest(const TuningKey &key,
                       std::string("SELECT ") + kColumns +
                           " FROM measurements WHERE " + kKeyMatch +
                           " AND outcome = 'ok' AND default_ms > 0 ORDER BY "
-                          "median_ms / default_ms, candidate LIMIT ?7",
+                          "time_ms / default_ms, candidate LIMIT ?7",
                       file);
   statement.bindKey(key).bind(7, count);
   std::vector<TuningRecord> result;
@@ -424,7 +432,7 @@ std::string toJsonLine(const TuningRecord &record) {
       {"candidate", nlohmann::json::parse(record.candidate, nullptr,
                                           /*allow_exceptions=*/false)},
       {"outcome", outcomeName(record.outcome)},
-      {"median_ms", record.medianMs},
+      {"time_ms", record.timeMs},
       {"default_ms", record.defaultMs},
       {"detail", record.detail},
       {"machine", record.machine},
@@ -476,7 +484,9 @@ TuningRecord fromJsonLine(const std::string &text, const std::string &where) {
   if (!known)
     throw UserError(where + ": /outcome: unknown outcome \"" + outcome + "\"");
   record.outcome = *known;
-  record.medianMs = number("median_ms");
+  // Lines of an attnc before schema 3 call the time median_ms.
+  bool older = line.contains("median_ms") && !line.contains("time_ms");
+  record.timeMs = number(older ? "median_ms" : "time_ms");
   record.defaultMs = number("default_ms");
   record.detail = string("detail");
   record.machine = string("machine");

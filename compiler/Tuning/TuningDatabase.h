@@ -52,16 +52,16 @@ struct TuningRecord {
   TuningKey key;
   std::string candidate; ///< The schedule, canonical JSON.
   Outcome outcome = Outcome::ok;
-  double medianMs = 0;   ///< Median time of the candidate (ok only).
+  double timeMs = 0;     ///< The candidate's fastest timed run (ok only).
   double defaultMs = 0;  ///< The default schedule's, timed in the same run.
   std::string detail;    ///< Why it failed, or what was measured.
   std::string machine;   ///< The CPU's name, for people.
   std::string createdAt; ///< UTC, ISO 8601.
   /// Rounds in which the tuner's confirmation timed this candidate beside
-  /// the default, in turn (defaultMs is then the default's median over
-  /// those rounds, and medianMs defaultMs times the median of the
-  /// candidate's ratios to the default round by round); 0: one measurement
-  /// of the search.
+  /// the default, in turn (defaultMs is then the median of the default's
+  /// fastest runs over those rounds, and timeMs defaultMs times the median
+  /// of the candidate's ratios to the default round by round); 0: one
+  /// measurement of the search.
   int64_t confirmedRounds = 0;
 };
 

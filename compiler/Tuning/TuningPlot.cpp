@@ -63,12 +63,12 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
   double low = 0, high = 0;
   int best = -1;
   for (size_t i = 0; i < points.size(); ++i) {
-    if (points[i].outcome != Outcome::ok || !(points[i].medianMs > 0))
+    if (points[i].outcome != Outcome::ok || !(points[i].timeMs > 0))
       continue;
-    double ms = points[i].medianMs;
+    double ms = points[i].timeMs;
     low = low == 0 ? ms : std::min(low, ms);
     high = std::max(high, ms);
-    if (best < 0 || ms < points[best].medianMs)
+    if (best < 0 || ms < points[best].timeMs)
       best = int(i);
   }
   if (low == 0)
@@ -84,7 +84,7 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
       << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       << "<text x=\"" << margin << "\" y=\"24\" font-size=\"16\">"
       << escaped(title) << "</text>\n"
-      << "<text x=\"" << margin << "\" y=\"40\" fill=\"#555\">median ms "
+      << "<text x=\"" << margin << "\" y=\"40\" fill=\"#555\">ms, fastest run "
       << "(log scale) per candidate; green: the default, orange: the best, "
       << "red along the top: failed</text>\n";
 
@@ -152,14 +152,14 @@ std::string tuningPlotSvg(const std::vector<PlotPoint> &points,
         continue;
       }
       bool isDefault = i == 0, isBest = int(i) == best;
-      svg << "<circle cx=\"" << x << "\" cy=\"" << yOf(point.medianMs)
+      svg << "<circle cx=\"" << x << "\" cy=\"" << yOf(point.timeMs)
           << "\" r=\"" << (isDefault || isBest ? 6 : 3) << "\" fill=\""
           << (isBest      ? "#f80"
               : isDefault ? "#2a2"
                           : "#36c")
           << "\" fill-opacity=\"" << (isDefault || isBest ? 1.0 : 0.5)
           << "\"><title>" << escaped(point.description) << ": "
-          << number(point.medianMs) << " ms</title></circle>\n";
+          << number(point.timeMs) << " ms</title></circle>\n";
     }
   }
   svg << "</svg>\n";

@@ -22,7 +22,7 @@ struct PlotPoint {
   std::vector<std::string> parameters; ///< One value per parameter name.
   std::string description;
   Outcome outcome = Outcome::ok;
-  double medianMs = 0;
+  double timeMs = 0;
 };
 
 /// The SVG text, one panel per parameter; `points[0]` is the default.

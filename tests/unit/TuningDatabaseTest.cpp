@@ -46,7 +46,7 @@ protected:
     record.key = key();
     record.candidate = candidate;
     record.outcome = outcome;
-    record.medianMs = ms;
+    record.timeMs = ms;
     record.defaultMs = 10.0;
     record.detail = "test";
     record.machine = "test CPU";
@@ -119,7 +119,7 @@ TEST_F(TuningDatabaseTest, KeepsTheFastestOkCandidate) {
   std::optional<TuningRecord> best = db->best(key());
   ASSERT_TRUE(best);
   EXPECT_EQ(best->candidate, "{\"query_tile\":64}");
-  EXPECT_DOUBLE_EQ(best->medianMs, 4.0);
+  EXPECT_DOUBLE_EQ(best->timeMs, 4.0);
   EXPECT_TRUE(db->contains(key(), "{\"query_tile\":16}"));
   EXPECT_FALSE(db->contains(key(), "{\"query_tile\":128}"));
 }
@@ -134,7 +134,7 @@ TEST_F(TuningDatabaseTest, AFailureIsNeverForgotten) {
   db->record(measured("b", 2.5)); // Faster: kept.
   db->record(measured("b", 2.8)); // Slower: the 2.5 stays.
   ASSERT_TRUE(db->best(key()));
-  EXPECT_DOUBLE_EQ(db->best(key())->medianMs, 2.5);
+  EXPECT_DOUBLE_EQ(db->best(key())->timeMs, 2.5);
 }
 
 TEST_F(TuningDatabaseTest, StaleRecordsAreNeverUsed) {
@@ -294,7 +294,7 @@ TEST_F(TuningDatabaseTest, ExportAndImportRoundTrip) {
     EXPECT_EQ(copied[i].key, original[i].key);
     EXPECT_EQ(copied[i].candidate, original[i].candidate);
     EXPECT_EQ(copied[i].outcome, original[i].outcome);
-    EXPECT_DOUBLE_EQ(copied[i].medianMs, original[i].medianMs);
+    EXPECT_DOUBLE_EQ(copied[i].timeMs, original[i].timeMs);
   }
 
   // Import keeps the better result per candidate.
@@ -303,7 +303,7 @@ TEST_F(TuningDatabaseTest, ExportAndImportRoundTrip) {
   target->merge({slower, faster});
   EXPECT_EQ(target->best(key())->candidate,
             "{\"key_tile\":48,\"query_tile\":32}");
-  EXPECT_DOUBLE_EQ(target->best(key())->medianMs, 1.0);
+  EXPECT_DOUBLE_EQ(target->best(key())->timeMs, 1.0);
   EXPECT_EQ(target->records().size(), 3u);
 }
 
@@ -339,7 +339,7 @@ TEST_F(TuningDatabaseTest, ConfirmedRowsOutrankLuckyMeasurements) {
   // confirmed row; a failure still does.
   db->record(measured("lucky", 1.0));
   EXPECT_EQ(db->find(key(), "lucky")->confirmedRounds, 5);
-  EXPECT_DOUBLE_EQ(db->find(key(), "lucky")->medianMs, 9.5);
+  EXPECT_DOUBLE_EQ(db->find(key(), "lucky")->timeMs, 9.5);
   db->record(measured("steady", 20.0, Outcome::wrong));
   EXPECT_EQ(db->best(key())->candidate, "default");
 
@@ -350,38 +350,56 @@ TEST_F(TuningDatabaseTest, ConfirmedRowsOutrankLuckyMeasurements) {
   std::string old = toJsonLine(measured("old", 1.0));
   old.replace(old.find(",\"confirmed_rounds\":0"), 21, "");
   EXPECT_EQ(fromJsonLine(old, "x.jsonl:2").confirmedRounds, 0);
+  // Before schema 3 a line called the time median_ms.
+  old.replace(old.find("\"time_ms\""), 9, "\"median_ms\"");
+  EXPECT_DOUBLE_EQ(fromJsonLine(old, "x.jsonl:3").timeMs, 1.0);
 }
 
-TEST_F(TuningDatabaseTest, OpensASchemaOneDatabase) {
-  // A database of an attnc before confirmation: schema 1, no `confirmed`.
+/// Writes the database of an older attnc: schema 1 (no `confirmed`) or 2
+/// (the time column still called median_ms), holding one ok row "a".
+void writeOlderDatabase(const std::string &path, int schema) {
+  std::string confirmed = schema >= 2 ? ", confirmed INTEGER NOT NULL "
+                                        "DEFAULT 0"
+                                      : "";
+  std::string sql =
+      "CREATE TABLE measurements (kernel TEXT NOT NULL, shape_bucket TEXT "
+      "NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, "
+      "attnc_version TEXT NOT NULL, space_version INTEGER NOT NULL, "
+      "candidate TEXT NOT NULL, outcome TEXT NOT NULL, median_ms REAL NOT "
+      "NULL, default_ms REAL NOT NULL, detail TEXT NOT NULL, machine TEXT "
+      "NOT NULL, created_at TEXT NOT NULL" +
+      confirmed +
+      ", PRIMARY KEY (kernel, shape_bucket, target, backend, attnc_version, "
+      "space_version, candidate)); INSERT INTO measurements (kernel, "
+      "shape_bucket, target, backend, attnc_version, space_version, "
+      "candidate, outcome, median_ms, default_ms, detail, machine, "
+      "created_at) VALUES ('kernel-1', 'S=2^7 T=2^7 BH=2^3', 'target-1', "
+      "'mlir', '0.1.0', 1, 'a', 'ok', 2.0, 3.0, 'test', 'test CPU', "
+      "'2026-11-24T00:00:00Z'); PRAGMA application_id = 1635021934; PRAGMA "
+      "user_version = " +
+      std::to_string(schema) + ";";
   sqlite3 *db = nullptr;
-  fs::create_directories(directory);
-  ASSERT_EQ(sqlite3_open(path().c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(
-      sqlite3_exec(
-          db,
-          "CREATE TABLE measurements (kernel TEXT NOT NULL, shape_bucket TEXT "
-          "NOT NULL, target TEXT NOT NULL, backend TEXT NOT NULL, "
-          "attnc_version TEXT NOT NULL, space_version INTEGER NOT NULL, "
-          "candidate TEXT NOT NULL, outcome TEXT NOT NULL, median_ms REAL NOT "
-          "NULL, default_ms REAL NOT NULL, detail TEXT NOT NULL, machine TEXT "
-          "NOT NULL, created_at TEXT NOT NULL, PRIMARY KEY (kernel, "
-          "shape_bucket, target, backend, attnc_version, space_version, "
-          "candidate)); INSERT INTO measurements VALUES ('kernel-1', 'S=2^7 "
-          "T=2^7 BH=2^3', 'target-1', 'mlir', '0.1.0', 1, 'a', 'ok', 2.0, "
-          "3.0, 'test', 'test CPU', '2026-11-24T00:00:00Z'); PRAGMA "
-          "application_id = 1635021934; PRAGMA user_version = 1;",
-          nullptr, nullptr, nullptr),
-      SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(db);
-  auto opened = TuningDatabase::open(path(), false);
-  std::optional<TuningRecord> kept = opened->best(key());
-  ASSERT_TRUE(kept);
-  EXPECT_EQ(kept->candidate, "a");
-  EXPECT_DOUBLE_EQ(kept->medianMs, 2.0);
-  EXPECT_EQ(kept->confirmedRounds, 0);
-  opened->record(measured("b", 1.0));
-  EXPECT_EQ(opened->best(key())->candidate, "b");
+}
+
+TEST_F(TuningDatabaseTest, OpensOlderSchemas) {
+  for (int schema : {1, 2}) {
+    SCOPED_TRACE("schema " + std::to_string(schema));
+    fs::create_directories(directory);
+    std::string file = path("schema" + std::to_string(schema) + ".db");
+    writeOlderDatabase(file, schema);
+    auto opened = TuningDatabase::open(file, false);
+    std::optional<TuningRecord> kept = opened->best(key());
+    ASSERT_TRUE(kept);
+    EXPECT_EQ(kept->candidate, "a");
+    EXPECT_DOUBLE_EQ(kept->timeMs, 2.0);
+    EXPECT_EQ(kept->confirmedRounds, 0);
+    opened->record(measured("b", 1.0));
+    EXPECT_EQ(opened->best(key())->candidate, "b");
+  }
 }
 
 TEST_F(TuningDatabaseTest, ABadImportLineNamesItsPlace) {
