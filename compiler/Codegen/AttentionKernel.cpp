@@ -688,26 +688,33 @@ private:
   // raw queries as depthInLanesScores reads them with bf16Dot.
   Value qRowPairs, qPairRowLength;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
-  // each row padded with zeros to qRowLength (Dk rounded up to W).
-  Value qRows, qRowLength;
+  // each row padded with zeros to dkPaddedValue floats.
+  Value qRows;
   // f16/bf16 K and V of a tile of queries in lanes, converted to f32 rows
-  // once per key tile (packTile), kTile[j][d] and vTile[j][d] for key j0 +
-  // j, rows padded to kTileStride and dvPadded floats: converting in the
-  // products' inner loops costs 2 vector instructions per 16 FMAs on the
-  // ports that run the FMAs on Intel cores. Null for f32 (and for bf16Dot,
-  // which reads the raw pairs).
-  Value kTile, kTileStride, vTile;
-  // Where valueBlock reads V: buf.value.data with vRows from key j0, or
-  // vTile from its row 0 (plain offsets keep the inner loop's addresses
-  // simple).
-  Value valueSource, valueFirstRow;
-  RowLayout valueRows;
+  // once per key tile (packedTileRows), kTile[j][d] and vTile[j][d] for key
+  // j0 + j, rows padded to dkPaddedValue and dvPaddedValue floats:
+  // converting in the products' inner loops costs 2 vector instructions per
+  // 16 FMAs on the ports that run the FMAs on Intel cores. Null for f32 (and
+  // for bf16Dot, which reads the raw pairs).
+  Value kTile, vTile;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
   Value softcapScale; // c·log2(e) when softcap, else null.
   Value slopes;       // ALiBi slope · log2(e) per head of the group, or null.
   int64_t dvPadded = 0;
-  Value dvPaddedValue;
+  // Dk and Dv rounded up to W: the row lengths of zero-padded scratch rows.
+  Value dkPaddedValue, dvPaddedValue;
+
+  /// Where a product reads the K or V rows of a key tile: the tile's key j
+  /// is row `first + j` of `layout` in `data`.
+  struct TileRows {
+    Value data;
+    RowLayout layout;
+    Value first;
+  };
+  Value tileRowOffset(const TileRows &rows, Value j) {
+    return rowOffset(rows.layout, e.add(rows.first, j));
+  }
 
   RowLayout rows(Value heads, Value length, Value dim, Value h) {
     if (bhsd)
@@ -728,6 +735,13 @@ private:
   /// The offset of (batch, h, i, 0) in q (dim Dk) or the output (Dv).
   Value queryOffset(Value h, Value i, Value dim) {
     return rowOffset(rows(Hq, S, dim, h), i);
+  }
+  /// `rows` rows of `rowLength` floats: a fixed size when the length is a
+  /// constant.
+  Value allocaRows(int64_t rows, Value rowLength) {
+    if (std::optional<int64_t> length = getConstantIntValue(rowLength))
+      return alloca(rows * *length);
+    return alloca(e.mul(rowLength, rows));
   }
   Value alloca(Value elements) {
     auto type = MemRefType::get({ShapedType::kDynamic}, e.f32);
@@ -777,13 +791,13 @@ private:
   void projectQueries(Value weights, Value outputs, Value into,
                       function_ref<Value(Value, Value)> weightIndex);
   void packQueryRows();
-  void packTile(Value source, const RowLayout &layout, Value depth,
-                std::optional<int64_t> staticDepth, Value tile, Value stride,
-                Value j0, Value nk);
+  TileRows packedTileRows(Value source, const RowLayout &layout, Value depth,
+                          std::optional<int64_t> staticDepth, Value tile,
+                          Value stride, Value j0, Value nk);
   void dotScores(Value j0, Value nk, bool depthInLanes);
   void queriesInLanesScores(Value j0, Value nk);
   void forEachScoreBlock(
-      Value j0, Value nk, const RowLayout &keyRows,
+      const TileRows &keys, Value nk,
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
   void packQueryRowPairs();
@@ -795,7 +809,7 @@ private:
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, Value d0, int64_t vectors, Value lastCount,
-                  Value j0, Value nk);
+                  const TileRows &values, Value nk);
   void packPairs(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
   Value accumulatorOffset(Value row0, int64_t r, Value d0, int64_t v);
@@ -842,15 +856,16 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
 
   // Scratch tiles.
   int64_t BQ = t.queryTile, BK = t.keyTile;
-  if (staticDv) {
-    dvPadded = roundUp(*staticDv, W);
-    dvPaddedValue = e.index(dvPadded);
-  } else {
-    dvPaddedValue = e.mul(e.ceilDiv(Dv, W), W);
-  }
+  auto padded = [&](Value dim, std::optional<int64_t> staticDim) {
+    return staticDim ? e.index(roundUp(*staticDim, W))
+                     : e.mul(e.ceilDiv(dim, W), W);
+  };
+  dkPaddedValue = padded(Dk, staticDk);
+  dvPaddedValue = padded(Dv, staticDv);
+  dvPadded = staticDv ? roundUp(*staticDv, W) : 0;
   // Whole blocks of depthInLanesScores' keys, which may pass BK.
   scores = alloca(roundUp(BK, depthKeys(W)) * BQ);
-  acc = staticDv ? alloca(BQ * dvPadded) : alloca(e.mul(dvPaddedValue, BQ));
+  acc = allocaRows(BQ, dvPaddedValue);
   rowMax = alloca(BQ);
   rowSum = alloca(BQ);
   alpha = alloca(BQ);
@@ -888,14 +903,10 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
     return element.isBF16() || element.isF16();
   };
-  if (!bf16Dot && score != attn::ScoreKind::additive && isHalf(buf.key.data)) {
-    kTileStride =
-        staticDk ? e.index(roundUp(*staticDk, W)) : e.mul(e.ceilDiv(Dk, W), W);
-    kTile = staticDk ? alloca(BK * roundUp(*staticDk, W))
-                     : alloca(e.mul(kTileStride, BK));
-  }
+  if (!bf16Dot && score != attn::ScoreKind::additive && isHalf(buf.key.data))
+    kTile = allocaRows(BK, dkPaddedValue);
   if (!bf16Dot && isHalf(buf.value.data))
-    vTile = staticDv ? alloca(BK * dvPadded) : alloca(e.mul(dvPaddedValue, BK));
+    vTile = allocaRows(BK, dvPaddedValue);
   if (bf16Dot) {
     int64_t keyPairs = (BK + 1) / 2;
     pPairs = allocaWords(e.index(keyPairs * BQ));
@@ -1238,11 +1249,8 @@ void AttentionTaskBuilder::scoreTile(Value j0, Value nk, bool depthInLanes) {
 /// rows uses them.
 void AttentionTaskBuilder::packQueryRows() {
   int64_t W = t.vectorWidth;
-  qRowLength = staticDk ? e.index(roundUp(*staticDk, W))
-                        : e.mul(e.ceilDiv(Dk, W), W);
-  qRows = staticDk ? alloca(roundUp(*staticDk, W) * W)
-                   : alloca(e.mul(qRowLength, W));
-  transposeQueryRows(qt, Dk, qRows, qRowLength, e.f32Constant(0.0));
+  qRows = allocaRows(W, dkPaddedValue);
+  transposeQueryRows(qt, Dk, qRows, dkPaddedValue, e.f32Constant(0.0));
 }
 
 /// rows[i][m] = columns[m][i] for the first W queries of a tile, m <
@@ -1387,7 +1395,8 @@ void AttentionTaskBuilder::bf16DotScores(Value j0, Value nk) {
     return b.create<vector::BitCastOp>(
         bf16Type, b.create<vector::BroadcastOp>(pairsType, word));
   };
-  forEachScoreBlock(j0, nk, kRows, [&](ArrayRef<Value> keyRows, Value ib) {
+  TileRows keys{buf.key.data, kRows, j0};
+  forEachScoreBlock(keys, nk, [&](ArrayRef<Value> keyRows, Value ib) {
     SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
     SmallVector<Value> sums = llvm::to_vector(
         e.loop(e.index(0), wholePairs, 1, init, [&](Value m, ValueRange accs) {
@@ -1431,16 +1440,10 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  Value keySource = buf.key.data, firstRow = j0;
-  RowLayout keyLayout = kRows;
-  if (kTile) {
-    packTile(buf.key.data, kRows, Dk, staticDk, kTile, kTileStride, j0, nk);
-    keySource = kTile;
-    firstRow = e.index(0);
-    keyLayout = {e.index(0), kTileStride};
-  }
+  TileRows keys = packedTileRows(buf.key.data, kRows, Dk, staticDk, kTile,
+                                 dkPaddedValue, j0, nk);
   forEachScoreBlock(
-      firstRow, nk, keyLayout, [&](ArrayRef<Value> keyRows, Value ib) {
+      keys, nk, [&](ArrayRef<Value> keyRows, Value ib) {
         SmallVector<Value> init(SK * SV, e.constant(0.0, vec));
         return llvm::to_vector(
             e.loop(e.index(0), Dk, 1, init, [&](Value d, ValueRange accs) {
@@ -1449,22 +1452,26 @@ void AttentionTaskBuilder::queriesInLanesScores(Value j0, Value nk) {
               for (int64_t s = 0; s < SV; ++s)
                 queries.push_back(
                     b.create<vector::LoadOp>(vec, qt, e.add(base, s * W)));
-              SmallVector<Value> keys;
+              SmallVector<Value> keyValues;
               for (int64_t k = 0; k < SK; ++k)
-                keys.push_back(
-                    e.broadcast(e.loadF32(keySource, e.add(keyRows[k], d)), W));
-              return e.outerProduct(keys, queries, accs);
+                keyValues.push_back(
+                    e.broadcast(e.loadF32(keys.data, e.add(keyRows[k], d)), W));
+              return e.outerProduct(keyValues, queries, accs);
             }));
       });
 }
 
-/// tile[j][d] = source row j0 + j (of `layout`) as f32, for j < nk, each
-/// row `stride` floats (a whole number of vectors, 0 past `depth`).
-void AttentionTaskBuilder::packTile(Value source, const RowLayout &layout,
-                                    Value depth,
-                                    std::optional<int64_t> staticDepth,
-                                    Value tile, Value stride, Value j0,
-                                    Value nk) {
+/// The rows of the nk keys from j0 (of `layout` in `source`) as a product
+/// reads them: with a `tile`, tile[j][d] = source row j0 + j as f32, each row
+/// `stride` floats (a whole number of vectors, 0 past `depth`), read from row
+/// 0 (plain offsets keep the inner loops' addresses simple); without one,
+/// `source` as it lies.
+AttentionTaskBuilder::TileRows AttentionTaskBuilder::packedTileRows(
+    Value source, const RowLayout &layout, Value depth,
+    std::optional<int64_t> staticDepth, Value tile, Value stride, Value j0,
+    Value nk) {
+  if (!tile)
+    return {source, layout, j0};
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
   e.loop(e.index(0), nk, 1, [&](Value j) {
@@ -1486,24 +1493,25 @@ void AttentionTaskBuilder::packTile(Value source, const RowLayout &layout,
     if (int64_t tail = *staticDepth % W)
       copy(e.index(full * W), e.index(tail));
   });
+  return {tile, {e.index(0), stride}, e.index(0)};
 }
 
 /// The tile's QKᵀ register blocks, `scoreKeys` keys × `scoreVectors` query
-/// vectors each, for the nk keys from row j0 of `keyRows`: `block` gets the
-/// keys' row offsets (keys past the tile read its last key; their scores
-/// are never used) and the block's first query, and returns its
-/// accumulators, which go to `scores`.
+/// vectors each, for the tile's nk `keys`: `block` gets the keys' row
+/// offsets (keys past the tile read its last key; their scores are never
+/// used) and the block's first query, and returns its accumulators, which
+/// go to `scores`.
 void AttentionTaskBuilder::forEachScoreBlock(
-    Value j0, Value nk, const RowLayout &keyRows,
+    const TileRows &keys, Value nk,
     function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block) {
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   int64_t SK = t.scoreKeys, SV = t.scoreVectors;
-  Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
+  Value lastKey = e.add(keys.first, e.sub(nk, e.index(1)));
   e.loop(e.index(0), nk, SK, [&](Value jb) {
     SmallVector<Value> blockRows;
     for (int64_t k = 0; k < SK; ++k)
-      blockRows.push_back(
-          rowOffset(keyRows, e.min(e.add(e.add(j0, jb), k), lastKey)));
+      blockRows.push_back(rowOffset(
+          keys.layout, e.min(e.add(e.add(keys.first, jb), k), lastKey)));
     e.loop(e.index(0), liveQueries, SV * W, [&](Value ib) {
       e.storeBlock(block(blockRows, ib), SK, SV, scores,
                    [&](int64_t k, int64_t s) {
@@ -1592,7 +1600,7 @@ void AttentionTaskBuilder::depthInLanesScores(Value j0, Value nk) {
                 e.loadVector(buf.key.data, e.add(keyRows[k], d), W, count));
           for (int64_t r = 0; r < RB; ++r)
             queries.push_back(b.create<vector::LoadOp>(
-                vec, qRows, e.add(e.mul(e.add(rb, r), qRowLength), d)));
+                vec, qRows, e.add(e.mul(e.add(rb, r), dkPaddedValue), d)));
           return e.outerProduct(keys, queries, accs);
         }
         for (int64_t k = 0; k < KB; ++k)
@@ -1914,17 +1922,18 @@ SmallVector<Value> AttentionTaskBuilder::rescaledAccumulators(Value row0,
 /// `vectors` vectors of `pvRows` rows; the last vector holds `lastCount`
 /// lanes when given.
 void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
-                                      Value lastCount, Value j0, Value nk) {
+                                      Value lastCount, const TileRows &values,
+                                      Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
   SmallVector<Value> init = rescaledAccumulators(row0, d0, vectors);
   ValueRange sums =
       e.loop(e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
-        Value row = rowOffset(valueRows, e.add(valueFirstRow, j));
-        SmallVector<Value> values;
+        Value row = tileRowOffset(values, j);
+        SmallVector<Value> rowVectors;
         for (int64_t v = 0; v < vectors; ++v)
-          values.push_back(
-              e.loadVector(valueSource, e.add(row, e.add(d0, v * W)), W,
+          rowVectors.push_back(
+              e.loadVector(values.data, e.add(row, e.add(d0, v * W)), W,
                            v == vectors - 1 ? lastCount : nullptr));
         SmallVector<Value> probabilities;
         for (int64_t r = 0; r < R; ++r)
@@ -1932,7 +1941,7 @@ void AttentionTaskBuilder::valueBlock(Value row0, Value d0, int64_t vectors,
               b.create<memref::LoadOp>(scores,
                                        e.add(e.mul(j, BQ), e.add(row0, r))),
               W));
-        return e.outerProduct(probabilities, values, accs);
+        return e.outerProduct(probabilities, rowVectors, accs);
       });
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
     return accumulatorOffset(row0, r, d0, v);
@@ -2068,35 +2077,28 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
     });
     return;
   }
-  valueSource = buf.value.data;
-  valueFirstRow = j0;
-  valueRows = vRows;
   // A decode step streams V once, where packing would only add work.
-  if (vTile && !depthInLanes) {
-    packTile(buf.value.data, vRows, Dv, staticDv, vTile, dvPaddedValue, j0, nk);
-    valueSource = vTile;
-    valueFirstRow = e.index(0);
-    valueRows = {e.index(0), dvPaddedValue};
-  }
+  TileRows values =
+      packedTileRows(buf.value.data, vRows, Dv, staticDv,
+                     depthInLanes ? nullptr : vTile, dvPaddedValue, j0, nk);
   e.loop(e.index(0), rows, R, [&](Value row0) {
     if (staticDv) {
       int64_t vectors = roundUp(*staticDv, W) / W;
       int64_t full = *staticDv / W; // Vectors without a tail.
       int64_t blocks = full / V;
       if (blocks > 0)
-        e.loop(e.index(0), e.index(blocks * V * W), V * W, [&](Value d0) {
-          valueBlock(row0, d0, V, nullptr, j0, nk);
-        });
+        e.loop(e.index(0), e.index(blocks * V * W), V * W,
+               [&](Value d0) { valueBlock(row0, d0, V, nullptr, values, nk); });
       int64_t rest = vectors - blocks * V;
       if (rest > 0) {
         Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
-        valueBlock(row0, e.index(blocks * V * W), rest, tail, j0, nk);
+        valueBlock(row0, e.index(blocks * V * W), rest, tail, values, nk);
       }
       return;
     }
     // Dv known at run time only: one vector at a time, the last masked.
     e.loop(e.index(0), Dv, W, [&](Value d0) {
-      valueBlock(row0, d0, 1, e.min(e.index(W), e.sub(Dv, d0)), j0, nk);
+      valueBlock(row0, d0, 1, e.min(e.index(W), e.sub(Dv, d0)), values, nk);
     });
   });
 }
