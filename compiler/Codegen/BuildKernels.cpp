@@ -395,7 +395,8 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
     }
     for (Value result : op->getResults())
       results.push_back(memref(cast<RankedTensorType>(result.getType())));
-    emitPrimitive(builder, opLoc, op, operands, results, taskIndex);
+    emitPrimitive(builder, opLoc, op, operands, results, taskIndex,
+                  tiling.vectorWidth);
   }
   // Wherever the emitters left the builder, the task ends here.
   builder.setInsertionPointToEnd(body);

@@ -841,13 +841,13 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   run();
 }
 
-/// Packed GEMM of `linear`: columns of C in panels of kPanelCols; per panel
-/// and block of kDepthBlock depths, the weight rows are packed k-major into
-/// `packed` (two vectors per k, read in order), then register tiles of
-/// kPackedRows rows x kPanelCols columns: per k two vector loads, one
-/// broadcast per row and 2·kPackedRows FMAs into accumulators in registers
-/// (12 of them cover the FMA latency on every x86 core; 8 only just do).
-constexpr int64_t kPanelCols = 2 * kLanes;
+/// Packed GEMM of `linear`, in vectors of the target's width (`lanes`):
+/// columns of C in panels of two vectors; per panel and block of
+/// kDepthBlock depths, the weight rows are packed k-major into `packed` (two
+/// vectors per k, read in order), then register tiles of kPackedRows rows x
+/// the panel: per k two vector loads, one broadcast per row and
+/// 2·kPackedRows FMAs into accumulators in registers (12 of them cover the
+/// FMA latency on every x86 core; 8 only just do).
 constexpr int64_t kPackedRows = 6;
 constexpr int64_t kDepthBlock = 256;
 /// Rows below which a task's linear takes dot products instead (Llama's
@@ -858,11 +858,13 @@ constexpr int64_t kPackedMinRows = 16;
 /// `gemm` is the same product as dot products, for the columns past the
 /// last whole panel; rows [first, first + gemm.rows) of input and result.
 void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
-                      Value bias, Value result, Value first, Value packed) {
+                      Value bias, Value result, Value first, Value packed,
+                      int64_t lanes) {
+  int64_t panelCols = 2 * lanes;
   OpBuilder &b = e.b;
   Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
   Location loc = e.loc;
-  auto vectorType = VectorType::get({kLanes}, b.getF32Type());
+  auto vectorType = VectorType::get({lanes}, b.getF32Type());
   auto add = [&](Value x, Value y) {
     return b.create<arith::AddIOp>(loc, x, y).getResult();
   };
@@ -877,19 +879,19 @@ void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
   Value zero = b.create<arith::ConstantOp>(
       loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
 
-  // C[i .. i+tileRows][j0 .. j0+kPanelCols] += X[i..][k0 .. k0+kc] · panel.
+  // C[i .. i+tileRows][j0 .. j0+panelCols] += X[i..][k0 .. k0+kc] · panel.
   auto tile = [&](Value i0, int64_t tileRows, Value j0, Value k0, Value kc,
                   Value firstBlock, Value lastBlock) {
     SmallVector<Value> rowIndex;
     for (int64_t r = 0; r < tileRows; ++r)
       rowIndex.push_back(add(first, addConst(i0, r)));
-    auto columnOf = [&](int64_t v) { return addConst(j0, v * kLanes); };
+    auto columnOf = [&](int64_t v) { return addConst(j0, v * lanes); };
     auto loadC = [&](Value row, int64_t v) -> Value {
       if (vectorResult)
         return b.create<vector::LoadOp>(loc, vectorType, result,
                                         ValueRange{row, columnOf(v)});
       Value vector = zero;
-      for (int64_t lane = 0; lane < kLanes; ++lane)
+      for (int64_t lane = 0; lane < lanes; ++lane)
         vector = b.create<vector::InsertOp>(
             loc, e.load(result, {row, addConst(columnOf(v), lane)}), vector,
             lane);
@@ -914,10 +916,10 @@ void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
     SmallVector<Value> sums = e.reduce(
         e.index(0), kc, e.index(1), start.getResults(),
         [&](Value k, ValueRange carried) {
-          Value at = b.create<arith::MulIOp>(loc, k, e.index(kPanelCols));
+          Value at = b.create<arith::MulIOp>(loc, k, e.index(panelCols));
           Value b0 = b.create<vector::LoadOp>(loc, vectorType, packed, at);
           Value b1 = b.create<vector::LoadOp>(loc, vectorType, packed,
-                                              addConst(at, kLanes));
+                                              addConst(at, lanes));
           SmallVector<Value> next;
           for (int64_t r = 0; r < tileRows; ++r) {
             Value a = b.create<vector::BroadcastOp>(
@@ -933,7 +935,7 @@ void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
     for (int64_t v = 0; v < 2; ++v) {
       Value vector = zero;
       if (bias)
-        for (int64_t lane = 0; lane < kLanes; ++lane)
+        for (int64_t lane = 0; lane < lanes; ++lane)
           vector = b.create<vector::InsertOp>(
               loc, e.load(bias, {addConst(columnOf(v), lane)}), vector, lane);
       biasVectors.push_back(
@@ -948,47 +950,46 @@ void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
                                     ValueRange{rowIndex[r], columnOf(v)});
           continue;
         }
-        for (int64_t lane = 0; lane < kLanes; ++lane)
+        for (int64_t lane = 0; lane < lanes; ++lane)
           e.store(b.create<vector::ExtractOp>(loc, sum, lane), result,
                   {rowIndex[r], addConst(columnOf(v), lane)});
       }
   };
 
-  Value fullCols = roundDown(cols, kPanelCols);
+  Value fullCols = roundDown(cols, panelCols);
   Value fullRows = roundDown(rows, kPackedRows);
   // Rows past the 6-row tiles: one 3-row tile when 3 or more are left.
   Value threeRows = roundDown(b.create<arith::SubIOp>(loc, rows, fullRows), 3);
   Value tripleEnd = add(fullRows, threeRows);
-  e.loop(e.index(0), fullCols, e.index(kPanelCols), [&](Value j0) {
+  e.loop(e.index(0), fullCols, e.index(panelCols), [&](Value j0) {
     e.loop(e.index(0), depth, e.index(kDepthBlock), [&](Value k0) {
       Value kc = b.create<arith::MinSIOp>(
           loc, e.index(kDepthBlock), b.create<arith::SubIOp>(loc, depth, k0));
-      // packed[k][c] = W[j0 + c][k0 + k]: 8 depths of each weight row
-      // read as a vector, two 8 x 8 transposes, whole rows of the panel
-      // stored; the last kc % 8 depths one by one.
-      Value kcVectors = roundDown(kc, kLanes);
-      e.loop(e.index(0), kcVectors, e.index(kLanes), [&](Value k) {
-        for (int64_t half = 0; half < kPanelCols / kLanes; ++half) {
+      // packed[k][c] = W[j0 + c][k0 + k]: `lanes` depths of each weight row
+      // read as a vector, two lanes x lanes transposes, whole rows of the
+      // panel stored; the last kc % lanes depths one by one.
+      Value kcVectors = roundDown(kc, lanes);
+      e.loop(e.index(0), kcVectors, e.index(lanes), [&](Value k) {
+        for (int64_t half = 0; half < panelCols / lanes; ++half) {
           SmallVector<Value> block;
-          for (int64_t c = 0; c < kLanes; ++c)
+          for (int64_t c = 0; c < lanes; ++c)
             block.push_back(e.loadVector(
-                weight, {addConst(j0, half * kLanes + c), add(k0, k)}, kLanes));
+                weight, {addConst(j0, half * lanes + c), add(k0, k)}, lanes));
           block = e.transpose(block);
-          for (int64_t d = 0; d < kLanes; ++d)
+          for (int64_t d = 0; d < lanes; ++d)
             b.create<vector::StoreOp>(
                 loc, block[d], packed,
                 addConst(b.create<arith::MulIOp>(loc, addConst(k, d),
-                                                 e.index(kPanelCols)),
-                         half * kLanes));
+                                                 e.index(panelCols)),
+                         half * lanes));
         }
       });
-      for (int64_t c = 0; c < kPanelCols; ++c)
+      for (int64_t c = 0; c < panelCols; ++c)
         e.loop(kcVectors, kc, e.index(1), [&](Value k) {
           Value x = e.load(weight, {addConst(j0, c), add(k0, k)});
           b.create<memref::StoreOp>(
               loc, x, packed,
-              addConst(b.create<arith::MulIOp>(loc, k, e.index(kPanelCols)),
-                       c));
+              addConst(b.create<arith::MulIOp>(loc, k, e.index(panelCols)), c));
         });
       Value firstBlock = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
                                                  k0, e.index(0));
@@ -1019,7 +1020,7 @@ void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
 constexpr int64_t kLinearRowsPerTask = 96;
 
 void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
-                Value bias, Value result, Value taskIndex) {
+                Value bias, Value result, Value taskIndex, int64_t lanes) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   // x [..., K] is a matrix [M, K] with M the product of the leading dims.
@@ -1040,7 +1041,7 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   }
   // The packed weight panel (in the task's entry block, outside the branch).
   Value packed = e.b.create<memref::AllocaOp>(
-      e.loc, MemRefType::get({kDepthBlock * kPanelCols}, e.b.getF32Type()),
+      e.loc, MemRefType::get({kDepthBlock * 2 * lanes}, e.b.getF32Type()),
       e.b.getI64IntegerAttr(64));
   // A few rows (decoding) cannot repay packing the weight: dot products.
   Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt, count,
@@ -1064,7 +1065,8 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
   emitDotGemm(e, gemm);
   e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-  emitPackedLinear(e, gemm, input2, weight, bias, result2, first, packed);
+  emitPackedLinear(e, gemm, input2, weight, bias, result2, first, packed,
+                   lanes);
 }
 
 } // namespace
@@ -1127,7 +1129,8 @@ primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
 
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
-                   mlir::ValueRange results, mlir::Value taskIndex) {
+                   mlir::ValueRange results, mlir::Value taskIndex,
+                   int64_t vectorWidth) {
   builder.getContext()
       ->loadDialect<arith::ArithDialect, math::MathDialect,
                     memref::MemRefDialect, scf::SCFDialect,
@@ -1150,7 +1153,7 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
   if (auto linear = dyn_cast<attn::LinearOp>(op))
     return emitLinear(e, linear, operands[0], operands[1],
                       linear.getBias() ? operands[2] : Value(), result,
-                      taskIndex);
+                      taskIndex, vectorWidth);
   if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
     return emitBinary(e, op, operands[0], operands[1], result);
   if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,

@@ -45,9 +45,12 @@ primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
 /// mapped index value (index operands); `results` one buffer per result,
 /// already allocated with resultSizes(). With `taskIndex`, only that task's
 /// share (of primitiveTaskCount()) is computed; without, the whole op.
+/// `vectorWidth`: f32 lanes of the target's vectors (the schedule's
+/// vector_width), which the packed GEMM of `linear` computes in.
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
-                   mlir::ValueRange results, mlir::Value taskIndex = nullptr);
+                   mlir::ValueRange results, mlir::Value taskIndex,
+                   int64_t vectorWidth);
 
 } // namespace attnc
 

@@ -80,10 +80,9 @@ struct Compiled {
 
 /// Builds `kernel(inputs..., outputs..., sizes, padding...)` from the graph
 /// function of `attnModule`.
-mlir::OwningOpRef<mlir::ModuleOp> buildKernel(const Graph &graph,
-                                              mlir::ModuleOp attnModule,
-                                              const DimBindings &dims,
-                                              int64_t &sizeCount) {
+mlir::OwningOpRef<mlir::ModuleOp>
+buildKernel(const Graph &graph, mlir::ModuleOp attnModule,
+            const DimBindings &dims, int64_t &sizeCount, int64_t vectorWidth) {
   mlir::MLIRContext *context = attnModule.getContext();
   auto graphFunc = *attnModule.getOps<mlir::func::FuncOp>().begin();
   mlir::Block &graphBody = graphFunc.getBody().front();
@@ -182,7 +181,7 @@ mlir::OwningOpRef<mlir::ModuleOp> buildKernel(const Graph &graph,
     }
     // attn.attention has its own kernel; only its sizes are checked here.
     if (!mlir::isa<mlir::attn::AttentionOp>(op))
-      emitPrimitive(builder, loc, &op, operands, results);
+      emitPrimitive(builder, loc, &op, operands, results, nullptr, vectorWidth);
   }
   for (mlir::Value buffer : allocations)
     builder.create<mlir::memref::DeallocOp>(loc, buffer);
@@ -207,7 +206,8 @@ std::unique_ptr<Compiled> compile(const Graph &graph, const DimBindings &dims,
                       mlir::scf::SCFDialect>();
   mlir::OwningOpRef<mlir::ModuleOp> attnModule = importGraph(graph, context);
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildKernel(graph, *attnModule, dims, compiled->sizeCount);
+      buildKernel(graph, *attnModule, dims, compiled->sizeCount,
+                  cpuTarget(target).vectorBits / 32);
   lowerToLLVMDialect(*module);
   compiled->object =
       LoadedObject::load(emitObject(*module, cpuTarget(target), llvmIR));
@@ -603,13 +603,17 @@ INSTANTIATE_TEST_SUITE_P(Ops, PrimitiveKernels, ::testing::ValuesIn(cases()),
 
 // Tests that the kernels also build and run for the baseline and the
 // host's own target (f16 conversions without F16C are libcalls on plain
-// x86-64, and AVX-512 changes what LLVM vectorises).
+// x86-64, AVX-512 changes what LLVM vectorises, and linear's packed GEMM
+// computes in vectors of the target's width: 4, 8 or 16 lanes).
 TEST(PrimitiveKernelTargets, EveryTarget) {
   for (const char *target : {"x86-64", "host"}) {
     SCOPED_TRACE(target);
     check({"FloatOps", floatOps("f32"), {}}, target);
     check({"ProductsF16", products("f16"), {}}, target);
     check({"ProductsBF16", products("bf16"), {}}, target);
+    for (const Case &c : cases())
+      if (std::string(c.name) == "Linear")
+        check(c, target);
   }
 }
 
@@ -633,7 +637,7 @@ TEST(PrimitiveKernelErrors, AttentionIsNotAPrimitive) {
   mlir::OpBuilder builder(&context);
   builder.setInsertionPoint(attention);
   try {
-    emitPrimitive(builder, attention->getLoc(), attention, {}, {});
+    emitPrimitive(builder, attention->getLoc(), attention, {}, {}, nullptr, 8);
     FAIL() << "no error";
   } catch (const std::logic_error &error) {
     EXPECT_NE(std::string(error.what()).find("attn.attention"),
