@@ -736,13 +736,6 @@ private:
   Value queryOffset(Value h, Value i, Value dim) {
     return rowOffset(rows(Hq, S, dim, h), i);
   }
-  /// `rows` rows of `rowLength` floats: a fixed size when the length is a
-  /// constant.
-  Value allocaRows(int64_t rows, Value rowLength) {
-    if (std::optional<int64_t> length = getConstantIntValue(rowLength))
-      return alloca(rows * *length);
-    return alloca(e.mul(rowLength, rows));
-  }
   Value alloca(Value elements) {
     auto type = MemRefType::get({ShapedType::kDynamic}, e.f32);
     return e.b.create<memref::AllocaOp>(type, ValueRange{elements},
@@ -760,9 +753,12 @@ private:
         MemRefType::get({ShapedType::kDynamic}, e.b.getI32Type()),
         ValueRange{elements}, e.b.getI64IntegerAttr(64));
   }
-  /// `factor` floats per element of `size` (a compile-time size when known).
-  Value allocaTimes(Value size, int64_t factor, std::optional<int64_t> known) {
-    return known ? alloca(*known * factor) : alloca(e.mul(size, factor));
+  /// `factor` floats per element of `size`: a fixed size when `size` is a
+  /// constant.
+  Value allocaTimes(Value size, int64_t factor) {
+    if (std::optional<int64_t> known = getConstantIntValue(size))
+      return alloca(*known * factor);
+    return alloca(e.mul(size, factor));
   }
 
   /// Prefetches the cache lines of `length` elements of `buffer` from
@@ -865,21 +861,21 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   dvPadded = staticDv ? roundUp(*staticDv, W) : 0;
   // Whole blocks of depthInLanesScores' keys, which may pass BK.
   scores = alloca(roundUp(BK, depthKeys(W)) * BQ);
-  acc = allocaRows(BQ, dvPaddedValue);
+  acc = allocaTimes(dvPaddedValue, BQ);
   rowMax = alloca(BQ);
   rowSum = alloca(BQ);
   alpha = alloca(BQ);
   if (score == attn::ScoreKind::additive) {
     A = buf.queryWeight.sizes[0];
     std::optional<int64_t> staticA = getConstantIntValue(A);
-    raw = allocaTimes(Dk, BQ, staticDk);
+    raw = allocaTimes(Dk, BQ);
     wqq = staticA ? alloca(*staticA * BQ) : alloca(e.mul(A, BQ));
     wkk = staticA ? alloca(*staticA * BK) : alloca(e.mul(A, BK));
     va = staticA ? alloca(*staticA) : alloca(A);
   } else {
-    qt = allocaTimes(Dk, BQ, staticDk);
+    qt = allocaTimes(Dk, BQ);
     if (score == attn::ScoreKind::general)
-      raw = allocaTimes(Dk, BQ, staticDk);
+      raw = allocaTimes(Dk, BQ);
     if (score == attn::ScoreKind::cosine)
       keyScale = alloca(BK);
   }
@@ -904,9 +900,9 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
     return element.isBF16() || element.isF16();
   };
   if (!bf16Dot && score != attn::ScoreKind::additive && isHalf(buf.key.data))
-    kTile = allocaRows(BK, dkPaddedValue);
+    kTile = allocaTimes(dkPaddedValue, BK);
   if (!bf16Dot && isHalf(buf.value.data))
-    vTile = allocaRows(BK, dvPaddedValue);
+    vTile = allocaTimes(dvPaddedValue, BK);
   if (bf16Dot) {
     int64_t keyPairs = (BK + 1) / 2;
     pPairs = allocaWords(e.index(keyPairs * BQ));
@@ -1249,7 +1245,7 @@ void AttentionTaskBuilder::scoreTile(Value j0, Value nk, bool depthInLanes) {
 /// rows uses them.
 void AttentionTaskBuilder::packQueryRows() {
   int64_t W = t.vectorWidth;
-  qRows = allocaRows(W, dkPaddedValue);
+  qRows = allocaTimes(dkPaddedValue, W);
   transposeQueryRows(qt, Dk, qRows, dkPaddedValue, e.f32Constant(0.0));
 }
 

@@ -850,6 +850,8 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
 /// FMA latency on every x86 core; 8 only just do).
 constexpr int64_t kPackedRows = 6;
 constexpr int64_t kDepthBlock = 256;
+/// Columns of a packed panel: two vectors of `lanes`.
+constexpr int64_t packedPanelCols(int64_t lanes) { return 2 * lanes; }
 /// Rows below which a task's linear takes dot products instead (Llama's
 /// 4096 x 4096 on Zen 3: dot 2.9 / 4.1 / 7.8 / 14.6 ms at 1 / 4 / 8 / 16
 /// rows, packed 6.8 / 8.4 / 10.5 / 13.5).
@@ -860,7 +862,7 @@ constexpr int64_t kPackedMinRows = 16;
 void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
                       Value bias, Value result, Value first, Value packed,
                       int64_t lanes) {
-  int64_t panelCols = 2 * lanes;
+  int64_t panelCols = packedPanelCols(lanes);
   OpBuilder &b = e.b;
   Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
   Location loc = e.loc;
@@ -1041,7 +1043,8 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   }
   // The packed weight panel (in the task's entry block, outside the branch).
   Value packed = e.b.create<memref::AllocaOp>(
-      e.loc, MemRefType::get({kDepthBlock * 2 * lanes}, e.b.getF32Type()),
+      e.loc,
+      MemRefType::get({kDepthBlock * packedPanelCols(lanes)}, e.b.getF32Type()),
       e.b.getI64IntegerAttr(64));
   // A few rows (decoding) cannot repay packing the weight: dot products.
   Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt, count,
