@@ -159,7 +159,8 @@ def report(args, threads_list, shapes):
             times = {method: [] for method in METHODS}  # per round: (median, min)
             failed = {}
             for round_index in range(args.rounds):
-                order = METHODS[round_index % 3:] + METHODS[:round_index % 3]
+                turn = round_index % len(METHODS)
+                order = METHODS[turn:] + METHODS[:turn]
                 for method in order:
                     if method in failed:
                         continue
