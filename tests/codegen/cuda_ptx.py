@@ -5,8 +5,9 @@
 `attnc compile --target cuda-sm80|cuda-sm90|cuda-sm90a` on every example graph
 and on generated graphs covering what the CUDA kernel takes (f32/f16/bf16,
 both layouts, causal/window/key_length masks, softcap, lse, GQA, head dims up
-to 300, so more than one 256-column chunk) and on f16/bf16 graphs with fixed
-head dims that get the tensor-core kernel (staged in shared memory and not).
+to 300, so more than one 256-column chunk; cosine, general and additive
+scores, biases, ALiBi, tensor masks) and on f16/bf16 graphs with fixed head
+dims that get the tensor-core kernel (staged in shared memory and not).
 A graph the kernel takes must give NAME.ptx for the right architecture, one
 entry per attention op, and a manifest whose kernels name their parameters;
 where the CUDA toolkit's ptxas is installed, each kernel's report must show
@@ -34,10 +35,10 @@ SIZES = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
 # needs cuFuncSetAttribute at launch).
 STATIC_SHARED_LIMIT = 48 * 1024
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
-# Example graphs with something the CUDA kernel does not take yet.
-REFUSED = {"bahdanau_additive_exporter", "bahdanau_additive_step",
-           "bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
-           "luong_general"}
+# Graphs with something the CUDA kernel does not take yet: examples with
+# nodes that do not fuse into attention, additive scores of a run-time width.
+REFUSED = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
+           "p_additive_runtime_width"}
 
 
 def generated():
@@ -135,6 +136,43 @@ def biased_masked():
         "outputs": ["o"]}
 
 
+def projected():
+    """General and additive scores (the SIMT kernel): the projected query
+    kept in shared memory (a fixed length) or recomputed per key (a run-time
+    Dk, or more than 48 KB for 4 warps), weights in another dtype than q,
+    and additive scores of a run-time width A, which are refused."""
+    cases = [("general", "f32", 64, None), ("general", "bf16", "D", None),
+             ("general", "f16", 3100, None), ("additive", "f16", 64, 128),
+             ("additive", "f32", "D", 16), ("additive", "bf16", 40, 3073),
+             ("additive", "f32", 64, "A")]
+    for kind, dtype, dk, width in cases:
+        inputs = {"q": {"shape": ["B", 4, "S", dk], "dtype": dtype},
+                  "k": {"shape": ["B", 2, "T", dk], "dtype": dtype},
+                  "v": {"shape": ["B", 2, "T", 48], "dtype": dtype},
+                  "n": {"shape": ["B"], "dtype": "i32"}}
+        wdtype = "f32" if dtype != "f32" else "bf16"
+        if kind == "general":
+            inputs["w"] = {"shape": [dk, dk], "dtype": wdtype}
+            score = {"kind": "general", "w": "w"}
+        else:
+            inputs["wq"] = {"shape": [width, dk], "dtype": wdtype}
+            inputs["wk"] = {"shape": [width, dk], "dtype": dtype}
+            inputs["va"] = {"shape": [width], "dtype": wdtype}
+            score = {"kind": "additive", "wq": "wq", "wk": "wk", "v": "va"}
+        node = {"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                "score": score, "softcap": 20.0, "return_lse": True,
+                "mask": [{"kind": "causal"}, {"kind": "key_length", "input": "n"}]}
+        dims = {"B": None, "S": None, "T": None}
+        for letter in ("D", "A"):
+            if letter in (dk, width):
+                dims[letter] = None
+        name = "p_%s_%s_%s" % (kind, dtype, dk if width is None else width)
+        if width == "A":
+            name = "p_additive_runtime_width"
+        yield name, {"attnc": 1, "name": name, "dims": dims, "inputs": inputs,
+                     "nodes": [node], "outputs": ["o", "o.lse"]}
+
+
 def identity():
     """A graph whose output no attention computes (scale by 1 folds away)."""
     return {"attnc": 1, "name": "g_identity", "dims": {},
@@ -152,7 +190,7 @@ def main():
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
     for name, graph in (list(generated()) + list(tensor_core()) + list(biased_masked())
-                        + [("g_identity", identity())]):
+                        + list(projected()) + [("g_identity", identity())]):
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(graph, f)
@@ -193,8 +231,9 @@ def main():
                     problem = "sizes %s" % kernel.get("sizes")
                 elif name.startswith("tc_") and "tensor_core" not in kernel:
                     problem = "no tensor-core kernel"
-                elif name.startswith("bm_") and "tensor_core" in kernel:
-                    problem = "a tensor-core kernel for tensor biases or masks"
+                elif name.startswith(("bm_", "p_")) and "tensor_core" in kernel:
+                    problem = "a tensor-core kernel for tensor biases, masks or " \
+                        "projected scores"
             for kernel in entries:
                 if problem:
                     break

@@ -17,13 +17,18 @@
 //   the G query heads of a kv head together, K and V blocks staged in
 //   shared memory by cp.async under the products.
 //
-// Kernel ABI: the op's tensors as global pointers (q, k, v, key_lengths if
-// any, the biases, the ALiBi slopes if given, the masks, the output, lse if
-// returned), the workspace,
-// then B, Hq, Hkv, S, T,
-// Dk, Dv and splits as i64 (the merge: workspace, output, lse, sizes).
-// `attn.params` names them, `attn.sizes` gives each size as [tensor, axis];
-// `attn.block` the threads, `attn.block_rows` and `attn.row_flags` the grid
+// General and additive scores run on the SIMT kernel: the row's projected
+// query (q·W, or Wq·q) once per row into its warp's slice of shared memory
+// when its length is fixed and fits (else recomputed per key), and per key
+// (q·W)·k, or va·tanh(Wq·q + Wk·k) with Wk·k a butterfly per unit.
+//
+// Kernel ABI: the op's tensors as global pointers (q, k, v, the score's
+// weights if any (W; or Wq, Wk, va), key_lengths if any, the biases, the ALiBi
+// slopes if given, the masks, the output, lse if returned), the workspace, then
+// B, Hq, Hkv, S, T, Dk, Dv and splits as i64 (the merge: workspace, output,
+// lse, sizes). `attn.params` names them, `attn.sizes` gives each size as
+// [tensor, axis]; `attn.block` the threads, `attn.block_rows` and
+// `attn.row_flags` the grid
 // ((ceil(rows / block_rows), Hq, B), rows S, or S·splits when a row is a
 // (row, part) pair; the tensor-core kernel's rows are the packed rows of a
 // kv head, S·Hq/Hkv, on (ceil(rows / block_rows)·splits, Hkv, B);
@@ -117,6 +122,27 @@ constexpr double kLog2e = 1.4426950408889634;
 constexpr llvm::StringLiteral kSizeNames[] = {"B", "Hq", "Hkv", "S",
                                               "T", "Dk", "Dv",  "splits"};
 
+/// Static shared memory a kernel may declare on every architecture (more
+/// needs cuFuncSetAttribute at launch).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
+/// The length of a row's projected query: q·W (Dk) for general scores, Wq·q
+/// (A) for additive ones, dynamic when known only at run time; 0 for others.
+int64_t projectionLength(AttentionOp op) {
+  if (op.getScore() == ScoreKind::general)
+    return headDim(op.getQuery());
+  if (op.getScore() == ScoreKind::additive)
+    return cast<ShapedType>(op.getQueryWeight().getType()).getDimSize(0);
+  return 0;
+}
+/// Whether the SIMT kernel keeps each row's projected query in its warp's
+/// slice of shared memory (a fixed length that fits), rather than
+/// recomputing it per key.
+bool projectionShared(AttentionOp op) {
+  int64_t length = projectionLength(op);
+  return length > 0 && !ShapedType::isDynamic(length) &&
+         kWarpsPerBlock * length * 4 <= kStaticSharedBytes;
+}
+
 /// Whether `op` also gets the tensor-core kernel: f16 or bf16, Dk and Dv
 /// known at compile time (its registers hold Q and O) and at most 128.
 bool hasTensorCoreKernel(AttentionOp op) {
@@ -132,9 +158,10 @@ bool hasTensorCoreKernel(AttentionOp op) {
 
 /// Why `op` has no GPU kernel yet, or "".
 std::string unsupported(AttentionOp op) {
-  if (op.getScore() != ScoreKind::dot && op.getScore() != ScoreKind::cosine)
-    return std::string("'") + stringifyScoreKind(op.getScore()).str() +
-           "' scores";
+  // A is not among the kernels' sizes (they read them off q, k and v).
+  if (ShapedType::isDynamic(projectionLength(op)) &&
+      op.getScore() == ScoreKind::additive)
+    return "'additive' scores whose width A is a run-time size";
   return "";
 }
 
@@ -161,6 +188,13 @@ public:
       q = args[n++];
       k = args[n++];
       v = args[n++];
+      if (op.getGeneralWeight())
+        generalWeight = args[n++];
+      if (op.getQueryWeight()) {
+        queryWeight = args[n++];
+        keyWeight = args[n++];
+        scoreVector = args[n++];
+      }
       if (op.getKeyLengths())
         keyLengths = args[n++];
       for (size_t i = 0; i < op.getBiases().size(); ++i)
@@ -242,7 +276,11 @@ private:
   Value q, k, v, keyLengths, out, lse, workspace;
   SmallVector<Value> biases, masks; ///< The op's, as kernel parameters.
   Value alibiSlopes;                ///< Given slopes, or null.
-  StringRef sharedSymbol;           ///< The staged kernel's shared memory.
+  /// The score's tensors: W (general); Wq, Wk and va (additive).
+  Value generalWeight, queryWeight, keyWeight, scoreVector;
+  /// Shared memory: the staged kernel's K and V blocks, or the SIMT
+  /// kernel's projected queries (projectionShared).
+  StringRef sharedSymbol;
   Value B, Hq, Hkv, S, T, Dk, Dv, splits;
 
   Value f32(double value) {
@@ -539,6 +577,143 @@ private:
                   y);
   }
 
+  /// Element `at` of f32 shared memory from `base`.
+  Value sharedF32(Value base, Value at) {
+    return b.create<LLVM::GEPOp>(
+        base.getType(), b.getF32Type(), base,
+        ValueRange{b.create<arith::IndexCastOp>(b.getI64Type(), at)});
+  }
+  /// Waits for the warp's lanes: their shared-memory writes are then seen.
+  void warpSync() {
+    b.create<LLVM::CallIntrinsicOp>(TypeRange{},
+                                    b.getStringAttr("llvm.nvvm.bar.warp.sync"),
+                                    ValueRange{i32(-1)});
+  }
+  /// (q·W)[e] of general scores, W [Dk, Dk]: this lane's own sum over q.
+  Value generalProjection(Value queryRow, Value e) {
+    Type qType = getElementTypeOrSelf(op.getQuery().getType());
+    Type wType = getElementTypeOrSelf(op.getGeneralWeight().getType());
+    auto loop = b.create<scf::ForOp>(a.constant(0), Dk, a.constant(1),
+                                     ValueRange{f32(0.0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value d = loop.getInductionVar();
+    Value w = load(generalWeight, wType, a.add(a.mul(d, Dk), e));
+    b.create<scf::YieldOp>(ValueRange{fma(load(q, qType, a.add(queryRow, d)), w,
+                                          loop.getRegionIterArgs()[0])});
+    return loop.getResult(0);
+  }
+  /// This lane's term at depth d of additive scores' (Wq·q)[u], or with
+  /// `ofKey` (Wk·k)[u] (weights [A, Dk]), `row` the row of q or k.
+  Value additiveTerm(bool ofKey, Value row, Value u, Value d) {
+    Type type = getElementTypeOrSelf(op.getQuery().getType());
+    Value weight = ofKey ? op.getKeyWeight() : op.getQueryWeight();
+    return b.create<arith::MulFOp>(load(ofKey ? keyWeight : queryWeight,
+                                        getElementTypeOrSelf(weight.getType()),
+                                        a.add(a.mul(u, Dk), d)),
+                                   load(ofKey ? k : q, type, a.add(row, d)));
+  }
+  /// General and additive scores: the row's projected query (q·W, or Wq·q)
+  /// in this warp's slice of shared memory, returned; null where
+  /// projectionShared does not hold (rawScore then recomputes it per key).
+  Value projectQuery(Value lane, Value queryRow) {
+    if (!projectionShared(op))
+      return Value();
+    int64_t length = projectionLength(op);
+    Value warp =
+        a.div(b.create<gpu::ThreadIdOp>(gpu::Dimension::x), a.constant(32));
+    Value base = b.create<LLVM::AddressOfOp>(
+        LLVM::LLVMPointerType::get(b.getContext(), 3), sharedSymbol);
+    Value slice = sharedF32(base, a.mul(warp, a.constant(length)));
+    if (op.getScore() == ScoreKind::general) {
+      // Lanes over e, each reading a row of W along its lanes.
+      auto each = b.create<scf::ForOp>(lane, Dk, a.constant(32));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(each.getBody());
+      Value e = each.getInductionVar();
+      b.create<LLVM::StoreOp>(generalProjection(queryRow, e),
+                              sharedF32(slice, e));
+    } else {
+      // A butterfly per u; lane 0 keeps it.
+      auto each = b.create<scf::ForOp>(a.constant(0), a.constant(length),
+                                       a.constant(1));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(each.getBody());
+      Value u = each.getInductionVar();
+      Value sum = depthSums(
+          [&](Value d) {
+            return SmallVector<Value>{
+                additiveTerm(/*ofKey=*/false, queryRow, u, d)};
+          },
+          1, lane)[0];
+      auto first = b.create<scf::IfOp>(a.eq(lane, a.constant(0)), false);
+      b.setInsertionPointToStart(&first.getThenRegion().front());
+      b.create<LLVM::StoreOp>(sum, sharedF32(slice, u));
+    }
+    warpSync();
+    return slice;
+  }
+  /// The score of the row at `queryRow` and the key at `keyRow` before the
+  /// scale and softcap, in every lane: q·k (cosine: over the clamped norms,
+  /// `queryNorm` |q|), (q·W)·k, or va·tanh(Wq·q + Wk·k); `projection` the
+  /// row's projected query from projectQuery, or null.
+  Value rawScore(Value lane, Value queryRow, Value keyRow, Value queryNorm,
+                 Value projection) {
+    Type qType = getElementTypeOrSelf(op.getQuery().getType());
+    if (op.getScore() == ScoreKind::additive) {
+      // Per u: (Wk·k)[u] by a butterfly (and (Wq·q)[u] beside it when not
+      // kept), then va[u]·tanh(...) summed, the same in every lane.
+      Type vaType = getElementTypeOrSelf(op.getScoreVector().getType());
+      int64_t width = projectionLength(op);
+      auto each = b.create<scf::ForOp>(a.constant(0), a.constant(width),
+                                       a.constant(1), ValueRange{f32(0.0)});
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(each.getBody());
+      Value u = each.getInductionVar();
+      SmallVector<Value> sums = depthSums(
+          [&](Value d) {
+            SmallVector<Value> terms{
+                additiveTerm(/*ofKey=*/true, keyRow, u, d)};
+            if (!projection)
+              terms.push_back(additiveTerm(/*ofKey=*/false, queryRow, u, d));
+            return terms;
+          },
+          projection ? 1 : 2, lane);
+      Value projected =
+          projection
+              ? b.create<LLVM::LoadOp>(b.getF32Type(), sharedF32(projection, u))
+              : sums[1];
+      Value hidden =
+          b.create<math::TanhOp>(b.create<arith::AddFOp>(projected, sums[0]));
+      b.create<scf::YieldOp>(ValueRange{fma(
+          load(scoreVector, vaType, u), hidden, each.getRegionIterArgs()[0])});
+      return each.getResult(0);
+    }
+    // This lane's share of q·k (general: (q·W)·k), then the butterfly over
+    // the warp. (Cosine scores: k·k beside it, for |k|.)
+    SmallVector<Value> sums = depthSums(
+        [&](Value d) {
+          Value kd = load(k, qType, a.add(keyRow, d));
+          Value qd;
+          if (op.getScore() != ScoreKind::general)
+            qd = load(q, qType, a.add(queryRow, d));
+          else if (projection)
+            qd = b.create<LLVM::LoadOp>(b.getF32Type(),
+                                        sharedF32(projection, d));
+          else
+            qd = generalProjection(queryRow, d);
+          SmallVector<Value> terms{b.create<arith::MulFOp>(qd, kd)};
+          if (queryNorm)
+            terms.push_back(b.create<arith::MulFOp>(kd, kd));
+          return terms;
+        },
+        queryNorm ? 2 : 1, lane);
+    if (!queryNorm)
+      return sums[0];
+    return b.create<arith::DivFOp>(
+        sums[0], b.create<arith::MulFOp>(queryNorm, clampedNorm(sums[1])));
+  }
+
   void row(Value lane, Value query, Value part, Value head, Value batch) {
     Type qType = getElementTypeOrSelf(op.getQuery().getType());
     Type vType = getElementTypeOrSelf(op.getValue().getType());
@@ -564,6 +739,7 @@ private:
             return SmallVector<Value>{b.create<arith::MulFOp>(qd, qd)};
           },
           1, lane)[0]);
+    Value projection = projectQuery(lane, queryRow);
     Value chunk = a.constant(32 * kColumnsPerLane);
 
     auto chunks = b.create<scf::ForOp>(a.constant(0), Dv, chunk);
@@ -580,24 +756,10 @@ private:
       Value l = keyLoop.getRegionIterArgs()[1];
       Value keyRow = rowOffset(batch, kvHead, Hkv, key, T, Dk);
       Value valueRow = rowOffset(batch, kvHead, Hkv, key, T, Dv);
-      // This lane's share of q·k, then the butterfly over the warp.
-      // (Cosine scores: k·k beside it, for |k|.)
-      SmallVector<Value> sums = depthSums(
-          [&](Value d) {
-            Value kd = load(k, qType, a.add(keyRow, d));
-            SmallVector<Value> terms{b.create<arith::MulFOp>(
-                load(q, qType, a.add(queryRow, d)), kd)};
-            if (queryNorm)
-              terms.push_back(b.create<arith::MulFOp>(kd, kd));
-            return terms;
-          },
-          queryNorm ? 2 : 1, lane);
-      Value score = sums[0];
-      if (queryNorm)
-        score = b.create<arith::DivFOp>(
-            score, b.create<arith::MulFOp>(queryNorm, clampedNorm(sums[1])));
-      score =
-          biasAndMask(logScore(score, factor), batch, head, query, key, alibi);
+      Value score = biasAndMask(
+          logScore(rawScore(lane, queryRow, keyRow, queryNorm, projection),
+                   factor),
+          batch, head, query, key, alibi);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax = maxOf(score, m);
@@ -1351,6 +1513,16 @@ struct LowerToGpuPass
     ImplicitLocOpBuilder body(op.getLoc(), builder);
     body.setInsertionPointToStart(&kernel.getBody().front());
     std::string sharedSymbol;
+    if (role == KernelRole::Attention && projectionShared(op)) {
+      // Each warp's row's projected query.
+      sharedSymbol = (name + "_shared").str();
+      builder.create<LLVM::GlobalOp>(
+          op.getLoc(),
+          LLVM::LLVMArrayType::get(builder.getF32Type(),
+                                   kWarpsPerBlock * projectionLength(op)),
+          /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
+          Attribute(), /*alignment=*/16, /*addrSpace=*/3);
+    }
     if (role == KernelRole::TensorCore && mmaStaged(op)) {
       // K's and V's staged blocks, 16-byte aligned for the copies.
       int64_t elements = kStagedBlockKeys * (stagedRow(headDim(op.getQuery())) +
@@ -1411,14 +1583,19 @@ struct LowerToGpuPass
       std::string missing = unsupported(op);
       if (!missing.empty())
         return op.emitError("attention with " + missing +
-                            " has no CUDA kernel yet (CUDA targets take dot "
-                            "and cosine scores, scale, softcap, tensor "
-                            "biases, ALiBi, "
-                            "causal, window, key_length and tensor masks, "
-                            "GQA, both layouts, lse)");
+                            " has no CUDA kernel yet (CUDA targets take dot, "
+                            "general, cosine scores and additive ones of a "
+                            "fixed width, scale, softcap, tensor biases, "
+                            "ALiBi, causal, window, key_length and tensor "
+                            "masks, GQA, both layouts, lse)");
       // Every operand a function argument, every result returned: the
       // kernel reads and writes the graph's own tensors.
       SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
+      if (op.getGeneralWeight())
+        tensors.push_back(op.getGeneralWeight());
+      if (op.getQueryWeight())
+        tensors.append(
+            {op.getQueryWeight(), op.getKeyWeight(), op.getScoreVector()});
       if (op.getKeyLengths())
         tensors.push_back(op.getKeyLengths());
       llvm::append_range(tensors, op.getBiases());

@@ -157,12 +157,110 @@ module {
 
 // -----
 
+// General scores with a fixed Dk: W a parameter after v; q·W once per row
+// into the warp's slice of shared memory (4 warps x Dk f32), lanes over its
+// elements; then per key (q·W)·k from there, one butterfly.
+// CHECK-LABEL: gpu.func @general_attention0(
+// CHECK-SAME: attn.params = ["q", "k", "v", "w", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK: llvm.mlir.addressof @general_attention0_shared
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.bar.warp.sync"
+// CHECK: scf.for
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: gpu.return
+// CHECK: llvm.mlir.global internal @general_attention0_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x f32>
+// CHECK-NOT: gpu.func @general_attention0_mma
 module {
-  func.func @general(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
-                     %v: tensor<1x2x3x4xf32> {attn.input = "v"}, %w: tensor<4x4xf32> {attn.input = "w"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
-    // expected-error @+1 {{attention with 'general' scores has no CUDA kernel yet}}
+  func.func @general(%q: tensor<1x2x3x4xf16> {attn.input = "q"}, %k: tensor<1x2x3x4xf16> {attn.input = "k"},
+                     %v: tensor<1x2x3x4xf16> {attn.input = "v"}, %w: tensor<4x4xf32> {attn.input = "w"}) -> (tensor<1x2x3x4xf16> {attn.output = "o"}) {
     %o = attn.attention %q, %k, %v general(%w) {score = #attn.score<general>}
-        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<4x4xf32>) -> tensor<1x2x3x4xf32>
+        : (tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16>, tensor<1x2x3x4xf16>, tensor<4x4xf32>) -> tensor<1x2x3x4xf16>
+    return %o : tensor<1x2x3x4xf16>
+  }
+}
+
+// -----
+
+// General scores with a run-time Dk: no shared memory; (q·W)[d] recomputed
+// per key inside the depth loop.
+// CHECK-LABEL: gpu.func @general_dynamic_attention0(
+// CHECK-NOT: llvm.call_intrinsic "llvm.nvvm.bar.warp.sync"
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK-COUNT-5: gpu.shuffle  xor
+module {
+  func.func @general_dynamic(%D: index {attn.dim = "D"}, %q: tensor<1x2x3x?xf32> {attn.input = "q"}, %k: tensor<1x2x3x?xf32> {attn.input = "k"},
+                             %v: tensor<1x2x3x?xf32> {attn.input = "v"}, %w: tensor<?x?xf32> {attn.input = "w"}) -> (tensor<1x2x3x?xf32> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v general(%w) {score = #attn.score<general>}
+        : (tensor<1x2x3x?xf32>, tensor<1x2x3x?xf32>, tensor<1x2x3x?xf32>, tensor<?x?xf32>) -> tensor<1x2x3x?xf32>
+    return %o : tensor<1x2x3x?xf32>
+  }
+}
+
+// -----
+
+// Additive scores: Wq, Wk and va after v; Wq·q once per row by a butterfly
+// per unit (lane 0 stores it), then per key and unit Wk·k by a butterfly,
+// va·tanh(...) (the rational approximation: no math op left) summed.
+// CHECK-LABEL: gpu.func @additive_attention0(
+// CHECK-SAME: attn.params = ["q", "k", "v", "wq", "wk", "va", "n", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK: scf.for
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: scf.if
+// CHECK: llvm.store {{.*}} : f32, !llvm.ptr<3>
+// CHECK: llvm.call_intrinsic "llvm.nvvm.bar.warp.sync"
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK-COUNT-5: gpu.shuffle  xor
+// CHECK: llvm.load {{.*}} : !llvm.ptr<3> -> f32
+// CHECK-NOT: math.
+// CHECK: gpu.return
+// CHECK: llvm.mlir.global internal @additive_attention0_shared() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<24 x f32>
+module {
+  func.func @additive(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x5x4xf32> {attn.input = "k"},
+                      %v: tensor<1x2x5x4xf32> {attn.input = "v"}, %wq: tensor<6x4xf32> {attn.input = "wq"},
+                      %wk: tensor<6x4xf32> {attn.input = "wk"}, %va: tensor<6xf32> {attn.input = "va"},
+                      %n: tensor<1xi32> {attn.input = "n"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v additive(%wq, %wk, %va) key_lengths(%n) {score = #attn.score<additive>}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>, tensor<6x4xf32>, tensor<6x4xf32>, tensor<6xf32>, tensor<1xi32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}
+
+// -----
+
+// Additive scores past 48 KB of projected queries (4 warps x 3073 f32): Wq·q
+// recomputed beside Wk·k per key, two sums in one butterfly.
+// CHECK-LABEL: gpu.func @additive_wide_attention0(
+// CHECK-NOT: llvm.call_intrinsic "llvm.nvvm.bar.warp.sync"
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: scf.for {{.*}} -> (f32, f32)
+// CHECK-COUNT-10: gpu.shuffle  xor
+module {
+  func.func @additive_wide(%q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x5x4xf32> {attn.input = "k"},
+                           %v: tensor<1x2x5x4xf32> {attn.input = "v"}, %wq: tensor<3073x4xf32> {attn.input = "wq"},
+                           %wk: tensor<3073x4xf32> {attn.input = "wk"}, %va: tensor<3073xf32> {attn.input = "va"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    %o = attn.attention %q, %k, %v additive(%wq, %wk, %va) {score = #attn.score<additive>}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>, tensor<3073x4xf32>, tensor<3073x4xf32>, tensor<3073xf32>) -> tensor<1x2x3x4xf32>
+    return %o : tensor<1x2x3x4xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @additive_runtime_width(%A: index {attn.dim = "A"}, %q: tensor<1x2x3x4xf32> {attn.input = "q"}, %k: tensor<1x2x3x4xf32> {attn.input = "k"},
+                                    %v: tensor<1x2x3x4xf32> {attn.input = "v"}, %wq: tensor<?x4xf32> {attn.input = "wq"},
+                                    %wk: tensor<?x4xf32> {attn.input = "wk"}, %va: tensor<?xf32> {attn.input = "va"}) -> (tensor<1x2x3x4xf32> {attn.output = "o"}) {
+    // expected-error @+1 {{attention with 'additive' scores whose width A is a run-time size has no CUDA kernel yet}}
+    %o = attn.attention %q, %k, %v additive(%wq, %wk, %va) {score = #attn.score<additive>}
+        : (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?xf32>) -> tensor<1x2x3x4xf32>
     return %o : tensor<1x2x3x4xf32>
   }
 }
