@@ -455,6 +455,14 @@ void emitCausalMask(Emitter &e, Value input, Value result) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// Reassociation lets LLVM vectorise a reduction (a row's max and sum, a dot
+/// product) (and contraction makes each step an FMA).
+arith::FastMathFlagsAttr reassociate(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::reassoc |
+                                           arith::FastMathFlags::contract);
+}
+
 /// Indices of `ivs` (all dims but `axis`) with `at` inserted at `axis`.
 SmallVector<Value> withAxis(ValueRange ivs, int64_t axis, Value at) {
   SmallVector<Value> indices(ivs.begin(), ivs.end());
@@ -477,7 +485,8 @@ void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
         e.reduce(c0, extent, c1, {negInf},
                  [&](Value a, ValueRange carried) -> SmallVector<Value> {
                    Value x = e.load(input, withAxis(ivs, axis, a));
-                   return {b.create<arith::MaximumFOp>(loc, carried[0], x)};
+                   return {b.create<arith::MaximumFOp>(loc, carried[0], x,
+                                                       reassociate(b))};
                  })[0];
     // An all -inf slice is all zeros (project decision h): subtract 0
     // instead of -inf, so no NaN appears, and zero it when storing.
@@ -489,13 +498,17 @@ void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
       return b.create<math::ExpOp>(loc, b.create<arith::SubFOp>(loc, x, shift))
           .getResult();
     };
-    Value sum = e.reduce(
-        c0, extent, c1, {zero},
-        [&](Value a, ValueRange carried) -> SmallVector<Value> {
-          return {b.create<arith::AddFOp>(loc, carried[0], exponential(a))};
-        })[0];
+    Value sum =
+        e.reduce(c0, extent, c1, {zero},
+                 [&](Value a, ValueRange carried) -> SmallVector<Value> {
+                   return {b.create<arith::AddFOp>(
+                       loc, carried[0], exponential(a), reassociate(b))};
+                 })[0];
+    // One division a row, not one an element.
+    Value inverse =
+        b.create<arith::DivFOp>(loc, e.floatConstant(f32, 1.0), sum);
     e.loop(extent, [&](Value a) {
-      Value p = b.create<arith::DivFOp>(loc, exponential(a), sum);
+      Value p = b.create<arith::MulFOp>(loc, exponential(a), inverse);
       e.store(b.create<arith::SelectOp>(loc, allMasked, zero, p), result,
               withAxis(ivs, axis, a));
     });
@@ -612,14 +625,6 @@ struct Gemm {
 constexpr int64_t kLanes = 8;
 /// Rows of C one register tile covers.
 constexpr int64_t kTileRows = 4;
-
-/// Reassociation lets LLVM vectorise a dot product's reduction (and
-/// contraction makes each step an FMA).
-arith::FastMathFlagsAttr reassociate(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(b.getContext(),
-                                       arith::FastMathFlags::reassoc |
-                                           arith::FastMathFlags::contract);
-}
 
 SmallVector<Value> offsets(Emitter &e, Value base, int64_t count) {
   SmallVector<Value> values;
