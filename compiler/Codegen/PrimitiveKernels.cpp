@@ -533,11 +533,11 @@ void emitReduceSum(Emitter &e, attn::ReduceSumOp op, Value input,
         c0, extent, c1, {zero},
         [&](Value a, ValueRange carried) -> SmallVector<Value> {
           Value x = e.load(input, withAxis(ivs, axis, a));
-          return {
-              isFloat
-                  ? e.b.create<arith::AddFOp>(e.loc, carried[0], x).getResult()
-                  : e.b.create<arith::AddIOp>(e.loc, carried[0], x)
-                        .getResult()};
+          return {isFloat ? e.b.create<arith::AddFOp>(e.loc, carried[0], x,
+                                                      reassociate(e.b))
+                                .getResult()
+                          : e.b.create<arith::AddIOp>(e.loc, carried[0], x)
+                                .getResult()};
         })[0];
     e.store(sum, result,
             op.getKeepdims() ? withAxis(ivs, axis, c0)
