@@ -63,7 +63,6 @@ class Shape:
     causal: bool
     spread: float = 1.0  # standard deviation of Q's and K's entries
 
-
     @property
     def input_names(self):
         return ("q", "k", "v") if self.kind == "prefill" else ("q", "k_cache", "v_cache")

@@ -455,8 +455,8 @@ void emitCausalMask(Emitter &e, Value input, Value result) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-/// Reassociation lets LLVM vectorise a reduction (a row's max and sum, a dot
-/// product) (and contraction makes each step an FMA).
+/// Reassociation lets LLVM vectorise a reduction (a row's max or sum, a dot
+/// product); contraction makes each step of a dot product an FMA.
 arith::FastMathFlagsAttr reassociate(OpBuilder &b) {
   return arith::FastMathFlagsAttr::get(b.getContext(),
                                        arith::FastMathFlags::reassoc |
