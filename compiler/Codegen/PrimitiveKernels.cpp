@@ -772,8 +772,226 @@ void emitVectorGemm(Emitter &e, const Gemm &gemm) {
       });
 }
 
+/// Packed GEMM of `linear` and `matmul`, in vectors of the target's width
+/// (`lanes`): columns of C in panels of two vectors; per panel and block of
+/// kDepthBlock depths, B's columns are packed k-major into `packed` (two
+/// vectors per k, read in order), then register tiles of kPackedRows rows x
+/// the panel: per k two vector loads, one broadcast per row and
+/// 2·kPackedRows FMAs into accumulators in registers (12 of them cover the
+/// FMA latency on every x86 core; 8 only just do).
+constexpr int64_t kPackedRows = 6;
+/// Rows of A the packed GEMM takes at a time, every panel passing over
+/// them while they stay in L2 (96 x 256 depths: 96 KB); a multiple of
+/// kPackedRows.
+constexpr int64_t kPackedBlockRows = 96;
+constexpr int64_t kDepthBlock = 256;
+/// Columns of a packed panel: two vectors of `lanes`.
+constexpr int64_t packedPanelCols(int64_t lanes) { return 2 * lanes; }
+/// Rows below which a task's product takes dot products instead (Llama's
+/// 4096 x 4096 on Zen 3: dot 2.9 / 4.1 / 7.8 / 14.6 ms at 1 / 4 / 8 / 16
+/// rows, packed 6.8 / 8.4 / 10.5 / 13.5).
+constexpr int64_t kPackedMinRows = 16;
+
+/// Where the packed GEMM reads or writes a matrix: element (r, c) of A (i,
+/// k), B (k, j) or C (i, j) lies at `indices(r, c)` of `buffer`, whose last
+/// dim is contiguous.
+using ValueVec = SmallVector<Value>;
+struct MatrixView {
+  Value buffer;
+  std::function<ValueVec(Value, Value)> indices;
+};
+
+/// C = A·B (+ bias[j] when `bias`) by the packed GEMM; with `bAlongK` B's
+/// memory runs along k (linear's W [N, K], a transposed matmul operand),
+/// else along j. `gemm` is the same product as dot products, for the
+/// columns past the last whole panel.
+void emitPackedGemm(Emitter &e, const Gemm &gemm, const MatrixView &a,
+                    const MatrixView &bMatrix, bool bAlongK,
+                    const MatrixView &c, Value bias, Value packed,
+                    int64_t lanes) {
+  int64_t panelCols = packedPanelCols(lanes);
+  OpBuilder &b = e.b;
+  Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
+  Location loc = e.loc;
+  auto vectorType = VectorType::get({lanes}, b.getF32Type());
+  auto add = [&](Value x, Value y) {
+    return b.create<arith::AddIOp>(loc, x, y).getResult();
+  };
+  auto addConst = [&](Value x, int64_t y) { return add(x, e.index(y)); };
+  auto roundDown = [&](Value size, int64_t multiple) {
+    return b
+        .create<arith::SubIOp>(
+            loc, size, b.create<arith::RemUIOp>(loc, size, e.index(multiple)))
+        .getResult();
+  };
+  bool vectorResult = e.storageType(c.buffer).isF32();
+  Value zero = b.create<arith::ConstantOp>(
+      loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
+
+  // C[i .. i+tileRows][j0 .. j0+panelCols] += X[i..][k0 .. k0+kc] · panel.
+  auto tile = [&](Value i0, int64_t tileRows, Value j0, Value k0, Value kc,
+                  Value firstBlock, Value lastBlock) {
+    SmallVector<Value> rowIndex;
+    for (int64_t r = 0; r < tileRows; ++r)
+      rowIndex.push_back(addConst(i0, r));
+    auto columnOf = [&](int64_t v) { return addConst(j0, v * lanes); };
+    auto loadC = [&](Value row, int64_t v) -> Value {
+      if (vectorResult)
+        return b.create<vector::LoadOp>(loc, vectorType, c.buffer,
+                                        c.indices(row, columnOf(v)));
+      Value vector = zero;
+      for (int64_t lane = 0; lane < lanes; ++lane)
+        vector = b.create<vector::InsertOp>(
+            loc, e.load(c.buffer, c.indices(row, addConst(columnOf(v), lane))),
+            vector, lane);
+      return vector;
+    };
+    // The first depth block starts from 0, later ones from C.
+    SmallVector<Type> types(tileRows * 2, vectorType);
+    auto start = b.create<scf::IfOp>(loc, types, firstBlock,
+                                     /*addThenBlock=*/true,
+                                     /*addElseBlock=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(start.thenBlock());
+      b.create<scf::YieldOp>(loc, SmallVector<Value>(tileRows * 2, zero));
+      b.setInsertionPointToStart(start.elseBlock());
+      SmallVector<Value> loaded;
+      for (Value row : rowIndex)
+        for (int64_t v = 0; v < 2; ++v)
+          loaded.push_back(loadC(row, v));
+      b.create<scf::YieldOp>(loc, loaded);
+    }
+    SmallVector<Value> sums = e.reduce(
+        e.index(0), kc, e.index(1), start.getResults(),
+        [&](Value k, ValueRange carried) {
+          Value at = b.create<arith::MulIOp>(loc, k, e.index(panelCols));
+          Value b0 = b.create<vector::LoadOp>(loc, vectorType, packed, at);
+          Value b1 = b.create<vector::LoadOp>(loc, vectorType, packed,
+                                              addConst(at, lanes));
+          SmallVector<Value> next;
+          for (int64_t r = 0; r < tileRows; ++r) {
+            Value x = b.create<vector::BroadcastOp>(
+                loc, vectorType,
+                e.load(a.buffer, a.indices(rowIndex[r], add(k0, k))));
+            next.push_back(b.create<vector::FMAOp>(loc, x, b0, carried[2 * r]));
+            next.push_back(
+                b.create<vector::FMAOp>(loc, x, b1, carried[2 * r + 1]));
+          }
+          return next;
+        });
+    // After the last depth block: + bias, then C.
+    SmallVector<Value> biasVectors;
+    for (int64_t v = 0; v < 2; ++v) {
+      Value vector = zero;
+      if (bias)
+        for (int64_t lane = 0; lane < lanes; ++lane)
+          vector = b.create<vector::InsertOp>(
+              loc, e.load(bias, {addConst(columnOf(v), lane)}), vector, lane);
+      biasVectors.push_back(
+          b.create<arith::SelectOp>(loc, lastBlock, vector, zero));
+    }
+    for (int64_t r = 0; r < tileRows; ++r)
+      for (int64_t v = 0; v < 2; ++v) {
+        Value sum =
+            b.create<arith::AddFOp>(loc, sums[2 * r + v], biasVectors[v]);
+        if (vectorResult) {
+          b.create<vector::StoreOp>(loc, sum, c.buffer,
+                                    c.indices(rowIndex[r], columnOf(v)));
+          continue;
+        }
+        for (int64_t lane = 0; lane < lanes; ++lane)
+          e.store(b.create<vector::ExtractOp>(loc, sum, lane), c.buffer,
+                  c.indices(rowIndex[r], addConst(columnOf(v), lane)));
+      }
+  };
+
+  Value fullCols = roundDown(cols, panelCols);
+  // Blocks of kPackedBlockRows rows, each under every panel in turn.
+  e.loop(e.index(0), rows, e.index(kPackedBlockRows), [&](Value r0) {
+    Value blockEnd =
+        b.create<arith::MinSIOp>(loc, rows, addConst(r0, kPackedBlockRows));
+    Value fullRows = add(
+        r0, roundDown(b.create<arith::SubIOp>(loc, blockEnd, r0), kPackedRows));
+    // Rows past the 6-row tiles: one 3-row tile when 3 or more are left.
+    Value threeRows =
+        roundDown(b.create<arith::SubIOp>(loc, blockEnd, fullRows), 3);
+    Value tripleEnd = add(fullRows, threeRows);
+    e.loop(e.index(0), fullCols, e.index(panelCols), [&](Value j0) {
+      e.loop(e.index(0), depth, e.index(kDepthBlock), [&](Value k0) {
+        Value kc = b.create<arith::MinSIOp>(
+            loc, e.index(kDepthBlock), b.create<arith::SubIOp>(loc, depth, k0));
+        // packed[k][c] = B(k0 + k, j0 + c). Along j: two vectors a k. Along
+        // k: `lanes` depths of each column read as a vector, two lanes x lanes
+        // transposes, whole rows of the panel stored; the last kc % lanes
+        // depths one by one.
+        auto packedAt = [&](Value k, int64_t column) {
+          return addConst(b.create<arith::MulIOp>(loc, k, e.index(panelCols)),
+                          column);
+        };
+        if (!bAlongK) {
+          e.loop(e.index(0), kc, e.index(1), [&](Value k) {
+            for (int64_t half = 0; half < panelCols / lanes; ++half)
+              b.create<vector::StoreOp>(
+                  loc,
+                  e.loadVector(
+                      bMatrix.buffer,
+                      bMatrix.indices(add(k0, k), addConst(j0, half * lanes)),
+                      lanes),
+                  packed, packedAt(k, half * lanes));
+          });
+        } else {
+          Value kcVectors = roundDown(kc, lanes);
+          e.loop(e.index(0), kcVectors, e.index(lanes), [&](Value k) {
+            for (int64_t half = 0; half < panelCols / lanes; ++half) {
+              SmallVector<Value> block;
+              for (int64_t col = 0; col < lanes; ++col)
+                block.push_back(e.loadVector(
+                    bMatrix.buffer,
+                    bMatrix.indices(add(k0, k),
+                                    addConst(j0, half * lanes + col)),
+                    lanes));
+              block = e.transpose(block);
+              for (int64_t d = 0; d < lanes; ++d)
+                b.create<vector::StoreOp>(
+                    loc, block[d], packed,
+                    packedAt(addConst(k, d), half * lanes));
+            }
+          });
+          for (int64_t col = 0; col < panelCols; ++col)
+            e.loop(kcVectors, kc, e.index(1), [&](Value k) {
+              Value x = e.load(bMatrix.buffer,
+                               bMatrix.indices(add(k0, k), addConst(j0, col)));
+              b.create<memref::StoreOp>(loc, x, packed, packedAt(k, col));
+            });
+        }
+        Value firstBlock = b.create<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::eq, k0, e.index(0));
+        Value lastBlock = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                                  add(k0, kc), depth);
+        e.loop(r0, fullRows, e.index(kPackedRows), [&](Value i0) {
+          tile(i0, kPackedRows, j0, k0, kc, firstBlock, lastBlock);
+        });
+        e.loop(fullRows, tripleEnd, e.index(3), [&](Value i0) {
+          tile(i0, 3, j0, k0, kc, firstBlock, lastBlock);
+        });
+        e.loop(tripleEnd, blockEnd, e.index(1),
+               [&](Value i) { tile(i, 1, j0, k0, kc, firstBlock, lastBlock); });
+      });
+    });
+  });
+
+  // Columns past the last whole panel: dot products over k.
+  e.loop(fullCols, cols, e.index(1), [&](Value j) {
+    e.loop(e.index(0), roundDown(rows, kTileRows), e.index(kTileRows),
+           [&](Value i0) { emitDotTile(e, gemm, i0, kTileRows, j, 1); });
+    e.loop(roundDown(rows, kTileRows), rows, e.index(1),
+           [&](Value i) { emitDotTile(e, gemm, i, 1, j, 1); });
+  });
+}
+
 void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
-                Value result) {
+                Value result, int64_t lanes) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   bool transposeB = op.getTransposeB();
@@ -800,6 +1018,15 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
     return indices;
   };
   bool readsAlongK = transposeB || !hasCols;
+  // Matrices of both operands take the packed GEMM where they have enough
+  // rows; its panel buffer is allocated once, outside the loops.
+  Value packed;
+  if (hasRows && hasCols)
+    packed = e.b.create<memref::AllocaOp>(
+        e.loc,
+        MemRefType::get({kDepthBlock * packedPanelCols(lanes)},
+                        e.b.getF32Type()),
+        e.b.getI64IntegerAttr(64));
   auto run = [&] {
     SmallVector<Value> batchSizes(c.begin(), c.begin() + batchRank);
     e.loopNest(batchSizes, [&](ValueRange ivs) {
@@ -837,194 +1064,44 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
           indices.push_back(j);
         e.store(sum, result, indices);
       };
-      if (readsAlongK)
-        emitDotGemm(e, gemm);
-      else
-        emitVectorGemm(e, gemm);
+      auto small = [&] {
+        if (readsAlongK)
+          emitDotGemm(e, gemm);
+        else
+          emitVectorGemm(e, gemm);
+      };
+      if (!packed)
+        return small();
+      Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt,
+                                            gemm.rows, e.index(kPackedMinRows));
+      auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(e.b);
+      e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      small();
+      e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      auto append = [](ValueVec indices, Value x, Value y) {
+        indices.append({x, y});
+        return indices;
+      };
+      emitPackedGemm(
+          e, gemm,
+          {lhs, [&](Value i, Value k) { return append(aBatch, i, k); }},
+          {rhs,
+           [&](Value k, Value j) {
+             return transposeB ? append(bBatch, j, k) : append(bBatch, k, j);
+           }},
+          /*bAlongK=*/transposeB,
+          {result,
+           [&](Value i, Value j) { return append(ValueVec(ivs), i, j); }},
+          Value(), packed, lanes);
     });
   };
   run();
 }
 
-/// Packed GEMM of `linear`, in vectors of the target's width (`lanes`):
-/// columns of C in panels of two vectors; per panel and block of
-/// kDepthBlock depths, the weight rows are packed k-major into `packed` (two
-/// vectors per k, read in order), then register tiles of kPackedRows rows x
-/// the panel: per k two vector loads, one broadcast per row and
-/// 2·kPackedRows FMAs into accumulators in registers (12 of them cover the
-/// FMA latency on every x86 core; 8 only just do).
-constexpr int64_t kPackedRows = 6;
-constexpr int64_t kDepthBlock = 256;
-/// Columns of a packed panel: two vectors of `lanes`.
-constexpr int64_t packedPanelCols(int64_t lanes) { return 2 * lanes; }
-/// Rows below which a task's linear takes dot products instead (Llama's
-/// 4096 x 4096 on Zen 3: dot 2.9 / 4.1 / 7.8 / 14.6 ms at 1 / 4 / 8 / 16
-/// rows, packed 6.8 / 8.4 / 10.5 / 13.5).
-constexpr int64_t kPackedMinRows = 16;
-
-/// `gemm` is the same product as dot products, for the columns past the
-/// last whole panel; rows [first, first + gemm.rows) of input and result.
-void emitPackedLinear(Emitter &e, const Gemm &gemm, Value input, Value weight,
-                      Value bias, Value result, Value first, Value packed,
-                      int64_t lanes) {
-  int64_t panelCols = packedPanelCols(lanes);
-  OpBuilder &b = e.b;
-  Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
-  Location loc = e.loc;
-  auto vectorType = VectorType::get({lanes}, b.getF32Type());
-  auto add = [&](Value x, Value y) {
-    return b.create<arith::AddIOp>(loc, x, y).getResult();
-  };
-  auto addConst = [&](Value x, int64_t y) { return add(x, e.index(y)); };
-  auto roundDown = [&](Value size, int64_t multiple) {
-    return b
-        .create<arith::SubIOp>(
-            loc, size, b.create<arith::RemUIOp>(loc, size, e.index(multiple)))
-        .getResult();
-  };
-  bool vectorResult = e.storageType(result).isF32();
-  Value zero = b.create<arith::ConstantOp>(
-      loc, vectorType, DenseElementsAttr::get(vectorType, 0.0f));
-
-  // C[i .. i+tileRows][j0 .. j0+panelCols] += X[i..][k0 .. k0+kc] · panel.
-  auto tile = [&](Value i0, int64_t tileRows, Value j0, Value k0, Value kc,
-                  Value firstBlock, Value lastBlock) {
-    SmallVector<Value> rowIndex;
-    for (int64_t r = 0; r < tileRows; ++r)
-      rowIndex.push_back(add(first, addConst(i0, r)));
-    auto columnOf = [&](int64_t v) { return addConst(j0, v * lanes); };
-    auto loadC = [&](Value row, int64_t v) -> Value {
-      if (vectorResult)
-        return b.create<vector::LoadOp>(loc, vectorType, result,
-                                        ValueRange{row, columnOf(v)});
-      Value vector = zero;
-      for (int64_t lane = 0; lane < lanes; ++lane)
-        vector = b.create<vector::InsertOp>(
-            loc, e.load(result, {row, addConst(columnOf(v), lane)}), vector,
-            lane);
-      return vector;
-    };
-    // The first depth block starts from 0, later ones from C.
-    SmallVector<Type> types(tileRows * 2, vectorType);
-    auto start = b.create<scf::IfOp>(loc, types, firstBlock,
-                                     /*addThenBlock=*/true,
-                                     /*addElseBlock=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(start.thenBlock());
-      b.create<scf::YieldOp>(loc, SmallVector<Value>(tileRows * 2, zero));
-      b.setInsertionPointToStart(start.elseBlock());
-      SmallVector<Value> loaded;
-      for (Value row : rowIndex)
-        for (int64_t v = 0; v < 2; ++v)
-          loaded.push_back(loadC(row, v));
-      b.create<scf::YieldOp>(loc, loaded);
-    }
-    SmallVector<Value> sums = e.reduce(
-        e.index(0), kc, e.index(1), start.getResults(),
-        [&](Value k, ValueRange carried) {
-          Value at = b.create<arith::MulIOp>(loc, k, e.index(panelCols));
-          Value b0 = b.create<vector::LoadOp>(loc, vectorType, packed, at);
-          Value b1 = b.create<vector::LoadOp>(loc, vectorType, packed,
-                                              addConst(at, lanes));
-          SmallVector<Value> next;
-          for (int64_t r = 0; r < tileRows; ++r) {
-            Value a = b.create<vector::BroadcastOp>(
-                loc, vectorType, e.load(input, {rowIndex[r], add(k0, k)}));
-            next.push_back(b.create<vector::FMAOp>(loc, a, b0, carried[2 * r]));
-            next.push_back(
-                b.create<vector::FMAOp>(loc, a, b1, carried[2 * r + 1]));
-          }
-          return next;
-        });
-    // After the last depth block: + bias, then C.
-    SmallVector<Value> biasVectors;
-    for (int64_t v = 0; v < 2; ++v) {
-      Value vector = zero;
-      if (bias)
-        for (int64_t lane = 0; lane < lanes; ++lane)
-          vector = b.create<vector::InsertOp>(
-              loc, e.load(bias, {addConst(columnOf(v), lane)}), vector, lane);
-      biasVectors.push_back(
-          b.create<arith::SelectOp>(loc, lastBlock, vector, zero));
-    }
-    for (int64_t r = 0; r < tileRows; ++r)
-      for (int64_t v = 0; v < 2; ++v) {
-        Value sum =
-            b.create<arith::AddFOp>(loc, sums[2 * r + v], biasVectors[v]);
-        if (vectorResult) {
-          b.create<vector::StoreOp>(loc, sum, result,
-                                    ValueRange{rowIndex[r], columnOf(v)});
-          continue;
-        }
-        for (int64_t lane = 0; lane < lanes; ++lane)
-          e.store(b.create<vector::ExtractOp>(loc, sum, lane), result,
-                  {rowIndex[r], addConst(columnOf(v), lane)});
-      }
-  };
-
-  Value fullCols = roundDown(cols, panelCols);
-  Value fullRows = roundDown(rows, kPackedRows);
-  // Rows past the 6-row tiles: one 3-row tile when 3 or more are left.
-  Value threeRows = roundDown(b.create<arith::SubIOp>(loc, rows, fullRows), 3);
-  Value tripleEnd = add(fullRows, threeRows);
-  e.loop(e.index(0), fullCols, e.index(panelCols), [&](Value j0) {
-    e.loop(e.index(0), depth, e.index(kDepthBlock), [&](Value k0) {
-      Value kc = b.create<arith::MinSIOp>(
-          loc, e.index(kDepthBlock), b.create<arith::SubIOp>(loc, depth, k0));
-      // packed[k][c] = W[j0 + c][k0 + k]: `lanes` depths of each weight row
-      // read as a vector, two lanes x lanes transposes, whole rows of the
-      // panel stored; the last kc % lanes depths one by one.
-      Value kcVectors = roundDown(kc, lanes);
-      e.loop(e.index(0), kcVectors, e.index(lanes), [&](Value k) {
-        for (int64_t half = 0; half < panelCols / lanes; ++half) {
-          SmallVector<Value> block;
-          for (int64_t c = 0; c < lanes; ++c)
-            block.push_back(e.loadVector(
-                weight, {addConst(j0, half * lanes + c), add(k0, k)}, lanes));
-          block = e.transpose(block);
-          for (int64_t d = 0; d < lanes; ++d)
-            b.create<vector::StoreOp>(
-                loc, block[d], packed,
-                addConst(b.create<arith::MulIOp>(loc, addConst(k, d),
-                                                 e.index(panelCols)),
-                         half * lanes));
-        }
-      });
-      for (int64_t c = 0; c < panelCols; ++c)
-        e.loop(kcVectors, kc, e.index(1), [&](Value k) {
-          Value x = e.load(weight, {addConst(j0, c), add(k0, k)});
-          b.create<memref::StoreOp>(
-              loc, x, packed,
-              addConst(b.create<arith::MulIOp>(loc, k, e.index(panelCols)), c));
-        });
-      Value firstBlock = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                                 k0, e.index(0));
-      Value lastBlock = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                                add(k0, kc), depth);
-      e.loop(e.index(0), fullRows, e.index(kPackedRows), [&](Value i0) {
-        tile(i0, kPackedRows, j0, k0, kc, firstBlock, lastBlock);
-      });
-      e.loop(fullRows, tripleEnd, e.index(3),
-             [&](Value i0) { tile(i0, 3, j0, k0, kc, firstBlock, lastBlock); });
-      e.loop(tripleEnd, rows, e.index(1),
-             [&](Value i) { tile(i, 1, j0, k0, kc, firstBlock, lastBlock); });
-    });
-  });
-
-  // Columns past the last whole panel: dot products over k.
-  e.loop(fullCols, cols, e.index(1), [&](Value j) {
-    e.loop(e.index(0), roundDown(rows, kTileRows), e.index(kTileRows),
-           [&](Value i0) { emitDotTile(e, gemm, i0, kTileRows, j, 1); });
-    e.loop(roundDown(rows, kTileRows), rows, e.index(1),
-           [&](Value i) { emitDotTile(e, gemm, i, 1, j, 1); });
-  });
-}
-
 /// Rows of x one task of a `linear` computes: the unit the projections of a
-/// whole block are spread over threads by.
-/// A multiple of the packed GEMM's 6-row tiles.
-constexpr int64_t kLinearRowsPerTask = 96;
+/// whole block are spread over threads by, one block of the packed GEMM.
+constexpr int64_t kLinearRowsPerTask = kPackedBlockRows;
 
 void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
                 Value bias, Value result, Value taskIndex, int64_t lanes) {
@@ -1073,8 +1150,21 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
   emitDotGemm(e, gemm);
   e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-  emitPackedLinear(e, gemm, input2, weight, bias, result2, first, packed,
-                   lanes);
+  emitPackedGemm(e, gemm,
+                 {input2,
+                  [&](Value i, Value k) {
+                    return ValueVec{row(i), k};
+                  }},
+                 {weight,
+                  [&](Value k, Value j) {
+                    return ValueVec{j, k};
+                  }},
+                 /*bAlongK=*/true,
+                 {result2,
+                  [&](Value i, Value j) {
+                    return ValueVec{row(i), j};
+                  }},
+                 bias, packed, lanes);
 }
 
 } // namespace
@@ -1157,7 +1247,7 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
   Emitter e(builder, loc);
   Value result = results[0];
   if (auto matmul = dyn_cast<attn::MatmulOp>(op))
-    return emitMatmul(e, matmul, operands[0], operands[1], result);
+    return emitMatmul(e, matmul, operands[0], operands[1], result, vectorWidth);
   if (auto linear = dyn_cast<attn::LinearOp>(op))
     return emitLinear(e, linear, operands[0], operands[1],
                       linear.getBias() ? operands[2] : Value(), result,

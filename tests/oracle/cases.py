@@ -1008,7 +1008,7 @@ def fam_exporter(rng, b, i):
 # primitive ops on their own
 # --------------------------------------------------------------------------
 
-PRIMITIVE_PLANS = 18
+PRIMITIVE_PLANS = 19
 
 
 def fam_primitives(rng, b, i):
@@ -1197,6 +1197,19 @@ def fam_primitives(rng, b, i):
         if coin(rng, 0.3):
             b.outputs.append(sin)
         return "rotary B%d H%d S%d D%d, %s" % (B, H, S, D, tables)
+    if plan == 18:
+        # matmul at the packed GEMM's sizes (as plan 2's linear): rows below
+        # 16 and past its 96-row blocks, depths around its 8-depth transposes
+        # and 256-depth blocks, columns around its 16- and 32-column panels;
+        # b's batch broadcast, laid out [K, N] or (transpose_b) [N, K].
+        rows = choice(rng, [5, 23, 61, 97, 130])
+        depth = choice(rng, [7, 13, 257, 300])
+        cols = choice(rng, [6, 33, 40, 70])
+        transpose = coin(rng)
+        a = b.add_input("a", [2, rows, depth], dt)
+        bb = b.add_input("b", [1, cols, depth] if transpose else [depth, cols], dt)
+        b.outputs.append(b.node("y", "matmul", a=a, b=bb, transpose_b=transpose))
+        return "matmul %dx%dx%d%s" % (rows, depth, cols, " transpose_b" if transpose else "")
     # plan 14: fixed named dims in shapes and in a reshape
     b.dim("B", 2, False)
     b.dim("S", choice(rng, [3, 5]), False)
