@@ -990,8 +990,16 @@ void emitPackedGemm(Emitter &e, const Gemm &gemm, const MatrixView &a,
   });
 }
 
+/// A matmul whose operands are both matrices (rank >= 2) is split into
+/// tasks of kPackedBlockRows rows of one batch's product; otherwise it is one
+/// task.
+bool matmulTasks(attn::MatmulOp op) {
+  return cast<ShapedType>(op.getLhs().getType()).getRank() >= 2 &&
+         cast<ShapedType>(op.getRhs().getType()).getRank() >= 2;
+}
+
 void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
-                Value result, int64_t lanes) {
+                Value result, Value taskIndex, int64_t lanes) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   bool transposeB = op.getTransposeB();
@@ -1002,10 +1010,8 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   // [K, 1]; the added dim is absent from the result.
   bool hasRows = ra >= 2, hasCols = rb >= 2;
   int64_t batchRank = rc - hasRows - hasCols;
-  Gemm gemm;
-  gemm.rows = hasRows ? a[ra - 2] : e.index(1);
-  gemm.depth = a[ra - 1];
-  gemm.cols = !hasCols ? e.index(1) : transposeB ? bs[rb - 2] : bs[rb - 1];
+  SmallVector<Value> batchSizes(c.begin(), c.begin() + batchRank);
+  Value rows = hasRows ? a[ra - 2] : e.index(1);
   // The operand's batch indices for the result's batch indices.
   auto batchIndices = [&](Value operand, int64_t operandBatchRank,
                           ValueRange ivs) {
@@ -1018,85 +1024,114 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
     return indices;
   };
   bool readsAlongK = transposeB || !hasCols;
-  // Matrices of both operands take the packed GEMM where they have enough
-  // rows; its panel buffer is allocated once, outside the loops.
+  // Both operands matrices: the packed GEMM where a task has enough rows,
+  // its panel buffer allocated once, outside the branches.
+  bool tasks = matmulTasks(op);
   Value packed;
-  if (hasRows && hasCols)
+  if (tasks)
     packed = e.b.create<memref::AllocaOp>(
         e.loc,
         MemRefType::get({kDepthBlock * packedPanelCols(lanes)},
                         e.b.getF32Type()),
         e.b.getI64IntegerAttr(64));
-  auto run = [&] {
-    SmallVector<Value> batchSizes(c.begin(), c.begin() + batchRank);
-    e.loopNest(batchSizes, [&](ValueRange ivs) {
-      SmallVector<Value> aBatch = batchIndices(
-                             lhs, std::max<int64_t>(ra - 2, 0), ivs),
-                         bBatch = batchIndices(
-                             rhs, std::max<int64_t>(rb - 2, 0), ivs);
-      gemm.a = [&](Value i, Value k) {
-        SmallVector<Value> indices = aBatch;
-        if (hasRows)
-          indices.push_back(i);
+  // Rows [first, first + count) of the product at batch indices `ivs`.
+  auto product = [&](ValueRange ivs, Value first, Value count) {
+    SmallVector<Value> aBatch =
+                           batchIndices(lhs, std::max<int64_t>(ra - 2, 0), ivs),
+                       bBatch =
+                           batchIndices(rhs, std::max<int64_t>(rb - 2, 0), ivs);
+    auto row = [&](Value i) {
+      return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
+    };
+    Gemm gemm;
+    gemm.rows = count;
+    gemm.depth = a[ra - 1];
+    gemm.cols = !hasCols ? e.index(1) : transposeB ? bs[rb - 2] : bs[rb - 1];
+    gemm.a = [&](Value i, Value k) {
+      SmallVector<Value> indices = aBatch;
+      if (hasRows)
+        indices.push_back(row(i));
+      indices.push_back(k);
+      return e.load(lhs, indices);
+    };
+    gemm.b = [&](Value k, Value j) {
+      SmallVector<Value> indices = bBatch;
+      if (!hasCols)
         indices.push_back(k);
-        return e.load(lhs, indices);
-      };
-      gemm.b = [&](Value k, Value j) {
-        SmallVector<Value> indices = bBatch;
-        if (!hasCols)
-          indices.push_back(k);
-        else if (transposeB)
-          indices.append({j, k});
-        else
-          indices.append({k, j});
-        return e.load(rhs, indices);
-      };
-      gemm.bVector = [&](Value k, Value j) {
-        SmallVector<Value> indices = bBatch;
+      else if (transposeB)
+        indices.append({j, k});
+      else
         indices.append({k, j});
-        return e.loadVector(rhs, indices, kLanes);
-      };
-      gemm.store = [&](Value i, Value j, Value sum) {
-        SmallVector<Value> indices(ivs.begin(), ivs.end());
-        if (hasRows)
-          indices.push_back(i);
-        if (hasCols)
-          indices.push_back(j);
-        e.store(sum, result, indices);
-      };
-      auto small = [&] {
-        if (readsAlongK)
-          emitDotGemm(e, gemm);
-        else
-          emitVectorGemm(e, gemm);
-      };
-      if (!packed)
-        return small();
-      Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt,
-                                            gemm.rows, e.index(kPackedMinRows));
-      auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
-      OpBuilder::InsertionGuard guard(e.b);
-      e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
-      small();
-      e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-      auto append = [](ValueVec indices, Value x, Value y) {
-        indices.append({x, y});
-        return indices;
-      };
-      emitPackedGemm(
-          e, gemm,
-          {lhs, [&](Value i, Value k) { return append(aBatch, i, k); }},
-          {rhs,
-           [&](Value k, Value j) {
-             return transposeB ? append(bBatch, j, k) : append(bBatch, k, j);
-           }},
-          /*bAlongK=*/transposeB,
-          {result,
-           [&](Value i, Value j) { return append(ValueVec(ivs), i, j); }},
-          Value(), packed, lanes);
-    });
+      return e.load(rhs, indices);
+    };
+    gemm.bVector = [&](Value k, Value j) {
+      SmallVector<Value> indices = bBatch;
+      indices.append({k, j});
+      return e.loadVector(rhs, indices, kLanes);
+    };
+    gemm.store = [&](Value i, Value j, Value sum) {
+      SmallVector<Value> indices(ivs.begin(), ivs.end());
+      if (hasRows)
+        indices.push_back(row(i));
+      if (hasCols)
+        indices.push_back(j);
+      e.store(sum, result, indices);
+    };
+    auto small = [&] {
+      if (readsAlongK)
+        emitDotGemm(e, gemm);
+      else
+        emitVectorGemm(e, gemm);
+    };
+    if (!packed)
+      return small();
+    Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt,
+                                          count, e.index(kPackedMinRows));
+    auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    small();
+    e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    auto append = [](ValueVec indices, Value x, Value y) {
+      indices.append({x, y});
+      return indices;
+    };
+    emitPackedGemm(
+        e, gemm,
+        {lhs, [&](Value i, Value k) { return append(aBatch, row(i), k); }},
+        {rhs,
+         [&](Value k, Value j) {
+           return transposeB ? append(bBatch, j, k) : append(bBatch, k, j);
+         }},
+        /*bAlongK=*/transposeB,
+        {result,
+         [&](Value i, Value j) { return append(ValueVec(ivs), row(i), j); }},
+        Value(), packed, lanes);
   };
-  run();
+  if (!tasks)
+    return e.loopNest(batchSizes,
+                      [&](ValueRange ivs) { product(ivs, e.index(0), rows); });
+  // Task t: row block t mod blocks of batch t / blocks (row-major).
+  Value blocks =
+      e.b.create<arith::CeilDivUIOp>(e.loc, rows, e.index(kPackedBlockRows));
+  auto task = [&](Value t) {
+    Value batch = e.b.create<arith::DivUIOp>(e.loc, t, blocks);
+    Value first = e.b.create<arith::MulIOp>(
+        e.loc, e.b.create<arith::RemUIOp>(e.loc, t, blocks),
+        e.index(kPackedBlockRows));
+    Value count = e.b.create<arith::MinSIOp>(
+        e.loc, e.index(kPackedBlockRows),
+        e.b.create<arith::SubIOp>(e.loc, rows, first));
+    SmallVector<Value> ivs(batchRank);
+    for (int64_t d = batchRank - 1; d >= 0; --d) {
+      ivs[d] = e.b.create<arith::RemUIOp>(e.loc, batch, batchSizes[d]);
+      batch = e.b.create<arith::DivUIOp>(e.loc, batch, batchSizes[d]);
+    }
+    product(ivs, first, count);
+  };
+  if (taskIndex)
+    return task(taskIndex);
+  e.loop(e.b.create<arith::MulIOp>(e.loc, e.product(batchSizes), blocks), task);
 }
 
 /// Rows of x one task of a `linear` computes: the unit the projections of a
@@ -1216,6 +1251,17 @@ primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op,
                    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands) {
   Emitter e(builder, loc);
+  if (auto matmul = dyn_cast<attn::MatmulOp>(op);
+      matmul && matmulTasks(matmul)) {
+    // Every batch's product times ceil(M / rows per block).
+    SmallVector<Value> result = primitiveResultSizes(e, op, operands);
+    Value batches = e.product(ArrayRef<Value>(result).drop_back(2));
+    ArrayRef<Value> a = operands[0];
+    return builder.create<arith::MulIOp>(
+        loc, batches,
+        builder.create<arith::CeilDivUIOp>(loc, a[a.size() - 2],
+                                           e.index(kPackedBlockRows)));
+  }
   if (!isa<attn::LinearOp>(op))
     return e.index(1);
   // ceil(M / rows per task), M the product of x's leading dims.
@@ -1247,7 +1293,8 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
   Emitter e(builder, loc);
   Value result = results[0];
   if (auto matmul = dyn_cast<attn::MatmulOp>(op))
-    return emitMatmul(e, matmul, operands[0], operands[1], result, vectorWidth);
+    return emitMatmul(e, matmul, operands[0], operands[1], result, taskIndex,
+                      vectorWidth);
   if (auto linear = dyn_cast<attn::LinearOp>(op))
     return emitLinear(e, linear, operands[0], operands[1],
                       linear.getBias() ? operands[2] : Value(), result,
