@@ -875,11 +875,10 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   alpha = alloca(BQ);
   if (score == attn::ScoreKind::additive) {
     A = buf.queryWeight.sizes[0];
-    std::optional<int64_t> staticA = getConstantIntValue(A);
     raw = allocaTimes(Dk, BQ);
-    wqq = staticA ? alloca(*staticA * BQ) : alloca(e.mul(A, BQ));
-    wkk = staticA ? alloca(*staticA * BK) : alloca(e.mul(A, BK));
-    va = staticA ? alloca(*staticA) : alloca(A);
+    wqq = allocaTimes(A, BQ);
+    wkk = allocaTimes(A, BK);
+    va = allocaTimes(A, 1);
   } else {
     qt = allocaTimes(Dk, BQ);
     if (score == attn::ScoreKind::general)

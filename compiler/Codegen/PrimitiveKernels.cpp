@@ -611,11 +611,24 @@ void emitConcat(Emitter &e, attn::ConcatOp op, ValueRange inputs,
 // Products
 //===----------------------------------------------------------------------===//
 
-/// How one matrix product reads and writes its elements: a(i, k) and
+/// Where a product reads or writes a matrix: element (r, c) of A (i, k),
+/// B (k, j) or C (i, j) lies at `indices(r, c)` of `buffer`, whose last dim
+/// is contiguous.
+using ValueVec = SmallVector<Value>;
+struct MatrixView {
+  Value buffer;
+  std::function<ValueVec(Value, Value)> indices;
+};
+
+/// One matrix product C = A·B (+ bias[j] when there is a bias), M x N with
+/// depth K, over views of its operands (which the packed GEMM reads), and
+/// the register tiles' accessors gemmOver() derives from them: a(i, k) and
 /// b(k, j) give f32 values, bVector(k, j) the f32 vector b(k, j ..
 /// j + kLanes) (only for a B laid out [K, N]), store(i, j, sum) writes C.
 struct Gemm {
   Value rows, cols, depth; // M, N, K
+  MatrixView aView, bView, cView;
+  Value bias;
   std::function<Value(Value, Value)> a, b, bVector;
   std::function<void(Value, Value, Value)> store;
 };
@@ -623,6 +636,26 @@ struct Gemm {
 /// Lanes of the explicit vectors: 8 f32 fill an AVX2 register, and LLVM
 /// prefers 256-bit vectors on AVX-512 CPUs too.
 constexpr int64_t kLanes = 8;
+
+Gemm gemmOver(Emitter &e, Value rows, Value cols, Value depth, MatrixView a,
+              MatrixView b, MatrixView c, Value bias = Value()) {
+  Gemm gemm{rows, cols, depth, a, b, c, bias};
+  gemm.a = [&e, a](Value i, Value k) {
+    return e.load(a.buffer, a.indices(i, k));
+  };
+  gemm.b = [&e, b](Value k, Value j) {
+    return e.load(b.buffer, b.indices(k, j));
+  };
+  gemm.bVector = [&e, b](Value k, Value j) {
+    return e.loadVector(b.buffer, b.indices(k, j), kLanes);
+  };
+  gemm.store = [&e, c, bias](Value i, Value j, Value sum) {
+    if (bias)
+      sum = e.b.create<arith::AddFOp>(e.loc, sum, e.load(bias, {j}));
+    e.store(sum, c.buffer, c.indices(i, j));
+  };
+  return gemm;
+}
 /// Rows of C one register tile covers.
 constexpr int64_t kTileRows = 4;
 
@@ -792,23 +825,13 @@ constexpr int64_t packedPanelCols(int64_t lanes) { return 2 * lanes; }
 /// rows, packed 6.8 / 8.4 / 10.5 / 13.5).
 constexpr int64_t kPackedMinRows = 16;
 
-/// Where the packed GEMM reads or writes a matrix: element (r, c) of A (i,
-/// k), B (k, j) or C (i, j) lies at `indices(r, c)` of `buffer`, whose last
-/// dim is contiguous.
-using ValueVec = SmallVector<Value>;
-struct MatrixView {
-  Value buffer;
-  std::function<ValueVec(Value, Value)> indices;
-};
-
-/// C = A·B (+ bias[j] when `bias`) by the packed GEMM; with `bAlongK` B's
-/// memory runs along k (linear's W [N, K], a transposed matmul operand),
-/// else along j. `gemm` is the same product as dot products, for the
-/// columns past the last whole panel.
-void emitPackedGemm(Emitter &e, const Gemm &gemm, const MatrixView &a,
-                    const MatrixView &bMatrix, bool bAlongK,
-                    const MatrixView &c, Value bias, Value packed,
+/// `gemm` by the packed GEMM (the columns past the last whole panel by its
+/// dot products); with `bAlongK` B's memory runs along k (linear's W [N,
+/// K], a transposed matmul operand), else along j.
+void emitPackedGemm(Emitter &e, const Gemm &gemm, bool bAlongK, Value packed,
                     int64_t lanes) {
+  const MatrixView &a = gemm.aView, &bMatrix = gemm.bView, &c = gemm.cView;
+  Value bias = gemm.bias;
   int64_t panelCols = packedPanelCols(lanes);
   OpBuilder &b = e.b;
   Value rows = gemm.rows, cols = gemm.cols, depth = gemm.depth;
@@ -1043,40 +1066,36 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
     auto row = [&](Value i) {
       return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
     };
-    Gemm gemm;
-    gemm.rows = count;
-    gemm.depth = a[ra - 1];
-    gemm.cols = !hasCols ? e.index(1) : transposeB ? bs[rb - 2] : bs[rb - 1];
-    gemm.a = [&](Value i, Value k) {
-      SmallVector<Value> indices = aBatch;
-      if (hasRows)
-        indices.push_back(row(i));
-      indices.push_back(k);
-      return e.load(lhs, indices);
-    };
-    gemm.b = [&](Value k, Value j) {
-      SmallVector<Value> indices = bBatch;
-      if (!hasCols)
-        indices.push_back(k);
-      else if (transposeB)
-        indices.append({j, k});
-      else
-        indices.append({k, j});
-      return e.load(rhs, indices);
-    };
-    gemm.bVector = [&](Value k, Value j) {
-      SmallVector<Value> indices = bBatch;
-      indices.append({k, j});
-      return e.loadVector(rhs, indices, kLanes);
-    };
-    gemm.store = [&](Value i, Value j, Value sum) {
-      SmallVector<Value> indices(ivs.begin(), ivs.end());
-      if (hasRows)
-        indices.push_back(row(i));
-      if (hasCols)
-        indices.push_back(j);
-      e.store(sum, result, indices);
-    };
+    MatrixView aView{lhs, [&](Value i, Value k) {
+                       ValueVec indices = aBatch;
+                       if (hasRows)
+                         indices.push_back(row(i));
+                       indices.push_back(k);
+                       return indices;
+                     }};
+    MatrixView bView{rhs, [&](Value k, Value j) {
+                       ValueVec indices = bBatch;
+                       if (!hasCols)
+                         indices.push_back(k);
+                       else if (transposeB)
+                         indices.append({j, k});
+                       else
+                         indices.append({k, j});
+                       return indices;
+                     }};
+    MatrixView cView{result, [&](Value i, Value j) {
+                       ValueVec indices(ivs.begin(), ivs.end());
+                       if (hasRows)
+                         indices.push_back(row(i));
+                       if (hasCols)
+                         indices.push_back(j);
+                       return indices;
+                     }};
+    Gemm gemm = gemmOver(e, count,
+                         !hasCols     ? e.index(1)
+                         : transposeB ? bs[rb - 2]
+                                      : bs[rb - 1],
+                         a[ra - 1], aView, bView, cView);
     auto small = [&] {
       if (readsAlongK)
         emitDotGemm(e, gemm);
@@ -1092,21 +1111,7 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
     e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
     small();
     e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    auto append = [](ValueVec indices, Value x, Value y) {
-      indices.append({x, y});
-      return indices;
-    };
-    emitPackedGemm(
-        e, gemm,
-        {lhs, [&](Value i, Value k) { return append(aBatch, row(i), k); }},
-        {rhs,
-         [&](Value k, Value j) {
-           return transposeB ? append(bBatch, j, k) : append(bBatch, k, j);
-         }},
-        /*bAlongK=*/transposeB,
-        {result,
-         [&](Value i, Value j) { return append(ValueVec(ivs), row(i), j); }},
-        Value(), packed, lanes);
+    emitPackedGemm(e, gemm, /*bAlongK=*/transposeB, packed, lanes);
   };
   if (!tasks)
     return e.loopNest(batchSizes,
@@ -1166,40 +1171,29 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   // A few rows (decoding) cannot repay packing the weight: dot products.
   Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt, count,
                                         e.index(kPackedMinRows));
-  Gemm gemm;
-  gemm.rows = count;
-  gemm.cols = w[0];
-  gemm.depth = depth;
   auto row = [&](Value i) {
     return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
   };
-  gemm.a = [&](Value i, Value k) { return e.load(input2, {row(i), k}); };
-  gemm.b = [&](Value k, Value j) { return e.load(weight, {j, k}); };
-  gemm.store = [&](Value i, Value j, Value sum) {
-    if (bias)
-      sum = e.b.create<arith::AddFOp>(e.loc, sum, e.load(bias, {j}));
-    e.store(sum, result2, {row(i), j});
-  };
+  Gemm gemm = gemmOver(e, count, w[0], depth,
+                       {input2,
+                        [&](Value i, Value k) {
+                          return ValueVec{row(i), k};
+                        }},
+                       {weight,
+                        [&](Value k, Value j) {
+                          return ValueVec{j, k};
+                        }},
+                       {result2,
+                        [&](Value i, Value j) {
+                          return ValueVec{row(i), j};
+                        }},
+                       bias);
   auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(e.b);
   e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
   emitDotGemm(e, gemm);
   e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-  emitPackedGemm(e, gemm,
-                 {input2,
-                  [&](Value i, Value k) {
-                    return ValueVec{row(i), k};
-                  }},
-                 {weight,
-                  [&](Value k, Value j) {
-                    return ValueVec{j, k};
-                  }},
-                 /*bAlongK=*/true,
-                 {result2,
-                  [&](Value i, Value j) {
-                    return ValueVec{row(i), j};
-                  }},
-                 bias, packed, lanes);
+  emitPackedGemm(e, gemm, /*bAlongK=*/true, packed, lanes);
 }
 
 } // namespace

@@ -622,9 +622,7 @@ private:
     int64_t length = projectionLength(op);
     Value warp =
         a.div(b.create<gpu::ThreadIdOp>(gpu::Dimension::x), a.constant(32));
-    Value base = b.create<LLVM::AddressOfOp>(
-        LLVM::LLVMPointerType::get(b.getContext(), 3), sharedSymbol);
-    Value slice = sharedF32(base, a.mul(warp, a.constant(length)));
+    Value slice = sharedF32(shared(), a.mul(warp, a.constant(length)));
     if (op.getScore() == ScoreKind::general) {
       // Lanes over e, each reading a row of W along its lanes.
       auto each = b.create<scf::ForOp>(lane, Dk, a.constant(32));
@@ -980,8 +978,9 @@ private:
     return xorReduce(x, isMax, kQuadLanes);
   }
 
-  /// Shared memory of the staged kernel: K's block, then V's, rows of
-  /// stagedRow(D) 16-bit elements.
+  /// The kernel's shared memory (sharedSymbol): the staged kernel's K block,
+  /// then V's, rows of stagedRow(D) 16-bit elements; or the SIMT kernel's
+  /// projected queries, f32.
   Value shared() {
     return b.create<LLVM::AddressOfOp>(
         LLVM::LLVMPointerType::get(b.getContext(), 3), sharedSymbol);
