@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -40,11 +41,13 @@
 #include <attnc/attnrt.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <stdexcept>
 
 namespace attnc {
 
 #define GEN_PASS_DEF_BUILDENTRYPASS
+#define GEN_PASS_DEF_BUILDCUDAENTRYPASS
 #include "Codegen/Passes.h.inc"
 
 using namespace mlir;
@@ -81,12 +84,37 @@ int64_t elementBytes(Type element) {
   return (element.getIntOrFloatBitWidth() + 7) / 8;
 }
 
+/// The attnrt_dtype of a buffer's elements (attnrt.h numbers them).
+int32_t abiDType(Type element) {
+  if (element.isF32())
+    return ATTNRT_F32;
+  if (element.isF16())
+    return ATTNRT_F16;
+  if (element.isBF16())
+    return ATTNRT_BF16;
+  if (element.isInteger(32))
+    return ATTNRT_I32;
+  if (element.isInteger(1) || element.isInteger(8))
+    return ATTNRT_BOOL;
+  throw std::logic_error("no attnrt_dtype for a tensor element type");
+}
+
+/// Threads per block of a CUDA kernel of a primitive op.
+constexpr int64_t kPrimitiveBlockThreads = 256;
+/// The most 64-bit parameters libattnrt launches a CUDA function with.
+constexpr int64_t kMaxCudaWords = 64;
+
 class KernelModuleBuilder {
 public:
-  KernelModuleBuilder(ModuleOp module, const AttentionTiling &tiling)
-      : module(module), tiling(tiling), builder(module.getContext()),
-        loc(module.getLoc()), ptrType(LLVM::LLVMPointerType::get(
-                                   module.getContext())) {}
+  /// With `gpuModule`, the entry of a CUDA kernel (attn-build-cuda-entry):
+  /// ops run on the device, the other ops' kernels go into `gpuModule`.
+  KernelModuleBuilder(ModuleOp module, const AttentionTiling &tiling,
+                      gpu::GPUModuleOp gpuModule = {},
+                      int64_t primitiveGrid = 0)
+      : module(module), tiling(tiling), gpuModule(gpuModule),
+        primitiveGrid(primitiveGrid), builder(module.getContext()),
+        loc(module.getLoc()),
+        ptrType(LLVM::LLVMPointerType::get(module.getContext())) {}
 
   /// Fails (with a diagnostic) on a module importGraph did not make.
   LogicalResult build();
@@ -94,13 +122,20 @@ public:
 private:
   ModuleOp module;
   AttentionTiling tiling;
+  gpu::GPUModuleOp gpuModule;
+  /// attn-build-entry's primitive-grid: primitives as CUDA threads' code.
+  int64_t primitiveGrid;
   std::string name; ///< The graph's: NAME_entry, NAME_k0, ...
   OpBuilder builder;
   Location loc;
   Type ptrType;
   func::FuncOp entry;
   LLVM::LLVMFuncOp parallelFor, allocate, invocationThreads;
+  LLVM::LLVMFuncOp cudaLaunch, cudaAttention; ///< CUDA kernels only.
+  int attentionCount = 0, primitiveCount = 0;
+  gpu::GPUFuncOp copyKernel; ///< NAME_copy, made when needed.
   Block *outOfMemory = nullptr;
+  Block *returnStatus = nullptr; ///< Returns its i32 argument.
   Value invocation;
   DenseMap<Value, BufferRef> buffers;
   DenseMap<Value, Value> indexValues;
@@ -129,6 +164,16 @@ private:
   }
 
   void declareRuntime();
+  /// Returns a nonzero `status` (i32) from the entry at once.
+  void returnIfFailed(Value status);
+  /// The CUDA kernel of a primitive `op` with `words` i64 parameters
+  /// (ClosureLayout's words), in gpuModule.
+  gpu::GPUFuncOp buildDeviceKernel(Operation *op, const ClosureLayout &layout);
+  /// NAME_copy(to, from, bytes): bytes copied by the grid's stride.
+  gpu::GPUFuncOp buildCopyKernel();
+  /// The launches of `op` on the device: its words are in `closure`.
+  void launchOnDevice(Operation *op, const ClosureLayout &layout, Value closure,
+                      ArrayRef<SmallVector<Value>> sizes);
   Value allocateBytes(Value bytes);
   BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
   void buildKernel(Operation *op);
@@ -141,15 +186,30 @@ private:
 void KernelModuleBuilder::declareRuntime() {
   MLIRContext *context = module.getContext();
   Type voidType = LLVM::LLVMVoidType::get(context);
-  Type i64Type = builder.getI64Type();
+  Type i64Type = builder.getI64Type(), i32Type = builder.getI32Type();
   builder.setInsertionPointToEnd(module.getBody());
+  auto declareAllocate = [&] {
+    allocate = builder.create<LLVM::LLVMFuncOp>(
+        loc, "attnrt_allocate",
+        LLVM::LLVMFunctionType::get(ptrType, {ptrType, i64Type}));
+  };
+  if (gpuModule) {
+    declareAllocate();
+    cudaLaunch = builder.create<LLVM::LLVMFuncOp>(
+        loc, "attnrt_cuda_launch",
+        LLVM::LLVMFunctionType::get(
+            i32Type, {ptrType, i32Type, i64Type, ptrType, i32Type}));
+    cudaAttention = builder.create<LLVM::LLVMFuncOp>(
+        loc, "attnrt_cuda_run_attention",
+        LLVM::LLVMFunctionType::get(i32Type,
+                                    {ptrType, i32Type, ptrType, i32Type}));
+    return;
+  }
   parallelFor = builder.create<LLVM::LLVMFuncOp>(
       loc, "attnrt_parallel_for",
       LLVM::LLVMFunctionType::get(voidType,
                                   {ptrType, i64Type, ptrType, ptrType}));
-  allocate = builder.create<LLVM::LLVMFuncOp>(
-      loc, "attnrt_allocate",
-      LLVM::LLVMFunctionType::get(ptrType, {ptrType, i64Type}));
+  declareAllocate();
   invocationThreads = builder.create<LLVM::LLVMFuncOp>(
       loc, "attnrt_invocation_threads",
       LLVM::LLVMFunctionType::get(i64Type, {ptrType}));
@@ -218,6 +278,69 @@ Value memrefFromPointer(OpBuilder &builder, Location loc, Value pointer,
       .create<UnrealizedConversionCastOp>(loc, TypeRange{type},
                                           ValueRange{descriptor})
       .getResult(0);
+}
+
+/// What a closure's words hold (ClosureLayout), as values of a task or a
+/// device kernel: `end` is the first word after the index operands.
+struct ClosureValues {
+  SmallVector<Value> pointers;
+  SmallVector<SmallVector<Value>> sizes; ///< Constants where static.
+  SmallVector<Value> indexOperands;
+  int64_t end = 0;
+};
+
+/// Reads a closure's words, `word(slot, type)` giving word `slot` as a
+/// pointer or an i64.
+ClosureValues readClosure(OpBuilder &builder, Location loc,
+                          const ClosureLayout &layout,
+                          function_ref<Value(int64_t, Type)> word) {
+  Type ptrType = LLVM::LLVMPointerType::get(builder.getContext());
+  Type indexType = builder.getIndexType(), i64Type = builder.getI64Type();
+  ClosureValues values;
+  int64_t &slot = values.end;
+  for (size_t t = 0; t < layout.tensors.size(); ++t)
+    values.pointers.push_back(word(slot++, ptrType));
+  for (RankedTensorType type : layout.tensors) {
+    SmallVector<Value> dims;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      Value loaded = word(slot++, i64Type);
+      dims.push_back(
+          type.isDynamicDim(d)
+              ? builder.create<arith::IndexCastOp>(loc, indexType, loaded)
+                    .getResult()
+              : builder.create<arith::ConstantIndexOp>(loc, type.getDimSize(d))
+                    .getResult());
+    }
+    values.sizes.push_back(dims);
+  }
+  for (int64_t i = 0; i < layout.indexOperands; ++i)
+    values.indexOperands.push_back(builder.create<arith::IndexCastOp>(
+        loc, indexType, word(slot++, i64Type)));
+  return values;
+}
+
+/// A primitive op's operands (memrefs of its tensors, its index operands)
+/// and results (memrefs) from its closure's values.
+void primitiveBuffers(OpBuilder &builder, Location loc, Operation *op,
+                      const ClosureValues &words,
+                      SmallVectorImpl<Value> &operands,
+                      SmallVectorImpl<Value> &results) {
+  size_t tensor = 0, index = 0;
+  auto memref = [&](RankedTensorType type) {
+    auto memrefType = MemRefType::get(type.getShape(), bufferElementType(type));
+    Value value = memrefFromPointer(builder, loc, words.pointers[tensor],
+                                    memrefType, words.sizes[tensor]);
+    ++tensor;
+    return value;
+  };
+  for (Value operand : op->getOperands()) {
+    if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
+      operands.push_back(memref(type));
+    else
+      operands.push_back(words.indexOperands[index++]);
+  }
+  for (Value result : op->getResults())
+    results.push_back(memref(cast<RankedTensorType>(result.getType())));
 }
 
 /// The attention operands as flat buffers, matched to the op's operand
@@ -325,33 +448,15 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
   Value taskIndex = builder.create<arith::IndexCastOp>(
       opLoc, builder.getIndexType(), body->getArgument(1));
 
-  // Read the words back: pointers, then sizes (constants where static).
-  int64_t slot = 0;
-  SmallVector<Value> pointers;
-  for (size_t t = 0; t < layout.tensors.size(); ++t)
-    pointers.push_back(
-        builder.create<LLVM::LoadOp>(opLoc, ptrType, word(closure, slot++)));
-  SmallVector<SmallVector<Value>> sizes;
-  for (RankedTensorType type : layout.tensors) {
-    SmallVector<Value> dims;
-    for (int64_t d = 0; d < type.getRank(); ++d) {
-      Value loaded = builder.create<LLVM::LoadOp>(
-          opLoc, builder.getI64Type(), word(closure, slot++));
-      dims.push_back(type.isDynamicDim(d)
-                         ? builder
-                               .create<arith::IndexCastOp>(
-                                   opLoc, builder.getIndexType(), loaded)
-                               .getResult()
-                         : indexConstant(type.getDimSize(d)));
-    }
-    sizes.push_back(dims);
-  }
-  SmallVector<Value> indexOperands;
-  for (int64_t i = 0; i < layout.indexOperands; ++i)
-    indexOperands.push_back(builder.create<arith::IndexCastOp>(
-        opLoc, builder.getIndexType(),
-        builder.create<LLVM::LoadOp>(opLoc, builder.getI64Type(),
-                                     word(closure, slot++))));
+  // Read the words back.
+  ClosureValues words =
+      readClosure(builder, opLoc, layout, [&](int64_t slot, Type type) {
+        return builder.create<LLVM::LoadOp>(opLoc, type, word(closure, slot))
+            .getResult();
+      });
+  SmallVector<Value> &pointers = words.pointers;
+  SmallVector<SmallVector<Value>> &sizes = words.sizes;
+  int64_t slot = words.end;
 
   if (auto attention = dyn_cast<attn::AttentionOp>(op)) {
     SmallVector<AttentionBuffers::Buffer> inOrder;
@@ -378,25 +483,13 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
                         tiling, tiled, taskIndex, split);
   } else {
     SmallVector<Value> operands, results;
-    size_t tensor = 0, index = 0;
-    auto memref = [&](RankedTensorType type) {
-      auto memrefType =
-          MemRefType::get(type.getShape(), bufferElementType(type));
-      Value value = memrefFromPointer(builder, opLoc, pointers[tensor],
-                                      memrefType, sizes[tensor]);
-      ++tensor;
-      return value;
-    };
-    for (Value operand : op->getOperands()) {
-      if (auto type = dyn_cast<RankedTensorType>(operand.getType()))
-        operands.push_back(memref(type));
-      else
-        operands.push_back(indexOperands[index++]);
-    }
-    for (Value result : op->getResults())
-      results.push_back(memref(cast<RankedTensorType>(result.getType())));
-    emitPrimitive(builder, opLoc, op, operands, results, taskIndex,
-                  tiling.vectorWidth);
+    primitiveBuffers(builder, opLoc, op, words, operands, results);
+    if (primitiveGrid)
+      emitPrimitiveOnDevice(builder, opLoc, op, operands, results,
+                            {taskIndex, indexConstant(primitiveGrid)});
+    else
+      emitPrimitive(builder, opLoc, op, operands, results, taskIndex,
+                    tiling.vectorWidth);
   }
   // Wherever the emitters left the builder, the task ends here.
   builder.setInsertionPointToEnd(body);
@@ -452,7 +545,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   }
 
   // The closure: an array of words in the entry's frame.
-  layout.keySplit = isa<attn::AttentionOp>(op);
+  layout.keySplit = !gpuModule && isa<attn::AttentionOp>(op);
   Value closure;
   {
     OpBuilder::InsertionGuard guard(builder);
@@ -468,6 +561,8 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
       builder.create<LLVM::StoreOp>(loc, i64(size), word(closure, slot++));
   for (Value value : indexOperands)
     builder.create<LLVM::StoreOp>(loc, i64(value), word(closure, slot++));
+  if (gpuModule)
+    return launchOnDevice(op, layout, closure, sizes);
 
   Value count;
   OwningOpRef<ModuleOp> scratch;
@@ -517,7 +612,8 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     builder.create<LLVM::StoreOp>(loc, i64(parts), word(closure, slot++));
     builder.create<LLVM::StoreOp>(loc, partials, word(closure, slot++));
   } else {
-    count = primitiveTaskCount(builder, loc, op, operandSizes);
+    count = primitiveGrid ? indexConstant(primitiveGrid)
+                          : primitiveTaskCount(builder, loc, op, operandSizes);
   }
   auto run = [&](func::FuncOp task, Value tasks) {
     Value function = builder.create<func::ConstantOp>(
@@ -540,6 +636,195 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     run(buildTask(op, layout, tiled, /*merge=*/true),
         builder.create<arith::SelectOp>(loc, split, count, indexConstant(0)));
   }
+}
+
+void KernelModuleBuilder::returnIfFailed(Value status) {
+  Value zero = builder.create<LLVM::ConstantOp>(loc, builder.getI32Type(),
+                                                builder.getI32IntegerAttr(0));
+  Value bad =
+      builder.create<LLVM::ICmpOp>(loc, LLVM::ICmpPredicate::ne, status, zero);
+  Block *current = builder.getInsertionBlock();
+  Block *next = builder.createBlock(current->getParent());
+  builder.setInsertionPointToEnd(current);
+  builder.create<cf::CondBranchOp>(loc, bad, returnStatus, ValueRange{status},
+                                   next, ValueRange{});
+  builder.setInsertionPointToStart(next);
+}
+
+/// The grid's threads: this thread's index and their count (index values).
+DeviceThreads gridThreads(OpBuilder &builder, Location loc) {
+  auto x = gpu::Dimension::x;
+  Value block = builder.create<gpu::BlockDimOp>(loc, x);
+  Value index = builder.create<arith::AddIOp>(
+      loc,
+      builder.create<arith::MulIOp>(loc, builder.create<gpu::BlockIdOp>(loc, x),
+                                    block),
+      builder.create<gpu::ThreadIdOp>(loc, x));
+  Value count = builder.create<arith::MulIOp>(
+      loc, builder.create<gpu::GridDimOp>(loc, x), block);
+  return {index, count};
+}
+
+/// An empty kernel of `words` i64 parameters at the end of `gpuModule`,
+/// the builder inside it.
+gpu::GPUFuncOp createDeviceKernel(OpBuilder &builder, Location loc,
+                                  gpu::GPUModuleOp gpuModule, StringRef name,
+                                  int64_t words, int64_t function) {
+  builder.setInsertionPoint(gpuModule.getBody()->getTerminator());
+  SmallVector<Type> types(words, builder.getI64Type());
+  auto kernel = builder.create<gpu::GPUFuncOp>(
+      loc, name, builder.getFunctionType(types, {}));
+  kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                  builder.getUnitAttr());
+  kernel->setAttr("attn.block",
+                  builder.getI64ArrayAttr({kPrimitiveBlockThreads, 1, 1}));
+  kernel->setAttr("attn.function", builder.getI64IntegerAttr(function));
+  kernel->setAttr("attn.words", builder.getI64IntegerAttr(words));
+  builder.setInsertionPointToStart(&kernel.getBody().front());
+  return kernel;
+}
+
+gpu::GPUFuncOp
+KernelModuleBuilder::buildDeviceKernel(Operation *op,
+                                       const ClosureLayout &layout) {
+  OpBuilder::InsertionGuard guard(builder);
+  Location opLoc = op->getLoc();
+  int64_t words = layout.words();
+  std::string node = op->getName().stripDialect().str();
+  if (auto name = dyn_cast<NameLoc>(opLoc))
+    node = name.getName().str();
+  if (words > kMaxCudaWords) {
+    op->emitError() << op->getName().stripDialect() << " would take " << words
+                    << " kernel parameters; CUDA kernels of attnc take at "
+                    << "most " << kMaxCudaWords;
+    throw std::runtime_error("too many kernel parameters");
+  }
+  auto kernel = createDeviceKernel(builder, opLoc, gpuModule,
+                                   name + "_p" + std::to_string(primitiveCount),
+                                   words, primitiveCount);
+  kernel->setAttr("attn.node", builder.getStringAttr(node));
+  Block &body = kernel.getBody().front();
+  ClosureValues values =
+      readClosure(builder, opLoc, layout, [&](int64_t slot, Type type) {
+        Value word = body.getArgument(slot);
+        return type == ptrType
+                   ? builder.create<LLVM::IntToPtrOp>(opLoc, ptrType, word)
+                         .getResult()
+                   : word;
+      });
+  SmallVector<Value> operands, results;
+  primitiveBuffers(builder, opLoc, op, values, operands, results);
+  emitPrimitiveOnDevice(builder, opLoc, op, operands, results,
+                        gridThreads(builder, opLoc));
+  builder.setInsertionPointToEnd(&body);
+  builder.create<gpu::ReturnOp>(opLoc);
+  ++primitiveCount;
+  return kernel;
+}
+
+gpu::GPUFuncOp KernelModuleBuilder::buildCopyKernel() {
+  OpBuilder::InsertionGuard guard(builder);
+  auto kernel = createDeviceKernel(builder, loc, gpuModule, name + "_copy",
+                                   /*words=*/3, primitiveCount++);
+  Block &body = kernel.getBody().front();
+  auto bytes = [&](Value word, Value count) {
+    Value pointer = builder.create<LLVM::IntToPtrOp>(loc, ptrType, word);
+    return memrefFromPointer(
+        builder, loc, pointer,
+        MemRefType::get({ShapedType::kDynamic}, builder.getI8Type()), {count});
+  };
+  Value count = builder.create<arith::IndexCastOp>(loc, builder.getIndexType(),
+                                                   body.getArgument(2));
+  Value to = bytes(body.getArgument(0), count),
+        from = bytes(body.getArgument(1), count);
+  DeviceThreads threads = gridThreads(builder, loc);
+  auto loop =
+      builder.create<scf::ForOp>(loc, threads.index, count, threads.count);
+  builder.setInsertionPoint(loop.getBody()->getTerminator());
+  Value at = loop.getInductionVar();
+  builder.create<memref::StoreOp>(
+      loc, builder.create<memref::LoadOp>(loc, from, at), to, at);
+  builder.setInsertionPointToEnd(&body);
+  builder.create<gpu::ReturnOp>(loc);
+  return kernel;
+}
+
+// attnrt_tensor as the entry writes it: {data, dtype, rank, shape, strides}.
+static_assert(offsetof(attnrt_tensor, data) == 0 &&
+              offsetof(attnrt_tensor, dtype) == 8 &&
+              offsetof(attnrt_tensor, rank) == 12 &&
+              offsetof(attnrt_tensor, shape) == 16 &&
+              offsetof(attnrt_tensor, strides) == 24 &&
+              sizeof(attnrt_tensor) == 32);
+
+void KernelModuleBuilder::launchOnDevice(Operation *op,
+                                         const ClosureLayout &layout,
+                                         Value closure,
+                                         ArrayRef<SmallVector<Value>> sizes) {
+  MLIRContext *context = module.getContext();
+  Type i32Type = builder.getI32Type();
+  auto i32 = [&](int64_t value) -> Value {
+    return builder.create<LLVM::ConstantOp>(loc, i32Type,
+                                            builder.getI32IntegerAttr(value));
+  };
+  auto attention = dyn_cast<attn::AttentionOp>(op);
+  if (!attention) {
+    buildDeviceKernel(op, layout);
+    // As many threads as the result has elements.
+    Value threads = constantI64(1);
+    for (Value size : sizes.back())
+      threads = builder.create<LLVM::MulOp>(loc, threads, i64(size));
+    returnIfFailed(builder
+                       .create<LLVM::CallOp>(
+                           loc, cudaLaunch,
+                           ValueRange{invocation, i32(primitiveCount - 1),
+                                      threads, closure, i32(layout.words())})
+                       .getResult());
+    return;
+  }
+  // The op's tensors in kernel order as attnrt_tensors, their shapes the
+  // sizes among the closure's words (tensor t's from word
+  // firstSize[t]).
+  SmallVector<Value> all(op->getOperands());
+  llvm::append_range(all, op->getResults());
+  SmallVector<int64_t> firstSize;
+  int64_t slot = all.size();
+  for (RankedTensorType type : layout.tensors) {
+    firstSize.push_back(slot);
+    slot += type.getRank();
+  }
+  SmallVector<Value> tensors = attn::gpuKernelTensors(attention);
+  auto tensorType = LLVM::LLVMStructType::getLiteral(
+      context, {ptrType, i32Type, i32Type, ptrType, ptrType});
+  Value array;
+  {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(&entry.getBody().front());
+    array = builder.create<LLVM::AllocaOp>(loc, ptrType, tensorType,
+                                           constantI64(tensors.size()), 8);
+  }
+  Value null = builder.create<LLVM::ZeroOp>(loc, ptrType);
+  for (auto [k, tensor] : llvm::enumerate(tensors)) {
+    size_t t = llvm::find(all, tensor) - all.begin();
+    auto type = cast<RankedTensorType>(tensor.getType());
+    Value fields[] = {
+        builder.create<LLVM::LoadOp>(loc, ptrType, word(closure, t)),
+        i32(abiDType(type.getElementType())), i32(type.getRank()),
+        word(closure, firstSize[t]), null};
+    for (auto [f, value] : llvm::enumerate(fields)) {
+      Value at = builder.create<LLVM::GEPOp>(
+          loc, ptrType, tensorType, array,
+          ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(k),
+                                 static_cast<int32_t>(f)});
+      builder.create<LLVM::StoreOp>(loc, value, at);
+    }
+  }
+  returnIfFailed(
+      builder
+          .create<LLVM::CallOp>(loc, cudaAttention,
+                                ValueRange{invocation, i32(attentionCount++),
+                                           array, i32(tensors.size())})
+          .getResult());
 }
 
 LogicalResult KernelModuleBuilder::build() {
@@ -584,6 +869,11 @@ LogicalResult KernelModuleBuilder::build() {
   builder.create<func::ReturnOp>(
       loc, ValueRange{builder.create<arith::ConstantIntOp>(
                loc, ATTNRT_OUT_OF_MEMORY, 32)});
+  if (gpuModule) {
+    returnStatus = builder.createBlock(&entry.getBody(), entry.getBody().end(),
+                                       {builder.getI32Type()}, {loc});
+    builder.create<func::ReturnOp>(loc, returnStatus->getArguments());
+  }
   builder.setInsertionPointToEnd(body);
 
   // Run-time sizes, then the input buffers with their sizes.
@@ -626,8 +916,37 @@ LogicalResult KernelModuleBuilder::build() {
     const BufferRef &ref = buffers.at(value);
     Value bytes =
         byteSize(cast<RankedTensorType>(value.getType()), ref.sizes);
-    builder.create<LLVM::MemcpyOp>(loc, pointer, ref.pointer, bytes,
-                                   /*isVolatile=*/false);
+    if (!gpuModule) {
+      builder.create<LLVM::MemcpyOp>(loc, pointer, ref.pointer, bytes,
+                                     /*isVolatile=*/false);
+      continue;
+    }
+    // Device memory: NAME_copy's words (to, from, bytes), a thread a byte.
+    if (!copyKernel)
+      copyKernel = buildCopyKernel();
+    Value words;
+    {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(&entry.getBody().front());
+      words = builder.create<LLVM::AllocaOp>(loc, ptrType, builder.getI64Type(),
+                                             constantI64(3), 8);
+    }
+    builder.create<LLVM::StoreOp>(loc, pointer, word(words, 0));
+    builder.create<LLVM::StoreOp>(loc, ref.pointer, word(words, 1));
+    builder.create<LLVM::StoreOp>(loc, bytes, word(words, 2));
+    Type i32Type = builder.getI32Type();
+    auto i32 = [&](int64_t value) -> Value {
+      return builder.create<LLVM::ConstantOp>(loc, i32Type,
+                                              builder.getI32IntegerAttr(value));
+    };
+    int64_t function =
+        copyKernel->getAttrOfType<IntegerAttr>("attn.function").getInt();
+    returnIfFailed(
+        builder
+            .create<LLVM::CallOp>(
+                loc, cudaLaunch,
+                ValueRange{invocation, i32(function), bytes, words, i32(3)})
+            .getResult());
   }
   builder.create<func::ReturnOp>(
       loc,
@@ -666,11 +985,17 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
                                  "option must be >= 1");
         return signalPassFailure();
       }
+    if (primitiveGrid < 0) {
+      getOperation().emitError("attn-build-entry: primitive-grid must be "
+                               ">= 0");
+      return signalPassFailure();
+    }
     // Kernel builders report a module they cannot lower by throwing; catch
     // here, before the exception would cross libMLIR's frames.
     try {
       if (failed(KernelModuleBuilder(getOperation(),
-                                     AttentionTiling::from(schedule))
+                                     AttentionTiling::from(schedule), {},
+                                     primitiveGrid)
                      .build()))
         return signalPassFailure();
     } catch (const std::exception &error) {
@@ -680,10 +1005,45 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
   }
 };
 
+/// attn-build-cuda-entry: the entry of attn-build-entry, its ops launched
+/// on a CUDA device, the kernels beside attn-lower-to-gpu's.
+struct BuildCudaEntryPass : impl::BuildCudaEntryPassBase<BuildCudaEntryPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (functions.size() != 1) {
+      module.emitError("attn-build-cuda-entry: expected one graph function");
+      return signalPassFailure();
+    }
+    // attn-lower-to-gpu{entry}'s module, or a new one (no attention op).
+    std::string gpuName = (functions.front().getSymName() + "_gpu").str();
+    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(gpuName);
+    if (!gpuModule) {
+      OpBuilder top(module.getBodyRegion());
+      gpuModule = top.create<gpu::GPUModuleOp>(module.getLoc(), gpuName);
+    }
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    UnitAttr::get(module.getContext()));
+    try {
+      if (failed(KernelModuleBuilder(module, AttentionTiling(), gpuModule)
+                     .build()))
+        return signalPassFailure();
+    } catch (const std::exception &error) {
+      module.emitError("attn-build-cuda-entry: ") << error.what();
+      return signalPassFailure();
+    }
+    if (failed(attn::lowerMathForPtx(gpuModule)))
+      return signalPassFailure();
+  }
+};
+
 } // namespace
-void buildKernels(ModuleOp module, const AttentionSchedule &schedule) {
+void buildKernels(ModuleOp module, const AttentionSchedule &schedule,
+                  int64_t primitiveGrid) {
   PassManager pm(module.getContext());
-  pm.addPass(createBuildEntryPass(buildEntryOptions(schedule)));
+  BuildEntryPassOptions options = buildEntryOptions(schedule);
+  options.primitiveGrid = primitiveGrid;
+  pm.addPass(createBuildEntryPass(options));
   std::string diagnostics;
   if (failed(collectingDiagnostics(*module.getContext(), diagnostics,
                                    [&] { return pm.run(module); })))

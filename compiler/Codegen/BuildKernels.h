@@ -36,10 +36,12 @@ namespace attnc {
 /// `NAME_kernel` is added to the LLVM IR later (KernelDescriptor.h).
 BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule);
 
-/// Runs attn-build-entry with `schedule`'s options on `module`. Throws
-/// std::logic_error with the pass's diagnostics when it fails (a module
-/// importGraph + runAttnPipeline did not make).
-void buildKernels(mlir::ModuleOp module, const AttentionSchedule &schedule);
+/// Runs attn-build-entry with `schedule`'s options (and `primitiveGrid`, see
+/// the pass) on `module`. Throws std::logic_error with the pass's
+/// diagnostics when it fails (a module importGraph + runAttnPipeline did not
+/// make).
+void buildKernels(mlir::ModuleOp module, const AttentionSchedule &schedule,
+                  int64_t primitiveGrid = 0);
 
 /// Runs attn-tile-attention on `module` as attn-build-entry tiles each
 /// attention op for its tasks: query heads of a kv head packed into the

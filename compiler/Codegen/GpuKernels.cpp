@@ -1,7 +1,9 @@
 //===- GpuKernels.cpp - Fused attention graphs as CUDA kernels ------------===//
 
 #include "Codegen/GpuKernels.h"
+#include "Codegen/Passes.h"
 
+#include "Attn/IR/AttnOps.h"
 #include "Attn/Transforms/Passes.h"
 #include "Support/Error.h"
 
@@ -182,9 +184,27 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
   });
 
   GpuCompiled compiled;
+  // Ops outside attention, or an output no attention op computes (an input,
+  // one value returned twice): host code runs the graph and copies
+  // (attn-build-cuda-entry).
+  llvm::DenseSet<mlir::Value> returned;
+  module.walk([&](mlir::Operation *op) {
+    if (llvm::isa<mlir::attn::AttnDialect>(op->getDialect()) &&
+        !llvm::isa<mlir::attn::AttentionOp>(op))
+      compiled.hasEntry = true;
+    if (llvm::isa<mlir::func::ReturnOp>(op))
+      for (mlir::Value value : op->getOperands())
+        if (!value.getDefiningOp<mlir::attn::AttentionOp>() ||
+            !returned.insert(value).second)
+          compiled.hasEntry = true;
+  });
   {
     mlir::PassManager pm(&context);
-    pm.addPass(mlir::attn::createLowerToGpuPass());
+    mlir::attn::LowerToGpuPassOptions options;
+    options.entry = compiled.hasEntry;
+    pm.addPass(mlir::attn::createLowerToGpuPass(options));
+    if (compiled.hasEntry)
+      pm.addPass(createBuildCudaEntryPass());
     if (mlir::failed(pm.run(module)))
       throw UserError(firstError.empty() ? "cannot lower the graph to CUDA"
                                          : firstError);
@@ -227,6 +247,17 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
         for (mlir::Attribute param : params)
           entry.params.push_back(
               mlir::cast<mlir::StringAttr>(param).getValue().str());
+      if (auto tensors = kernel->getAttrOfType<mlir::ArrayAttr>("attn.tensors"))
+        for (mlir::Attribute tensor : tensors)
+          entry.tensors.push_back(
+              mlir::cast<mlir::StringAttr>(tensor).getValue().str());
+      if (auto function =
+              kernel->getAttrOfType<mlir::IntegerAttr>("attn.function"))
+        entry.function = function.getInt();
+      if (auto words = kernel->getAttrOfType<mlir::IntegerAttr>("attn.words"))
+        entry.words = words.getInt();
+      if (auto node = kernel->getAttrOfType<mlir::StringAttr>("attn.node"))
+        entry.node = node.str();
       if (auto sizes =
               kernel->getAttrOfType<mlir::DictionaryAttr>("attn.sizes"))
         for (mlir::NamedAttribute size : sizes) {
@@ -247,13 +278,17 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
     throw std::runtime_error("bad CUDA pass pipeline: " + pipeline);
   if (mlir::failed(pm.run(module)))
     throw std::runtime_error("lowering to PTX failed: " + firstError);
-  for (auto binary : module.getOps<mlir::gpu::BinaryOp>())
+  for (auto binary :
+       llvm::make_early_inc_range(module.getOps<mlir::gpu::BinaryOp>())) {
     for (mlir::Attribute object : binary.getObjects()) {
       llvm::StringRef text =
           mlir::cast<mlir::gpu::ObjectAttr>(object).getObject().getValue();
       // The PTX ends with a NUL that ptxas does not take.
       compiled.ptx += text.rtrim('\0').str();
     }
+    binary.erase(); // What is left is host code.
+  }
+  module->removeAttr(mlir::gpu::GPUDialect::getContainerModuleAttrName());
   if (compiled.ptx.empty())
     throw std::runtime_error("lowering to PTX gave no PTX");
   runPtxas(compiled, chip);

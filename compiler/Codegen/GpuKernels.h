@@ -50,6 +50,15 @@ struct GpuKernel {
   /// (batch, head, row, part).
   std::string workspaceBytes;
   std::vector<int64_t> workspaceRowBytes;
+  /// In a kernel with a host entry: an attention kernel's tensors in kernel
+  /// order, which its params and sizes then number (the entry hands them to
+  /// attnrt_cuda_run_attention).
+  std::vector<std::string> tensors;
+  /// A function the entry launches (a primitive op's, or the copy): its
+  /// number in attnrt_cuda_code::functions (-1 for attention kernels), its
+  /// 64-bit words and the node it computes ("" for the copy).
+  int64_t function = -1, words = 0;
+  std::string node;
   std::optional<PtxasReport> ptxas;
 };
 
@@ -75,13 +84,19 @@ constexpr int64_t kCudaTensorAlignment = 16;
 struct GpuCompiled {
   std::string ptx;
   std::vector<GpuKernel> kernels;
+  /// The graph has ops outside attention: the module compileForCuda lowered
+  /// keeps NAME_entry, the host code that runs them (attn-build-cuda-entry).
+  bool hasEntry = false;
   /// Why there is no ptxas report ("" when there is one).
   std::string ptxasNote;
 };
 
 /// Lowers a fused module (importGraph + runAttnPipeline) to PTX for `chip`;
 /// with `gpuModule`, prints the module of gpu.funcs there before NVVM.
-/// Throws UserError naming what has no GPU kernel yet.
+/// Throws UserError naming what has no GPU kernel yet. What is left in
+/// `module` is the host code: NAME_entry when the graph has ops outside
+/// attention (GpuCompiled::hasEntry), in the scf/cf/llvm dialects, else
+/// nothing.
 GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
                            std::string *gpuModule = nullptr);
 

@@ -83,7 +83,9 @@ static_assert(offsetof(attnrt_cuda_attention, merge) == 40 &&
 static_assert(offsetof(attnrt_cuda_code, ptx) == 0 &&
               offsetof(attnrt_cuda_code, num_attentions) == 8 &&
               offsetof(attnrt_cuda_code, attentions) == 16 &&
-              sizeof(attnrt_cuda_code) == 24);
+              offsetof(attnrt_cuda_code, num_functions) == 24 &&
+              offsetof(attnrt_cuda_code, functions) == 32 &&
+              sizeof(attnrt_cuda_code) == 40);
 
 static_assert(
     std::is_same_v<decltype(attnrt_divisibility::multiple), int64_t> &&
@@ -180,9 +182,23 @@ private:
     throw std::logic_error("CUDA kernel parameter " + name +
                            " is no argument of the graph");
   }
+  /// A tensor a CUDA attention kernel's params or sizes name: its number
+  /// among `tensors` (the op's, with a host entry), else among the graph's
+  /// arguments.
+  int32_t tensorNumber(const std::vector<std::string> &tensors,
+                       const std::string &name) const {
+    if (tensors.empty())
+      return argumentNumber(name);
+    auto found = std::find(tensors.begin(), tensors.end(), name);
+    if (found == tensors.end())
+      throw std::logic_error("CUDA kernel parameter " + name +
+                             " is no tensor of its attention op");
+    return found - tensors.begin();
+  }
   llvm::Constant *cudaCode(const GpuCompiled &compiled);
   llvm::Constant *cudaFunction(const GpuKernel *kernel,
-                               const std::string &suffix);
+                               const std::string &suffix,
+                               const std::vector<std::string> &tensors);
   llvm::StructType *cudaFunctionType() {
     return llvm::StructType::get(context, {ptr, i32, ptr, i32, i32, i32});
   }
@@ -194,11 +210,25 @@ const char *const kCudaSizes[] = {"B", "Hq", "Hkv", "S",
 static_assert(std::size(kCudaSizes) == ATTNRT_CUDA_NUM_SIZES);
 
 /// attnrt_cuda_function: a null name when there is no `kernel`.
-llvm::Constant *DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
-                                                const std::string &suffix) {
+llvm::Constant *
+DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
+                                const std::string &suffix,
+                                const std::vector<std::string> &tensors) {
   llvm::StructType *type = cudaFunctionType();
   if (!kernel)
     return llvm::Constant::getNullValue(type);
+  if (kernel->function >= 0) {
+    // A function the entry launches: words, no params to resolve.
+    if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
+        kernel->block[2] != 1)
+      throw std::logic_error("CUDA kernel " + kernel->name +
+                             ": a launch the descriptor cannot state");
+    return llvm::ConstantStruct::get(
+        type, {string(kernel->name, suffix + ".name"),
+               llvm::ConstantInt::get(i32, kernel->words), null(),
+               llvm::ConstantInt::get(i32, kernel->block[0]),
+               llvm::ConstantInt::get(i32, 1), llvm::ConstantInt::get(i32, 0)});
+  }
   // Each parameter: argument n (inputs, then outputs), the workspace or a
   // size, as attnrt_cuda_function::params encodes them.
   std::vector<int32_t> params;
@@ -212,7 +242,7 @@ llvm::Constant *DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
       params.push_back(ATTNRT_CUDA_SIZE(size - std::begin(kCudaSizes)));
       continue;
     }
-    params.push_back(argumentNumber(param));
+    params.push_back(tensorNumber(tensors, param));
   }
   if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
       kernel->block[2] != 1 || kernel->blockRows < 1)
@@ -254,11 +284,13 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
                      offsetof(attnrt_cuda_attention, split_min_keys),
                      offsetof(attnrt_cuda_attention, workspace_row_bytes)},
                     sizeof(attnrt_cuda_attention));
-  auto *codeType = llvm::StructType::get(context, {ptr, i32, ptr});
+  auto *codeType = llvm::StructType::get(context, {ptr, i32, ptr, i32, ptr});
   checkStructLayout(module, codeType, "attnrt_cuda_code",
                     {offsetof(attnrt_cuda_code, ptx),
                      offsetof(attnrt_cuda_code, num_attentions),
-                     offsetof(attnrt_cuda_code, attentions)},
+                     offsetof(attnrt_cuda_code, attentions),
+                     offsetof(attnrt_cuda_code, num_functions),
+                     offsetof(attnrt_cuda_code, functions)},
                     sizeof(attnrt_cuda_code));
 
   auto find = [&](const std::string &name) -> const GpuKernel * {
@@ -282,7 +314,8 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
                                ": no source for " + kCudaSizes[size]);
       sources.push_back(llvm::ConstantArray::get(
           pairType,
-          {llvm::ConstantInt::get(i32, argumentNumber(source->second.first)),
+          {llvm::ConstantInt::get(
+               i32, tensorNumber(kernel.tensors, source->second.first)),
            llvm::ConstantInt::get(i32, source->second.second)}));
     }
     if (kernel.workspaceRowBytes.size() != 2 || !find(kernel.merge))
@@ -291,25 +324,44 @@ llvm::Constant *DescriptorBuilder::cudaCode(const GpuCompiled &compiled) {
     KeySplitRule split = keySplitRule(kernel);
     attentions.push_back(llvm::ConstantStruct::get(
         attentionType,
-        {cudaFunction(&kernel, suffix),
-         cudaFunction(find(kernel.merge), suffix + ".merge"),
-         cudaFunction(find(kernel.tensorCore), suffix + ".tensor_core"),
+        {cudaFunction(&kernel, suffix, kernel.tensors),
+         cudaFunction(find(kernel.merge), suffix + ".merge", kernel.tensors),
+         cudaFunction(find(kernel.tensorCore), suffix + ".tensor_core",
+                      kernel.tensors),
          llvm::ConstantArray::get(sourcesType, sources),
          llvm::ConstantInt::get(i64, split.targetRows),
          llvm::ConstantInt::get(i64, split.minKeys),
          llvm::ConstantDataArray::get(
              context, llvm::ArrayRef<int64_t>(kernel.workspaceRowBytes))}));
   }
-  if (attentions.empty())
+  // The functions the entry launches, in their numbers' order.
+  std::vector<llvm::Constant *> functions;
+  for (const GpuKernel &kernel : compiled.kernels) {
+    if (kernel.function < 0)
+      continue;
+    if (kernel.function != int64_t(functions.size()))
+      throw std::logic_error("CUDA function " + kernel.name + " out of order");
+    functions.push_back(cudaFunction(
+        &kernel, "cuda.function" + std::to_string(functions.size()), {}));
+  }
+  if (attentions.empty() && !compiled.hasEntry)
     throw std::logic_error("CUDA code without attention kernels");
-  llvm::Constant *table = privateConstant(
-      llvm::ConstantArray::get(
-          llvm::ArrayType::get(attentionType, attentions.size()), attentions),
-      "cuda.attentions");
+  auto table = [&](llvm::Type *type, std::vector<llvm::Constant *> &items,
+                   const std::string &suffix) {
+    return items.empty()
+               ? null()
+               : privateConstant(
+                     llvm::ConstantArray::get(
+                         llvm::ArrayType::get(type, items.size()), items),
+                     suffix);
+  };
   return privateConstant(
       llvm::ConstantStruct::get(
           codeType, {string(compiled.ptx, "ptx"),
-                     llvm::ConstantInt::get(i32, attentions.size()), table}),
+                     llvm::ConstantInt::get(i32, attentions.size()),
+                     table(attentionType, attentions, "cuda.attentions"),
+                     llvm::ConstantInt::get(i32, functions.size()),
+                     table(functionType, functions, "cuda.functions")}),
       "cuda");
 }
 
@@ -378,7 +430,7 @@ void DescriptorBuilder::build(const std::string &target,
                               const GpuCompiled *cuda) {
   // A CPU kernel's code is its entry; a CUDA kernel's its PTX.
   llvm::Constant *entry = module.getFunction(graph.name + "_entry");
-  if (cuda)
+  if (cuda && !cuda->hasEntry)
     entry = null();
   else if (!entry)
     throw std::logic_error("addKernelDescriptor: no " + graph.name +

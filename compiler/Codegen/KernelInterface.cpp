@@ -180,6 +180,8 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
       sizes[size] = {source.first, source.second};
     json entry = describe(kernel);
     entry["sizes"] = sizes;
+    if (!kernel.tensors.empty())
+      entry["tensors"] = kernel.tensors;
     KeySplitRule split = keySplitRule(kernel);
     entry["key_split"] = {{"target_warps", split.targetRows},
                           {"min_keys_per_split", split.minKeys}};
@@ -200,6 +202,29 @@ std::string cudaKernelManifest(const Graph &graph, const std::string &target,
     kernels.push_back(entry);
   }
   manifest["kernels"] = kernels;
+  if (compiled.hasEntry) {
+    // NAME_entry in NAME.o runs the graph's ops in order; these are the
+    // functions it launches besides the attention kernels above.
+    json functions = json::array();
+    for (const GpuKernel &kernel : compiled.kernels) {
+      if (kernel.function < 0)
+        continue;
+      json entry = describe(kernel);
+      entry.erase("params");
+      entry.erase("grid");
+      entry["node"] = kernel.node;
+      entry["words"] = kernel.words;
+      functions.push_back(entry);
+    }
+    manifest["entry"] = {
+        {"name", graph.name + "_entry"},
+        {"runs",
+         "the graph's ops in order on the invocation's stream: each "
+         "attention op as `kernels` says, the others by `functions` (one "
+         "thread an element of the result, by the grid's stride); "
+         "intermediates in device memory from the context's pool"},
+        {"functions", functions}};
+  }
   return manifest.dump(2) + "\n";
 }
 

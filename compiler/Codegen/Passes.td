@@ -60,6 +60,11 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     Option<"decodeStep", "decode-step", "int64_t", /*default=*/"16",
            "Keys per online-softmax step of a decode tile (rounded up to "
            "vector-width / min(vector-width, 4))">,
+    Option<"primitiveGrid", "primitive-grid", "int64_t", /*default=*/"0",
+           "Run each op outside attention as this many tasks of the code "
+           "its CUDA kernel runs (task t a thread of a grid of that many, "
+           "walking the op by the grid's stride), to check that code on a "
+           "CPU; 0: the CPU loops">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
@@ -67,6 +72,41 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"];
+}
+
+def BuildCudaEntryPass : Pass<"attn-build-cuda-entry", "::mlir::ModuleOp"> {
+  let summary = "Turns a graph function that attn-lower-to-gpu{entry} kept "
+                "into the host code NAME_entry of a CUDA kernel and one "
+                "gpu.func per op outside attention";
+  let description = [{
+    For graphs whose nodes do not all fuse into attention, on a module that
+    `attn-lower-to-gpu{entry=1}` left with the graph function beside its
+    `gpu.module @NAME_gpu`. The function becomes the same entry as for CPU
+    kernels (attn-build-entry: run-time sizes, buffers, intermediates from
+    `attnrt_allocate`, which gives device memory in a CUDA invocation), run
+    on the host:
+
+      - the N-th attention op: an `attnrt_tensor` array of its tensors in
+        kernel order (gpuKernelTensors), shapes pointing into the op's
+        closure words, handed to `attnrt_cuda_run_attention(invocation, N,
+        tensors, count)`;
+      - any other op: `gpu.func @NAME_pK` in `@NAME_gpu`, whose parameters
+        are the op's closure words (its tensors' pointers, their sizes, its
+        index operands; all i64), walking its loop nest by the grid's
+        stride (PrimitiveKernels.h), launched by `attnrt_cuda_launch(
+        invocation, K, threads, words, count)` for as many threads as its
+        result has elements; `attn.block` gives its threads per block,
+        `attn.node` its node;
+      - an output that is an input or another output: `@NAME_copy`.
+
+    A nonzero status from the runtime is returned at once. The kernels'
+    math ops become PTX's (lowerMathForPtx).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
+    "::mlir::func::FuncDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 #endif // ATTNC_CODEGEN_PASSES_TD

@@ -23,6 +23,7 @@
 
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +57,12 @@ bool isNarrowFloat(Type type) { return isa<Float16Type, BFloat16Type>(type); }
 class Emitter {
 public:
   Emitter(OpBuilder &builder, Location loc) : b(builder), loc(loc) {}
+  /// On a CUDA device: the op's outermost loop nest is spread over the
+  /// grid's threads (DeviceThreads).
+  Emitter(OpBuilder &builder, Location loc, const DeviceThreads &threads)
+      : b(builder), loc(loc), threads(threads) {}
+
+  bool onDevice() const { return threads.has_value(); }
 
   Value index(int64_t value) {
     return b.create<arith::ConstantIndexOp>(loc, value);
@@ -109,10 +116,26 @@ public:
   }
 
   /// Nested loops over `sizes` (outermost first); `body` gets one induction
-  /// variable per size (none for rank 0).
+  /// variable per size (none for rank 0). On a device the outermost nest is
+  /// one loop over the flattened index by the grid's stride, each thread
+  /// taking every count-th element from its own index, delinearised.
   void loopNest(ArrayRef<Value> sizes, function_ref<void(ValueRange)> body) {
-    SmallVector<Value> ivs;
-    nest(sizes, ivs, body);
+    if (!threads || spread) {
+      SmallVector<Value> ivs;
+      return nest(sizes, ivs, body);
+    }
+    spread = true;
+    loop(threads->index, product(sizes), threads->count, [&](Value flat) {
+      SmallVector<Value> ivs(sizes.size());
+      for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+        ivs[d] = d ? b.create<arith::RemUIOp>(loc, flat, sizes[d]).getResult()
+                   : flat;
+        if (d)
+          flat = b.create<arith::DivUIOp>(loc, flat, sizes[d]);
+      }
+      body(ivs);
+    });
+    spread = false;
   }
 
   Type storageType(Value buffer) {
@@ -218,6 +241,9 @@ public:
   Location loc;
 
 private:
+  std::optional<DeviceThreads> threads;
+  bool spread = false; ///< Inside the loop nest spread over the threads.
+
   void nest(ArrayRef<Value> sizes, SmallVector<Value> &ivs,
             function_ref<void(ValueRange)> body) {
     if (sizes.empty())
@@ -552,8 +578,14 @@ void emitReduceSum(Emitter &e, attn::ReduceSumOp op, Value input,
 /// Same elements in the same order (reshape, unsqueeze): one memcpy.
 void emitDenseCopy(Emitter &e, Value input, Value result) {
   Value count = e.product(e.sizesOf(result));
-  e.b.create<memref::CopyOp>(e.loc, e.view(input, {count}),
-                             e.view(result, {count}));
+  Value from = e.view(input, {count}), to = e.view(result, {count});
+  if (!e.onDevice()) {
+    e.b.create<memref::CopyOp>(e.loc, from, to);
+    return;
+  }
+  // memref.copy would be a library call (or one thread's memcpy).
+  e.loopNest({count},
+             [&](ValueRange ivs) { e.store(e.loadRaw(from, ivs), to, ivs); });
 }
 
 void emitTranspose(Emitter &e, attn::TransposeOp op, Value input,
@@ -1049,7 +1081,7 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   bool readsAlongK = transposeB || !hasCols;
   // Both operands matrices: the packed GEMM where a task has enough rows,
   // its panel buffer allocated once, outside the branches.
-  bool tasks = matmulTasks(op);
+  bool tasks = matmulTasks(op) && !e.onDevice();
   Value packed;
   if (tasks)
     packed = e.b.create<memref::AllocaOp>(
@@ -1057,8 +1089,10 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
         MemRefType::get({kDepthBlock * packedPanelCols(lanes)},
                         e.b.getF32Type()),
         e.b.getI64IntegerAttr(64));
-  // Rows [first, first + count) of the product at batch indices `ivs`.
-  auto product = [&](ValueRange ivs, Value first, Value count) {
+  // The product's rows [first, first + count) at batch indices `ivs`, as
+  // a Gemm handed to `emit`.
+  auto rowsOf = [&](ValueRange ivs, Value first, Value count,
+                    function_ref<void(const Gemm &)> emit) {
     SmallVector<Value> aBatch =
                            batchIndices(lhs, std::max<int64_t>(ra - 2, 0), ivs),
                        bBatch =
@@ -1091,27 +1125,41 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
                          indices.push_back(j);
                        return indices;
                      }};
-    Gemm gemm = gemmOver(e, count,
-                         !hasCols     ? e.index(1)
-                         : transposeB ? bs[rb - 2]
-                                      : bs[rb - 1],
-                         a[ra - 1], aView, bView, cView);
-    auto small = [&] {
-      if (readsAlongK)
-        emitDotGemm(e, gemm);
-      else
-        emitVectorGemm(e, gemm);
-    };
-    if (!packed)
-      return small();
-    Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt,
-                                          count, e.index(kPackedMinRows));
-    auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(e.b);
-    e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
-    small();
-    e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
-    emitPackedGemm(e, gemm, /*bAlongK=*/transposeB, packed, lanes);
+    emit(gemmOver(e, count,
+                  !hasCols     ? e.index(1)
+                  : transposeB ? bs[rb - 2]
+                               : bs[rb - 1],
+                  a[ra - 1], aView, bView, cView));
+  };
+  if (e.onDevice()) {
+    // A thread per element of C, each a dot product over k.
+    return e.loopNest(c, [&](ValueRange ivs) {
+      Value i = hasRows ? ivs[batchRank] : e.index(0);
+      Value j = hasCols ? ivs.back() : e.index(0);
+      rowsOf(ivs.take_front(batchRank), i, e.index(1), [&](const Gemm &gemm) {
+        emitDotTile(e, gemm, e.index(0), 1, j, 1);
+      });
+    });
+  }
+  auto product = [&](ValueRange ivs, Value first, Value count) {
+    rowsOf(ivs, first, count, [&](const Gemm &gemm) {
+      auto small = [&] {
+        if (readsAlongK)
+          emitDotGemm(e, gemm);
+        else
+          emitVectorGemm(e, gemm);
+      };
+      if (!packed)
+        return small();
+      Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt,
+                                            count, e.index(kPackedMinRows));
+      auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard guard(e.b);
+      e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
+      small();
+      e.b.setInsertionPoint(branch.elseBlock()->getTerminator());
+      emitPackedGemm(e, gemm, /*bAlongK=*/transposeB, packed, lanes);
+    });
   };
   if (!tasks)
     return e.loopNest(batchSizes,
@@ -1154,6 +1202,32 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   Value rows = e.product(x);
   Value input2 = e.view(input, {rows, depth}),
         result2 = e.view(result, {rows, w[0]});
+  // Rows [first, first + count) of the product.
+  auto rowsOf = [&](Value first, Value count) {
+    auto row = [&e, first](Value i) {
+      return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
+    };
+    return gemmOver(e, count, w[0], depth,
+                    {input2,
+                     [row](Value i, Value k) {
+                       return ValueVec{row(i), k};
+                     }},
+                    {weight,
+                     [](Value k, Value j) {
+                       return ValueVec{j, k};
+                     }},
+                    {result2,
+                     [row](Value i, Value j) {
+                       return ValueVec{row(i), j};
+                     }},
+                    bias);
+  };
+  if (e.onDevice()) {
+    // A thread per element of the result, each a dot product over k.
+    return e.loopNest({rows, w[0]}, [&](ValueRange ivs) {
+      emitDotTile(e, rowsOf(ivs[0], e.index(1)), e.index(0), 1, ivs[1], 1);
+    });
+  }
   // A task's rows: [first, first + count).
   Value first = e.index(0), count = rows;
   if (taskIndex) {
@@ -1171,23 +1245,7 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   // A few rows (decoding) cannot repay packing the weight: dot products.
   Value few = e.b.create<arith::CmpIOp>(e.loc, arith::CmpIPredicate::slt, count,
                                         e.index(kPackedMinRows));
-  auto row = [&](Value i) {
-    return e.b.create<arith::AddIOp>(e.loc, first, i).getResult();
-  };
-  Gemm gemm = gemmOver(e, count, w[0], depth,
-                       {input2,
-                        [&](Value i, Value k) {
-                          return ValueVec{row(i), k};
-                        }},
-                       {weight,
-                        [&](Value k, Value j) {
-                          return ValueVec{j, k};
-                        }},
-                       {result2,
-                        [&](Value i, Value j) {
-                          return ValueVec{row(i), j};
-                        }},
-                       bias);
+  Gemm gemm = rowsOf(first, count);
   auto branch = e.b.create<scf::IfOp>(e.loc, few, /*withElseRegion=*/true);
   OpBuilder::InsertionGuard guard(e.b);
   e.b.setInsertionPoint(branch.thenBlock()->getTerminator());
@@ -1265,10 +1323,12 @@ primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                                             e.index(kLinearRowsPerTask));
 }
 
-void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
-                   mlir::Operation *op, mlir::ValueRange operands,
-                   mlir::ValueRange results, mlir::Value taskIndex,
-                   int64_t vectorWidth) {
+namespace {
+
+void emitWith(Emitter &e, mlir::Operation *op, mlir::ValueRange operands,
+              mlir::ValueRange results, mlir::Value taskIndex,
+              int64_t vectorWidth) {
+  OpBuilder &builder = e.b;
   builder.getContext()
       ->loadDialect<arith::ArithDialect, math::MathDialect,
                     memref::MemRefDialect, scf::SCFDialect,
@@ -1284,7 +1344,6 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
   };
   if (!llvm::all_of(operands, identity) || !identity(results[0]))
     fail(op, "buffers must be memrefs with the identity layout");
-  Emitter e(builder, loc);
   Value result = results[0];
   if (auto matmul = dyn_cast<attn::MatmulOp>(op))
     return emitMatmul(e, matmul, operands[0], operands[1], result, taskIndex,
@@ -1317,6 +1376,25 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
   if (auto slice = dyn_cast<attn::SliceOp>(op))
     return emitSlice(e, slice, operands[0], result);
   fail(op, "no kernel for this op");
+}
+
+} // namespace
+
+void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
+                   mlir::Operation *op, mlir::ValueRange operands,
+                   mlir::ValueRange results, mlir::Value taskIndex,
+                   int64_t vectorWidth) {
+  Emitter e(builder, loc);
+  emitWith(e, op, operands, results, taskIndex, vectorWidth);
+}
+
+void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
+                           mlir::Operation *op, mlir::ValueRange operands,
+                           mlir::ValueRange results,
+                           const DeviceThreads &threads) {
+  Emitter e(builder, loc, threads);
+  // No task split and no vectors: each thread's share is the grid's stride.
+  emitWith(e, op, operands, results, Value(), /*vectorWidth=*/1);
 }
 
 } // namespace attnc

@@ -52,6 +52,21 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::ValueRange results, mlir::Value taskIndex,
                    int64_t vectorWidth);
 
+/// The threads of a CUDA kernel a primitive's work is spread over: this
+/// thread's index in the grid and the grid's thread count (index values).
+struct DeviceThreads {
+  mlir::Value index, count;
+};
+
+/// emitPrimitive() for a CUDA kernel's thread: the op's outermost loop nest
+/// (over the result's elements, or a reduction's rows) is walked by the
+/// grid's stride from `threads.index`, so every launch size computes the
+/// whole op; a product is one dot product per element of its result.
+void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
+                           mlir::Operation *op, mlir::ValueRange operands,
+                           mlir::ValueRange results,
+                           const DeviceThreads &threads);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_PRIMITIVEKERNELS_H

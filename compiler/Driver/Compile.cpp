@@ -71,7 +71,7 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
     stageDone("tiled");
     std::swap(module, tiled);
   }
-  buildKernels(*module, result.schedule);
+  buildKernels(*module, result.schedule, options.primitiveGrid);
   stageDone("kernels");
   lowerToLLVMDialect(*module);
   stageDone("llvm");

@@ -33,6 +33,9 @@ struct CompileOptions {
   /// asks for "kernels".
   std::vector<std::string> emitMlirStages;
   bool emitLlvm = false;
+  /// --primitive-grid (hidden, for tests): the ops outside attention run
+  /// the code of their CUDA kernels, as this many CPU tasks; 0: CPU loops.
+  int64_t primitiveGrid = 0;
 };
 
 /// The stages of the MLIR backend `--emit mlir:STAGE` can print, in pipeline

@@ -1,9 +1,12 @@
 //===- CompileCuda.cpp - attnc compile --target cuda-* --------------------===//
 //
 // NAME.o, NAME.h and NAME.json as for the CPU targets, and NAME.ptx (the
-// kernels of each fused attention op, see attn-lower-to-gpu). NAME.o holds
-// the descriptor libattnrt launches the PTX from (attnrt_cuda_code); the
-// manifest gives per kernel its parameters, launch shape and ptxas report.
+// kernels of each fused attention op, see attn-lower-to-gpu, and of the
+// graph's other ops, see attn-build-cuda-entry). NAME.o holds the
+// descriptor libattnrt launches the PTX from (attnrt_cuda_code) and, for a
+// graph with ops outside attention, the host code that launches them in
+// order; the manifest gives per kernel its parameters, launch shape and
+// ptxas report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,13 +71,12 @@ compileForCudaFiles(const Graph &graph, const CompileOptions &options,
 
   std::string manifest =
       cudaKernelManifest(graph, options.target, chip, compiled);
-  // The host object: the descriptor and the PTX it carries, no code. An
-  // empty MLIR module, so that emitObject's translation and object emission
-  // apply to what the descriptor adds.
-  mlir::OwningOpRef<mlir::ModuleOp> host =
-      mlir::ModuleOp::create(mlir::UnknownLoc::get(&context));
+  // The host object: the descriptor and the PTX it carries, and NAME_entry
+  // where the graph has ops outside attention (what is left of the module;
+  // else nothing, and the object holds the descriptor alone).
+  lowerToLLVMDialect(*module);
   std::string object = emitObject(
-      *host, cpuTarget("x86-64"), nullptr, [&](llvm::Module &llvmModule) {
+      *module, cpuTarget("x86-64"), nullptr, [&](llvm::Module &llvmModule) {
         addCudaKernelDescriptor(llvmModule, graph, options.target, manifest,
                                 compiled);
       });

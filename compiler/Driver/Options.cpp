@@ -149,6 +149,13 @@ cl::opt<std::string> target("target",
                             cl::value_desc("T"), cl::init("host"),
                             cl::sub(compile), cl::sub(run), cl::sub(tune),
                             cl::cat(category));
+cl::opt<std::string> primitiveGrid(
+    "primitive-grid",
+    cl::desc("For testing without a GPU: run the ops outside attention with "
+             "the code of their CUDA kernels, as N CPU tasks (each one "
+             "thread of a grid of N)"),
+    cl::value_desc("N"), cl::init("0"), cl::Hidden, cl::sub(compile),
+    cl::sub(run), cl::cat(category));
 cl::opt<std::string> schedule("schedule",
                               cl::desc("Schedule file (default: the "
                                        "target's, under schedules/); halide "

@@ -322,6 +322,7 @@ int runCommand() {
     requireHostRuns(options::target); // The kernel runs here.
 
   settings.schedulePath = options::schedule;
+  settings.primitiveGrid = options::integer(options::primitiveGrid, 0, 1 << 20);
   if (cudaChipName && options::tuningDb.getNumOccurrences())
     throw UserError("--tuning-db: CUDA targets have no tuned schedules yet");
   if (backend != "reference" && !cudaChipName)

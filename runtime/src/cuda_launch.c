@@ -10,6 +10,15 @@
  * the key splits, and queues the launches on the caller's stream. It
  * allocates nothing but the splits' workspace, in stream order.
  *
+ * A kernel with a host program (ABI version 4: an entry beside its device
+ * code, for graphs with ops around their attention) runs its entry instead,
+ * on the calling thread with the device current: the entry launches the
+ * other ops' functions (attnrt_cuda_launch) and the attention ops
+ * (attnrt_cuda_run_attention, the same launcher as above, on the tensors the
+ * entry names), and takes its intermediates from the context's memory pool
+ * (attnrt_allocate), all on the invocation's stream; the intermediates are
+ * freed in stream order once the entry returns.
+ *
  *===----------------------------------------------------------------------===*/
 #include "cuda_driver.h"
 
@@ -25,8 +34,10 @@ enum { MAX_PARAMS = 64 };
 
 typedef struct loaded_module {
   const attnrt_kernel *kernel;
-  void *module;     /* CUmodule */
-  void **functions; /* CUfunction, FUNCTIONS_PER_ATTENTION per op */
+  void *module; /* CUmodule */
+  /* CUfunction: FUNCTIONS_PER_ATTENTION per op, then the host program's
+   * (attnrt_cuda_code::functions). */
+  void **functions;
 } loaded_module;
 
 struct attnrt_cuda_state {
@@ -46,13 +57,27 @@ const attnrt_cuda_code *attnrt_impl_cuda_code(const attnrt_kernel *kernel) {
   return kernel->abi_version >= 3 ? kernel->cuda : NULL;
 }
 
+/* The number of functions a host program launches: descriptors before ABI
+ * version 4 end their code before the field. */
+static int32_t num_program_functions(const attnrt_kernel *kernel,
+                                     const attnrt_cuda_code *code) {
+  return kernel->abi_version >= 4 ? code->num_functions : 0;
+}
+
+/* The names of the sizes B .. Dv, for messages. */
+static const char *const size_names[ATTNRT_CUDA_SPLITS] = {
+    "B", "Hq", "Hkv", "S", "T", "Dk", "Dv"};
+
 /*===-- Descriptor checks -------------------------------------------------===*/
 
+/* An attention op's function; its tensor parameters must be < num_tensors
+ * (the kernel's arguments, or MAX_PARAMS for a host program's op, whose
+ * tensors attnrt_cuda_run_attention counts). */
 static attnrt_status check_function(const attnrt_context *context,
                                     const attnrt_kernel *kernel,
                                     const attnrt_cuda_function *function,
-                                    int32_t op, const char *role,
-                                    int required) {
+                                    int32_t op, const char *role, int required,
+                                    int32_t num_tensors) {
   const char *name = kernel->name;
   if (!function->name) {
     if (!required)
@@ -80,10 +105,9 @@ static attnrt_status check_function(const attnrt_context *context,
                           function->row_flags);
     return ATTNRT_INVALID_ARGUMENT;
   }
-  int32_t num_args = kernel->num_inputs + kernel->num_outputs;
   for (int32_t p = 0; p < function->num_params; ++p) {
     int32_t code = function->params[p];
-    if (code >= num_args || code < ATTNRT_CUDA_SIZE(ATTNRT_CUDA_SPLITS)) {
+    if (code >= num_tensors || code < ATTNRT_CUDA_SIZE(ATTNRT_CUDA_SPLITS)) {
       attnrt_impl_set_error(context,
                             "kernel %s: function %s: parameter %" PRId32
                             " is %" PRId32 ", which names nothing",
@@ -100,33 +124,44 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
   const char *name = kernel->name;
   if (!code) /* A CUDA target without code fails when invoked. */
     return ATTNRT_OK;
-  if (!code->ptx || code->num_attentions < 1 || !code->attentions) {
+  /* A host program may run no attention op (a graph of other ops); the
+   * runtime alone has nothing to launch without one. */
+  int program = attnrt_impl_is_cuda_program(kernel);
+  if (!code->ptx || code->num_attentions < (program ? 0 : 1) ||
+      (code->num_attentions > 0 && !code->attentions)) {
     attnrt_impl_set_error(context,
                           "kernel %s: its CUDA code has no PTX or no "
                           "attention ops",
                           name);
     return ATTNRT_INVALID_ARGUMENT;
   }
+  /* A host program's ops number their own tensors, which
+   * attnrt_cuda_run_attention counts (and checks each axis of) when called. */
+  int32_t num_tensors =
+      program ? MAX_PARAMS : kernel->num_inputs + kernel->num_outputs;
   for (int32_t op = 0; op < code->num_attentions; ++op) {
     const attnrt_cuda_attention *attention = &code->attentions[op];
-    attnrt_status status = check_function(
-        context, kernel, &attention->attention, op, "attention", 1);
+    attnrt_status status =
+        check_function(context, kernel, &attention->attention, op, "attention",
+                       1, num_tensors);
     if (status == ATTNRT_OK)
-      status =
-          check_function(context, kernel, &attention->merge, op, "merge", 1);
+      status = check_function(context, kernel, &attention->merge, op, "merge",
+                              1, num_tensors);
     if (status == ATTNRT_OK)
       status = check_function(context, kernel, &attention->tensor_core, op,
-                              "tensor_core", 0);
+                              "tensor_core", 0, num_tensors);
     if (status != ATTNRT_OK)
       return status;
     for (int32_t s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
       int32_t argument = attention->size_sources[s][0];
       int32_t axis = attention->size_sources[s][1];
       const attnrt_arg_info *info =
-          argument >= 0 && argument < kernel->num_inputs + kernel->num_outputs
+          !program && argument >= 0 && argument < num_tensors
               ? attnrt_impl_arg_info(kernel, (size_t)argument)
               : NULL;
-      if (!info || axis < 0 || axis >= info->rank) {
+      int read = program ? argument >= 0 && argument < num_tensors && axis >= 0
+                         : info && axis >= 0 && axis < info->rank;
+      if (!read) {
         attnrt_impl_set_error(context,
                               "kernel %s: attention %" PRId32 ": size %" PRId32
                               " is read from no tensor axis",
@@ -141,6 +176,31 @@ attnrt_status attnrt_impl_check_cuda_code(const attnrt_context *context,
                             "kernel %s: attention %" PRId32
                             ": bad key-split rule or workspace",
                             name, op);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+  }
+  /* The host program's own functions: parameters it passes as words. */
+  int32_t num_functions = num_program_functions(kernel, code);
+  if (num_functions < 0 || (num_functions > 0 && !code->functions)) {
+    attnrt_impl_set_error(
+        context, "kernel %s: its CUDA code has %" PRId32 " functions%s", name,
+        num_functions, num_functions > 0 ? " and a null array" : "");
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  for (int32_t f = 0; f < num_functions; ++f) {
+    const attnrt_cuda_function *function = &code->functions[f];
+    if (!function->name) {
+      attnrt_impl_set_error(
+          context, "kernel %s: function %" PRId32 " has no name", name, f);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+    if (function->num_params < 0 || function->num_params > MAX_PARAMS ||
+        function->block_threads < 1 || function->block_threads > 1024) {
+      attnrt_impl_set_error(
+          context,
+          "kernel %s: function %s has a bad launch "
+          "(%" PRId32 " params, block of %" PRId32 " threads)",
+          name, function->name, function->num_params, function->block_threads);
       return ATTNRT_INVALID_ARGUMENT;
     }
   }
@@ -358,16 +418,21 @@ static void **kernel_functions(attnrt_context *context,
     state->modules = modules;
     state->module_capacity = capacity;
   }
-  size_t count = (size_t)code->num_attentions * FUNCTIONS_PER_ATTENTION;
-  functions = attnrt_impl_allocate(context, count * sizeof *functions,
-                                   ATTNRT_CONTEXT_ALIGNMENT);
+  size_t num_attention_functions =
+      (size_t)code->num_attentions * FUNCTIONS_PER_ATTENTION;
+  int32_t num_functions = num_program_functions(kernel, code);
+  size_t count = num_attention_functions + (size_t)num_functions;
+  /* At least one slot: a null array means "not loaded". */
+  functions =
+      attnrt_impl_allocate(context, (count ? count : 1) * sizeof *functions,
+                           ATTNRT_CONTEXT_ALIGNMENT);
   if (!functions) {
     pthread_mutex_unlock(&context->cuda_lock);
     attnrt_impl_set_error(context, "kernel %s: out of memory", kernel->name);
     *status = ATTNRT_OUT_OF_MEMORY;
     return NULL;
   }
-  memset(functions, 0, count * sizeof *functions);
+  memset(functions, 0, (count ? count : 1) * sizeof *functions);
 
   /* The JIT's own words on a PTX it refuses. */
   char log[1024] = "";
@@ -402,6 +467,14 @@ static void **kernel_functions(attnrt_context *context,
         driver_error(context, result, "kernel %s: its PTX has no function %s",
                      kernel->name, roles[r]->name);
     }
+  }
+  for (int32_t f = 0; f < num_functions && result == 0; ++f) {
+    const char *function = code->functions[f].name;
+    result = api->module_function(&functions[num_attention_functions + f],
+                                  module, function);
+    if (result != 0)
+      driver_error(context, result, "kernel %s: its PTX has no function %s",
+                   kernel->name, function);
   }
   if (result != 0) {
     api->module_unload(module);
@@ -458,13 +531,21 @@ static void pop_device(const struct attnrt_cuda_state *state) {
 
 /*===-- Launches ----------------------------------------------------------===*/
 
-static const attnrt_tensor *tensor_at(const attnrt_kernel *kernel,
-                                      const attnrt_tensor *inputs,
-                                      const attnrt_tensor *outputs,
-                                      int32_t argument) {
-  return argument < kernel->num_inputs
-             ? &inputs[argument]
-             : &outputs[argument - kernel->num_inputs];
+/* The tensors an attention op's parameters and size sources number: the
+ * kernel's inputs then its outputs, or the tensors a host program hands
+ * attnrt_cuda_run_attention (`first` alone). Two arrays read as one, so that
+ * the kernel's arguments need no copy however many there are. */
+typedef struct tensor_list {
+  const attnrt_tensor *first;
+  int32_t num_first;
+  const attnrt_tensor *second;
+} tensor_list;
+
+static const attnrt_tensor *tensor_at(const tensor_list *tensors,
+                                      int32_t index) {
+  return index < tensors->num_first
+             ? &tensors->first[index]
+             : &tensors->second[index - tensors->num_first];
 }
 
 /* Every tensor is memory of the context's device: a host pointer would
@@ -506,13 +587,13 @@ static attnrt_status launch(attnrt_context *context,
                             const struct attnrt_cuda_state *state,
                             const attnrt_kernel *kernel,
                             const attnrt_cuda_function *function, void *handle,
-                            const int64_t *sizes, void *const *buffers,
+                            const int64_t *sizes, const tensor_list *tensors,
                             cuda_pointer workspace, void *stream) {
   uint64_t values[MAX_PARAMS];
   void *params[MAX_PARAMS];
   for (int32_t p = 0; p < function->num_params; ++p) {
     int32_t code = function->params[p];
-    values[p] = code >= 0 ? (uint64_t)(uintptr_t)buffers[code]
+    values[p] = code >= 0 ? (uint64_t)(uintptr_t)tensor_at(tensors, code)->data
                 : code == ATTNRT_CUDA_WORKSPACE
                     ? workspace
                     : (uint64_t)sizes[ATTNRT_CUDA_SIZE(0) - code];
@@ -555,18 +636,21 @@ static attnrt_status launch(attnrt_context *context,
   return ATTNRT_OK;
 }
 
-/* One attention op: its sizes, splits, workspace and launches. */
-static attnrt_status
-run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
-              const attnrt_kernel *kernel,
-              const attnrt_cuda_attention *attention, void **functions,
-              const attnrt_tensor *inputs, const attnrt_tensor *outputs,
-              void *const *buffers, void *stream) {
+/* One attention op: its sizes, splits, workspace and launches, its
+ * parameters and size sources numbering `tensors`, which hold every one
+ * they name (the kernel's arguments, checked against the descriptor, or a
+ * host program's, checked by check_op_tensors). */
+static attnrt_status run_attention(attnrt_context *context,
+                                   const struct attnrt_cuda_state *state,
+                                   const attnrt_kernel *kernel,
+                                   const attnrt_cuda_attention *attention,
+                                   void **functions, const tensor_list *tensors,
+                                   void *stream) {
   const attnrt_cuda_api *api = state->api;
   int64_t sizes[ATTNRT_CUDA_NUM_SIZES];
   for (int s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
     const attnrt_tensor *tensor =
-        tensor_at(kernel, inputs, outputs, attention->size_sources[s][0]);
+        tensor_at(tensors, attention->size_sources[s][0]);
     sizes[s] = tensor->shape[attention->size_sources[s][1]];
   }
   /* B·Hq·S ≤ q's elements, which fit in int64 (checked with its bytes). */
@@ -592,7 +676,7 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
       tensor_core ? &attention->tensor_core : &attention->attention;
   void *first_handle = functions[tensor_core ? 2 : 0];
   if (splits == 1)
-    return launch(context, state, kernel, first, first_handle, sizes, buffers,
+    return launch(context, state, kernel, first, first_handle, sizes, tensors,
                   0, stream);
   int64_t row_bytes = 0, bytes = 0;
   if (__builtin_mul_overflow(attention->workspace_row_bytes[0],
@@ -619,20 +703,349 @@ run_attention(attnrt_context *context, const struct attnrt_cuda_state *state,
     return ATTNRT_OUT_OF_MEMORY;
   }
   attnrt_status status = launch(context, state, kernel, first, first_handle,
-                                sizes, buffers, workspace, stream);
+                                sizes, tensors, workspace, stream);
   if (status == ATTNRT_OK)
     status = launch(context, state, kernel, &attention->merge, functions[1],
-                    sizes, buffers, workspace, stream);
+                    sizes, tensors, workspace, stream);
   api->free_async(workspace, stream);
   return status;
+}
+
+/*===-- Host programs -----------------------------------------------------===*/
+
+/* Device allocations of one entry recorded in the invocation itself;
+ * beyond, the record grows from the context's allocator. */
+enum { LOCAL_ALLOCATIONS = 16 };
+
+/* What the entry of a host program works with: lives on the invoking
+ * thread's stack for one call of the entry, which calls the services below
+ * from that thread only (the device is current there). */
+struct attnrt_cuda_invocation {
+  const struct attnrt_cuda_state *state;
+  const attnrt_kernel *kernel;
+  const attnrt_cuda_code *code;
+  void **functions; /* the loaded module's (loaded_module::functions) */
+  void *stream;
+  /* Set once a service call failed and said why in the context's error:
+   * the entry's status then goes back as it is, with that message. */
+  int reported;
+  cuda_pointer *allocations; /* `local`, or from the context's allocator */
+  size_t num_allocations, allocation_capacity;
+  cuda_pointer local[LOCAL_ALLOCATIONS];
+};
+
+/* The host program `invocation` runs; null when there is none (a null
+ * invocation, or one of a CPU kernel's entry: then with the error set). */
+static struct attnrt_cuda_invocation *program_of(attnrt_invocation *invocation,
+                                                 const char *what) {
+  if (invocation && invocation->cuda)
+    return invocation->cuda;
+  if (invocation && invocation->context)
+    attnrt_impl_set_error(invocation->context,
+                          "%s: the invocation is not of a CUDA kernel's "
+                          "entry (its kernel runs on the CPU)",
+                          what);
+  return NULL;
+}
+
+/* Returns `status`, noting that a service failed and set the context's
+ * error. */
+static attnrt_status reported(struct attnrt_cuda_invocation *cuda,
+                              attnrt_status status) {
+  cuda->reported = 1;
+  return status;
+}
+
+void *attnrt_impl_cuda_allocate(attnrt_invocation *invocation, int64_t bytes) {
+  struct attnrt_cuda_invocation *cuda = invocation->cuda;
+  attnrt_context *context = invocation->context;
+  const char *name = cuda->kernel->name;
+  if (bytes < 0) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: attnrt_allocate of %" PRId64 " bytes",
+                          name, bytes);
+    reported(cuda, ATTNRT_INVALID_ARGUMENT);
+    return NULL;
+  }
+  /* Room in the record first: memory it could not hold would never be
+   * freed. */
+  if (cuda->num_allocations == cuda->allocation_capacity) {
+    size_t capacity = 2 * cuda->allocation_capacity;
+    cuda_pointer *grown =
+        attnrt_impl_allocate(context, capacity * sizeof *grown, 16);
+    if (!grown) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: out of memory recording its %zu "
+                            "device allocations",
+                            name, cuda->num_allocations + 1);
+      reported(cuda, ATTNRT_OUT_OF_MEMORY);
+      return NULL;
+    }
+    memcpy(grown, cuda->allocations,
+           cuda->num_allocations * sizeof *cuda->allocations);
+    if (cuda->allocations != cuda->local)
+      attnrt_impl_release(context, cuda->allocations);
+    cuda->allocations = grown;
+    cuda->allocation_capacity = capacity;
+  }
+  /* From the context's pool, which keeps what it got: after the first
+   * invokes at a size, no memory from the driver. Zero bytes get a block
+   * too, as on the CPU (the driver refuses a size of 0). */
+  cuda_pointer pointer = 0;
+  cuda_result result = cuda->state->api->allocate_from_pool(
+      &pointer, bytes ? (size_t)bytes : 1, cuda->state->pool, cuda->stream);
+  if (result != 0) {
+    driver_error(context, result,
+                 "kernel %s: cannot allocate %" PRId64
+                 " bytes for an intermediate on CUDA device %" PRId32,
+                 name, bytes, context->device_ordinal);
+    reported(cuda, ATTNRT_OUT_OF_MEMORY);
+    return NULL;
+  }
+  cuda->allocations[cuda->num_allocations++] = pointer;
+  return (void *)(uintptr_t)pointer;
+}
+
+int32_t attnrt_cuda_launch(attnrt_invocation *invocation, int32_t function,
+                           int64_t threads, const int64_t *words,
+                           int32_t num_words) {
+  struct attnrt_cuda_invocation *cuda =
+      program_of(invocation, "attnrt_cuda_launch");
+  if (!cuda)
+    return ATTNRT_INVALID_ARGUMENT;
+  attnrt_context *context = invocation->context;
+  const attnrt_kernel *kernel = cuda->kernel;
+  const attnrt_cuda_code *code = cuda->code;
+  int32_t num_functions = num_program_functions(kernel, code);
+  if (function < 0 || function >= num_functions) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: attnrt_cuda_launch of function %" PRId32
+                          "; the kernel has %" PRId32,
+                          kernel->name, function, num_functions);
+    return reported(cuda, ATTNRT_INVALID_ARGUMENT);
+  }
+  const attnrt_cuda_function *called = &code->functions[function];
+  if (num_words != called->num_params || (num_words > 0 && !words)) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: attnrt_cuda_launch of %s with %" PRId32
+                          " words%s; it takes %" PRId32,
+                          kernel->name, called->name, num_words,
+                          words ? "" : " (null)", called->num_params);
+    return reported(cuda, ATTNRT_INVALID_ARGUMENT);
+  }
+  if (threads < 0) {
+    attnrt_impl_set_error(
+        context, "kernel %s: attnrt_cuda_launch of %s for %" PRId64 " threads",
+        kernel->name, called->name, threads);
+    return reported(cuda, ATTNRT_INVALID_ARGUMENT);
+  }
+  if (threads == 0) /* no work; CUDA refuses an empty grid */
+    return ATTNRT_OK;
+  /* The functions loop over their work by the grid's stride: CUDA's most
+   * blocks along x still do all of it. */
+  int64_t blocks = (threads - 1) / called->block_threads + 1;
+  if (blocks > INT32_MAX)
+    blocks = INT32_MAX;
+  /* The driver wants a pointer to each parameter, and non-const ones. */
+  uint64_t values[MAX_PARAMS];
+  void *params[MAX_PARAMS];
+  for (int32_t p = 0; p < num_words; ++p) {
+    values[p] = (uint64_t)words[p];
+    params[p] = &values[p];
+  }
+  void *handle =
+      cuda->functions[(size_t)code->num_attentions * FUNCTIONS_PER_ATTENTION +
+                      (size_t)function];
+  cuda_result result = cuda->state->api->launch(
+      handle, (unsigned)blocks, 1, 1, (unsigned)called->block_threads, 1, 1, 0,
+      cuda->stream, params, NULL);
+  if (result != 0) {
+    driver_error(context, result, "kernel %s: launching %s failed",
+                 kernel->name, called->name);
+    return reported(cuda, ATTNRT_INTERNAL);
+  }
+  return ATTNRT_OK;
+}
+
+/* The tensors a host program hands attention op `op`: each one a parameter
+ * or a size names is there, with data or with that axis; the sizes are >=
+ * 1 and Hq a multiple of Hkv. (The kernel's arguments have all this from
+ * the descriptor and attnrt_invoke's checks.) */
+static attnrt_status check_op_tensors(const attnrt_context *context,
+                                      const attnrt_kernel *kernel, int32_t op,
+                                      const attnrt_cuda_attention *attention,
+                                      const attnrt_tensor *tensors,
+                                      int32_t num_tensors) {
+  const char *name = kernel->name;
+  const attnrt_cuda_function *roles[FUNCTIONS_PER_ATTENTION] = {
+      &attention->attention, &attention->merge, &attention->tensor_core};
+  for (int r = 0; r < FUNCTIONS_PER_ATTENTION; ++r) {
+    for (int32_t p = 0; roles[r]->name && p < roles[r]->num_params; ++p) {
+      int32_t index = roles[r]->params[p];
+      if (index < 0)
+        continue;
+      if (index >= num_tensors) {
+        attnrt_impl_set_error(context,
+                              "kernel %s: attention %" PRId32
+                              ": parameter %" PRId32 " of %s is tensor %" PRId32
+                              ", but %" PRId32 " tensors were given",
+                              name, op, p, roles[r]->name, index, num_tensors);
+        return ATTNRT_INVALID_ARGUMENT;
+      }
+      if (!tensors[index].data) {
+        attnrt_impl_set_error(context,
+                              "kernel %s: attention %" PRId32
+                              ": tensor %" PRId32 " has null data",
+                              name, op, index);
+        return ATTNRT_INVALID_ARGUMENT;
+      }
+    }
+  }
+  int64_t sizes[ATTNRT_CUDA_SPLITS];
+  for (int32_t s = 0; s < ATTNRT_CUDA_SPLITS; ++s) {
+    int32_t index = attention->size_sources[s][0];
+    int32_t axis = attention->size_sources[s][1];
+    if (index >= num_tensors) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: attention %" PRId32 ": size %s is "
+                            "read from tensor %" PRId32 ", but %" PRId32
+                            " tensors were given",
+                            name, op, size_names[s], index, num_tensors);
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+    const attnrt_tensor *tensor = &tensors[index];
+    if (axis >= tensor->rank || !tensor->shape) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: attention %" PRId32 ": size %s is "
+                            "read from axis %" PRId32 " of tensor %" PRId32
+                            ", which has rank %" PRId32 "%s",
+                            name, op, size_names[s], axis, index, tensor->rank,
+                            tensor->shape ? "" : " and a null shape");
+      return ATTNRT_INVALID_ARGUMENT;
+    }
+    sizes[s] = tensor->shape[axis];
+    if (sizes[s] < 1) {
+      attnrt_impl_set_error(context,
+                            "kernel %s: attention %" PRId32 ": size %s (axis "
+                            "%" PRId32 " of tensor %" PRId32 ") is %" PRId64
+                            ", expected >= 1",
+                            name, op, size_names[s], axis, index, sizes[s]);
+      return ATTNRT_SHAPE_MISMATCH;
+    }
+  }
+  int64_t rows = 0;
+  if (sizes[ATTNRT_CUDA_HQ] % sizes[ATTNRT_CUDA_HKV] != 0 ||
+      __builtin_mul_overflow(sizes[ATTNRT_CUDA_B], sizes[ATTNRT_CUDA_HQ],
+                             &rows) ||
+      __builtin_mul_overflow(rows, sizes[ATTNRT_CUDA_S], &rows)) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: attention %" PRId32 ": sizes B = %" PRId64
+                          ", Hq = %" PRId64 ", Hkv = %" PRId64 ", S = %" PRId64
+                          ": Hq must be a multiple of Hkv and B * Hq * S fit "
+                          "in int64",
+                          name, op, sizes[ATTNRT_CUDA_B], sizes[ATTNRT_CUDA_HQ],
+                          sizes[ATTNRT_CUDA_HKV], sizes[ATTNRT_CUDA_S]);
+    return ATTNRT_SHAPE_MISMATCH;
+  }
+  return ATTNRT_OK;
+}
+
+int32_t attnrt_cuda_run_attention(attnrt_invocation *invocation, int32_t op,
+                                  const attnrt_tensor *tensors,
+                                  int32_t num_tensors) {
+  struct attnrt_cuda_invocation *cuda =
+      program_of(invocation, "attnrt_cuda_run_attention");
+  if (!cuda)
+    return ATTNRT_INVALID_ARGUMENT;
+  attnrt_context *context = invocation->context;
+  const attnrt_kernel *kernel = cuda->kernel;
+  const attnrt_cuda_code *code = cuda->code;
+  if (op < 0 || op >= code->num_attentions) {
+    attnrt_impl_set_error(context,
+                          "kernel %s: attnrt_cuda_run_attention of op %" PRId32
+                          "; the kernel has %" PRId32 " attention ops",
+                          kernel->name, op, code->num_attentions);
+    return reported(cuda, ATTNRT_INVALID_ARGUMENT);
+  }
+  if (num_tensors < 0 || (num_tensors > 0 && !tensors)) {
+    attnrt_impl_set_error(
+        context, "kernel %s: attention %" PRId32 ": %" PRId32 " tensors%s",
+        kernel->name, op, num_tensors, tensors ? "" : " and a null array");
+    return reported(cuda, ATTNRT_INVALID_ARGUMENT);
+  }
+  const attnrt_cuda_attention *attention = &code->attentions[op];
+  attnrt_status status =
+      check_op_tensors(context, kernel, op, attention, tensors, num_tensors);
+  tensor_list list = {tensors, num_tensors, NULL};
+  if (status == ATTNRT_OK)
+    status = run_attention(context, cuda->state, kernel, attention,
+                           cuda->functions + op * FUNCTIONS_PER_ATTENTION,
+                           &list, cuda->stream);
+  return status == ATTNRT_OK ? ATTNRT_OK : reported(cuda, status);
+}
+
+/* Runs the entry of a host program on `stream`, the device current; frees
+ * its allocations once it returns. */
+static attnrt_status run_program(attnrt_context *context,
+                                 const struct attnrt_cuda_state *state,
+                                 const attnrt_kernel *kernel, void **functions,
+                                 const int64_t *dims, void *const *buffers,
+                                 void *stream) {
+  struct attnrt_cuda_invocation cuda;
+  cuda.state = state;
+  cuda.kernel = kernel;
+  cuda.code = attnrt_impl_cuda_code(kernel);
+  cuda.functions = functions;
+  cuda.stream = stream;
+  cuda.reported = 0;
+  cuda.allocations = cuda.local;
+  cuda.num_allocations = 0;
+  cuda.allocation_capacity = LOCAL_ALLOCATIONS;
+  attnrt_invocation invocation;
+  attnrt_impl_invocation_begin(&invocation, context);
+  invocation.cuda = &cuda;
+  int32_t result = kernel->entry(&invocation, dims, buffers);
+  /* In stream order, after the launches that use them: no wait, and the
+   * pool hands the memory to the next invoke on this stream at once. */
+  cuda_result freed = 0;
+  for (size_t a = cuda.num_allocations; a-- > 0;) {
+    cuda_result r = state->api->free_async(cuda.allocations[a], stream);
+    if (freed == 0)
+      freed = r;
+  }
+  if (cuda.allocations != cuda.local)
+    attnrt_impl_release(context, cuda.allocations);
+  attnrt_impl_invocation_end(&invocation);
+
+  const char *name = kernel->name;
+  if (result == ATTNRT_OK) {
+    if (freed == 0)
+      return ATTNRT_OK;
+    driver_error(context, freed, "kernel %s: freeing its intermediates failed",
+                 name);
+    return ATTNRT_INTERNAL;
+  }
+  if (result > ATTNRT_OK && result <= ATTNRT_INTERNAL) {
+    /* A service that failed said why; else the entry's own check did. */
+    if (!cuda.reported)
+      attnrt_impl_set_error(context, "kernel %s failed: %s", name,
+                            attnrt_status_name((attnrt_status)result));
+    return (attnrt_status)result;
+  }
+  attnrt_impl_set_error(context,
+                        "kernel %s failed: status %" PRId32 " (not "
+                        "an attnrt_status, reported as ATTNRT_INTERNAL)",
+                        name, result);
+  return ATTNRT_INTERNAL;
 }
 
 attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
                                       const attnrt_kernel *kernel,
                                       const attnrt_tensor *inputs,
                                       const attnrt_tensor *outputs,
-                                      void *const *buffers, void *stream,
-                                      int wait, double *milliseconds) {
+                                      void *const *buffers, const int64_t *dims,
+                                      void *stream, int wait,
+                                      double *milliseconds) {
   const attnrt_cuda_code *code = attnrt_impl_cuda_code(kernel);
   attnrt_status status = ATTNRT_OK;
   struct attnrt_cuda_state *state = device_state(context, kernel, &status);
@@ -663,11 +1076,16 @@ attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,
     driver_error(context, result, "kernel %s: cannot time it", kernel->name);
     status = ATTNRT_INTERNAL;
   }
-  for (int32_t op = 0;
-       functions && status == ATTNRT_OK && op < code->num_attentions; ++op)
-    status = run_attention(context, state, kernel, &code->attentions[op],
-                           functions + op * FUNCTIONS_PER_ATTENTION, inputs,
-                           outputs, buffers, stream);
+  tensor_list arguments = {inputs, kernel->num_inputs, outputs};
+  if (functions && status == ATTNRT_OK && attnrt_impl_is_cuda_program(kernel))
+    status =
+        run_program(context, state, kernel, functions, dims, buffers, stream);
+  else
+    for (int32_t op = 0;
+         functions && status == ATTNRT_OK && op < code->num_attentions; ++op)
+      status = run_attention(context, state, kernel, &code->attentions[op],
+                             functions + op * FUNCTIONS_PER_ATTENTION,
+                             &arguments, stream);
   if (status == ATTNRT_OK && milliseconds) {
     float elapsed = 0;
     if ((result = api->event_record(events[1], stream)) != 0 ||

@@ -70,11 +70,17 @@ struct attnrt_context {
   struct attnrt_cuda_state *cuda;
 };
 
+/* What the entry of a CUDA kernel works with (cuda_launch.c). */
+struct attnrt_cuda_invocation;
+
 struct attnrt_invocation {
   attnrt_context *context;        /* its allocator and scratch cache */
   pthreadpool_t pool;             /* null: run parallel_for inline */
   _Atomic(attnrt_block *) blocks; /* pushed lock-free, cached at the end */
   atomic_int in_parallel_for;     /* nested parallel_for runs inline */
+  /* In the entry of a CUDA kernel: its device, functions, stream and
+   * device allocations; null in a CPU kernel's entry. */
+  struct attnrt_cuda_invocation *cuda;
 };
 
 /* Replaces the calling thread's last error on `context` with the formatted
@@ -135,19 +141,31 @@ ATTNRT_HIDDEN int attnrt_impl_is_cuda(const attnrt_kernel *kernel);
 ATTNRT_HIDDEN const attnrt_cuda_code *
 attnrt_impl_cuda_code(const attnrt_kernel *kernel);
 
+/* Whether a kernel is a CUDA kernel with a host program (ABI version 4):
+ * its entry runs on the host and launches the device code itself. */
+ATTNRT_HIDDEN int attnrt_impl_is_cuda_program(const attnrt_kernel *kernel);
+
 /* Checks a CUDA kernel's device code against its descriptor (every name,
  * parameter and size source in range); sets the context's error. */
 ATTNRT_HIDDEN attnrt_status attnrt_impl_check_cuda_code(
     const attnrt_context *context, const attnrt_kernel *kernel);
 
 /* Runs the validated CUDA kernel on the context's device: `buffers` the
- * data of the inputs then the outputs, whose shapes give the sizes. Waits
- * for the launches when `wait`; with `milliseconds`, times them between
- * CUDA events. */
+ * data of the inputs then the outputs, whose shapes give the sizes, `dims`
+ * the bound run-time sizes (for the entry of a host program). Waits for the
+ * launches when `wait`; with `milliseconds`, times them between CUDA
+ * events. */
 ATTNRT_HIDDEN attnrt_status attnrt_impl_cuda_launch(
     attnrt_context *context, const attnrt_kernel *kernel,
     const attnrt_tensor *inputs, const attnrt_tensor *outputs,
-    void *const *buffers, void *stream, int wait, double *milliseconds);
+    void *const *buffers, const int64_t *dims, void *stream, int wait,
+    double *milliseconds);
+
+/* attnrt_allocate in the entry of a CUDA kernel (invocation->cuda set):
+ * device memory, in the order of the invocation's stream, freed when the
+ * entry returns; null with the context's error set. */
+ATTNRT_HIDDEN void *attnrt_impl_cuda_allocate(attnrt_invocation *invocation,
+                                              int64_t bytes);
 
 /* Unloads the context's modules and releases its device. */
 ATTNRT_HIDDEN void attnrt_impl_cuda_release(attnrt_context *context);

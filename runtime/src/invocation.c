@@ -4,7 +4,9 @@
  * kernel's entry point. It carries the context's thread pool and the scratch
  * blocks the entry allocated, which go back to the context's cache when the
  * entry returns: the next invocation takes them from there, so steady-state
- * invokes call no allocator.
+ * invokes call no allocator. In the entry of a CUDA kernel it carries the
+ * device's state instead (cuda_launch.c), and attnrt_allocate gives device
+ * memory.
  *
  *===----------------------------------------------------------------------===*/
 #include "internal.h"
@@ -18,6 +20,7 @@ void attnrt_impl_invocation_begin(attnrt_invocation *invocation,
   invocation->pool = context->pool;
   atomic_init(&invocation->blocks, NULL);
   atomic_init(&invocation->in_parallel_for, 0);
+  invocation->cuda = NULL;
 }
 
 /* Puts a block into the cache, which stays sorted by capacity ascending (so
@@ -145,6 +148,8 @@ void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes) {
   const uint64_t largest = (uint64_t)PTRDIFF_MAX < (uint64_t)SIZE_MAX
                                ? (uint64_t)PTRDIFF_MAX
                                : (uint64_t)SIZE_MAX;
+  if (invocation && invocation->cuda)
+    return attnrt_impl_cuda_allocate(invocation, bytes);
   if (!invocation || !invocation->context || bytes < 0 ||
       (uint64_t)bytes > largest - 2 * align)
     return NULL;

@@ -63,6 +63,11 @@ int attnrt_impl_is_cuda(const attnrt_kernel *kernel) {
   return kernel->target && strncmp(kernel->target, "cuda-", 5) == 0;
 }
 
+int attnrt_impl_is_cuda_program(const attnrt_kernel *kernel) {
+  return kernel->abi_version >= 4 && kernel->entry &&
+         attnrt_impl_is_cuda(kernel);
+}
+
 void attnrt_impl_arg_label(char *out, const attnrt_kernel *kernel,
                            size_t argument) {
   size_t num_inputs = (size_t)kernel->num_inputs;
@@ -239,10 +244,10 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
   }
   /* Read nothing past abi_version before it matches: the layout may be
    * another ABI's. */
-  if (kernel->abi_version != 2 && kernel->abi_version != ATTNRT_ABI_VERSION) {
+  if (kernel->abi_version < 2 || kernel->abi_version > ATTNRT_ABI_VERSION) {
     attnrt_impl_set_error(context,
                           "kernel has ABI version %" PRIu32
-                          ", this runtime supports 2 and %u; rebuild it with a "
+                          ", this runtime supports 2 to %u; rebuild it with a "
                           "matching attnc",
                           kernel->abi_version, ATTNRT_ABI_VERSION);
     return ATTNRT_INVALID_ARGUMENT;
@@ -291,6 +296,17 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
   /* A CUDA kernel's code is its PTX; a CPU kernel's its entry. */
   if (!kernel->entry && !is_cuda) {
     attnrt_impl_set_error(context, "kernel %s: entry is null", name);
+    return ATTNRT_INVALID_ARGUMENT;
+  }
+  /* The entry of a CUDA kernel, a host program around its device code,
+   * came with ABI version 4: before, the runtime launched every function
+   * itself, and an older descriptor's code has no functions to launch. */
+  if (kernel->entry && is_cuda && kernel->abi_version < 4) {
+    attnrt_impl_set_error(context,
+                          "kernel %s targets %s with an entry, which needs ABI "
+                          "version 4 (a host program); this descriptor has "
+                          "version %" PRIu32,
+                          name, kernel->target, kernel->abi_version);
     return ATTNRT_INVALID_ARGUMENT;
   }
   attnrt_status cuda_status = attnrt_impl_check_cuda_code(context, kernel);
@@ -618,7 +634,7 @@ static attnrt_status invoke(attnrt_context *context,
   }
   if (is_cuda) {
     status = attnrt_impl_cuda_launch(context, kernel, inputs, outputs, buffers,
-                                     stream, wait, milliseconds);
+                                     dims, stream, wait, milliseconds);
     release_workspace(context, workspace, local);
     return status;
   }

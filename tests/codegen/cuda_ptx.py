@@ -10,12 +10,13 @@ scores, biases, ALiBi, tensor masks) and on f16/bf16 graphs with fixed head
 dims that get the tensor-core kernel (staged in shared memory and not).
 A graph the kernel takes must give NAME.ptx for the right architecture, one
 entry per attention op, and a manifest whose kernels name their parameters;
+a graph with nodes outside attention (the examples with projections, one
+whose output is its input) also the functions its host entry launches;
 where the CUDA toolkit's ptxas is installed, each kernel's report must show
 no spills, at most 255 registers and at most 48 KB of static shared memory
-(else the manifest must say there is no ptxas). A graph it does not take (or
-whose output no attention computes) must exit 1 with one line naming the
-file and what is missing, and write nothing. Numerics need a GPU (ctest
-label gpu).
+(else the manifest must say there is no ptxas). A graph it does not take
+must exit 1 with one line naming the file and what is missing, and write
+nothing. Numerics need a GPU (ctest label gpu).
 """
 
 import argparse
@@ -35,10 +36,12 @@ SIZES = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
 # needs cuFuncSetAttribute at launch).
 STATIC_SHARED_LIMIT = 48 * 1024
 TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
-# Graphs with something the CUDA kernel does not take yet: examples with
-# nodes that do not fuse into attention, additive scores of a run-time width.
-REFUSED = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
-           "p_additive_runtime_width"}
+# Graphs with something the CUDA kernel does not take yet: additive scores
+# of a run-time width.
+REFUSED = {"p_additive_runtime_width"}
+# Graphs with nodes outside attention: the host entry launches their kernels.
+WITH_ENTRY = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
+              "g_identity"}
 
 
 def generated():
@@ -174,7 +177,8 @@ def projected():
 
 
 def identity():
-    """A graph whose output no attention computes (scale by 1 folds away)."""
+    """A graph whose output no attention computes (scale by 1 folds away, so
+    the entry copies the input)."""
     return {"attnc": 1, "name": "g_identity", "dims": {},
             "inputs": {"x": {"shape": [2], "dtype": "f32"}},
             "nodes": [{"name": "y", "op": "scale", "x": "x", "value": 1.0}],
@@ -202,7 +206,7 @@ def main():
                            capture_output=True, text=True, timeout=300)
         problem = None
         graph_name = json.load(open(path))["name"]
-        if name in REFUSED or name == "g_identity":
+        if name in REFUSED:
             lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
             if r.returncode != 1 or len(lines) != 1 or path not in lines[0] \
                     or "CUDA" not in lines[0]:
@@ -216,10 +220,13 @@ def main():
             ptx = open(os.path.join(out, graph_name + ".ptx")).read()
             manifest = json.load(open(os.path.join(out, graph_name + ".json")))
             kernels = manifest.get("kernels", [])
+            functions = manifest.get("entry", {}).get("functions", [])
             if ".target %s" % chip not in ptx:
                 problem = "PTX is not for %s" % chip
-            elif not kernels:
+            elif not kernels and name != "g_identity":
                 problem = "no kernel in the manifest"
+            elif (name in WITH_ENTRY) != bool(functions):
+                problem = "functions of a host entry: %s" % functions
             # each attention kernel and the merge of its key splits
             entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
                                  if x in k]
@@ -234,12 +241,12 @@ def main():
                 elif name.startswith(("bm_", "p_")) and "tensor_core" in kernel:
                     problem = "a tensor-core kernel for tensor biases, masks or " \
                         "projected scores"
-            for kernel in entries:
+            for kernel in entries + functions:
                 if problem:
                     break
                 if ".entry %s(" % kernel["name"] not in ptx:
                     problem = "no entry %s in the PTX" % kernel["name"]
-                elif kernel["params"][-8:] != SIZES:
+                elif "words" not in kernel and kernel["params"][-8:] != SIZES:
                     problem = "parameters %s" % kernel["params"]
                 elif shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"):
                     report = kernel["ptxas"]

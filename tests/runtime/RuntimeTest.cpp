@@ -238,7 +238,7 @@ TEST(RegistryTest, RejectsAnotherAbiVersion) {
             ATTNRT_INVALID_ARGUMENT);
   EXPECT_EQ(context.error(), "kernel has ABI version " +
                                  std::to_string(ATTNRT_ABI_VERSION + 1) +
-                                 ", this runtime supports 2 and " +
+                                 ", this runtime supports 2 to " +
                                  std::to_string(ATTNRT_ABI_VERSION) +
                                  "; rebuild it with a matching attnc");
 }
@@ -532,6 +532,14 @@ TEST_F(AxpyMisuseTest, AbiVersionTwoStillRuns) {
   EXPECT_EQ(invoke(&kernel), ATTNRT_OK) << error();
 }
 
+// Version 3 (before attnrt_cuda_code::functions) too; a CPU kernel's is
+// null.
+TEST_F(AxpyMisuseTest, AbiVersionThreeStillRuns) {
+  attnrt_kernel kernel = fake_axpy_kernel;
+  kernel.abi_version = 3;
+  EXPECT_EQ(invoke(&kernel), ATTNRT_OK) << error();
+}
+
 TEST_F(AxpyMisuseTest, CpuKernelTakesNoStream) {
   int stream = 0;
   EXPECT_EQ(attnrt_invoke_on_stream(context_.get(), &fake_axpy_kernel, inputs_,
@@ -559,7 +567,7 @@ TEST_F(AxpyMisuseTest, WrongAbiVersion) {
   attnrt_kernel kernel = fake_axpy_kernel;
   kernel.abi_version = 0;
   EXPECT_EQ(invoke(&kernel), ATTNRT_INVALID_ARGUMENT);
-  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports 2 and " +
+  EXPECT_EQ(error(), "kernel has ABI version 0, this runtime supports 2 to " +
                          std::to_string(ATTNRT_ABI_VERSION) +
                          "; rebuild it with a matching attnc");
 }

@@ -5,7 +5,10 @@
  * returns (default 0, CUDA_SUCCESS), FAKE_CUDA_DEVICES what
  * cuDeviceGetCount counts (default 2), FAKE_CUDA_COMPUTE each device's
  * compute capability (default 90), FAKE_CUDA_JIT_ERROR set makes
- * cuModuleLoadDataEx refuse the PTX. Launches run nothing: they are
+ * cuModuleLoadDataEx refuse the PTX, FAKE_CUDA_POOL_LIMIT makes
+ * cuMemAllocFromPoolAsync fail (out of memory) for more bytes than it says,
+ * FAKE_CUDA_LAUNCH_ERROR makes cuLaunchKernel fail (invalid value) for the
+ * function it names. Launches run nothing: they are
  * recorded (fake_cuda_driver.h), with each function's parameter count read
  * from the PTX. Built a second time with FAKE_CUDA_PARTIAL, lacking
  * cuDeviceGetCount, as a library that is not (or not enough of) a CUDA
@@ -25,6 +28,7 @@
 enum {
   CUDA_SUCCESS = 0,
   CUDA_ERROR_INVALID_VALUE = 1,
+  CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_PTX = 218,
@@ -59,6 +63,9 @@ EXPORT int cuGetErrorName(int error, const char **name) {
     return 0;
   case CUDA_ERROR_INVALID_VALUE:
     *name = "CUDA_ERROR_INVALID_VALUE";
+    return 0;
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    *name = "CUDA_ERROR_OUT_OF_MEMORY";
     return 0;
   case CUDA_ERROR_NO_DEVICE:
     *name = "CUDA_ERROR_NO_DEVICE";
@@ -228,7 +235,9 @@ EXPORT int cuLaunchKernel(void *handle, unsigned grid_x, unsigned grid_y,
                           unsigned block_z, unsigned shared_bytes, void *stream,
                           void **params, void **extra) {
   const function *f = handle;
-  if (!f || extra || grid_x == 0 || grid_y == 0 || grid_z == 0)
+  const char *failing = getenv("FAKE_CUDA_LAUNCH_ERROR");
+  if (!f || extra || grid_x == 0 || grid_y == 0 || grid_z == 0 ||
+      (failing && strcmp(failing, f->name) == 0))
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&lock);
   if (counts.launches < MAX_LAUNCHES) {
@@ -328,7 +337,9 @@ EXPORT int cuMemPoolDestroy(void *pool) {
 
 EXPORT int cuMemAllocFromPoolAsync(uint64_t *pointer, size_t bytes, void *pool,
                                    void *stream) {
-  (void)stream;
+  const char *limit = getenv("FAKE_CUDA_POOL_LIMIT");
+  if (limit && *limit && bytes > (size_t)atoll(limit))
+    return CUDA_ERROR_OUT_OF_MEMORY;
   uintptr_t handle = (uintptr_t)pool;
   if (handle < 0x9001 || handle >= 0x9001 + (uintptr_t)pools_made) {
     pthread_mutex_lock(&lock);
@@ -341,16 +352,19 @@ EXPORT int cuMemAllocFromPoolAsync(uint64_t *pointer, size_t bytes, void *pool,
   pthread_mutex_lock(&lock);
   ++counts.workspaces_live;
   counts.last_workspace_bytes = bytes;
+  counts.last_allocation_stream = stream;
   pthread_mutex_unlock(&lock);
   *pointer = (uint64_t)(uintptr_t)start;
   return 0;
 }
 
 EXPORT int cuMemFreeAsync(uint64_t pointer, void *stream) {
-  (void)stream;
   if (forget(pointer)) {
     pthread_mutex_lock(&lock);
     --counts.workspaces_live;
+    ++counts.pool_frees;
+    counts.last_free_stream = stream;
+    counts.launches_before_last_free = counts.launches;
     pthread_mutex_unlock(&lock);
   }
   return 0;

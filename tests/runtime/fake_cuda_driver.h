@@ -32,6 +32,12 @@ typedef struct fake_cuda_counts {
   uint64_t last_pool_threshold; /* its CU_MEMPOOL_ATTR_RELEASE_THRESHOLD */
   int allocations_off_pool;     /* workspaces from no pool the driver made */
   int launches;
+  /* Stream order of the pool's memory: the stream of the last
+   * cuMemAllocFromPoolAsync and of the last cuMemFreeAsync, and how many
+   * launches had been queued when that free came. */
+  void *last_allocation_stream, *last_free_stream;
+  int launches_before_last_free;
+  int pool_frees; /* cuMemFreeAsync of memory the driver gave */
 } fake_cuda_counts;
 
 /* Memory the driver counts as device `ordinal`'s. */

@@ -54,6 +54,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 #include <cmath>
 #include <limits>
 
@@ -1426,6 +1428,8 @@ private:
 
 struct LowerToGpuPass
     : public mlir::attn::impl::LowerToGpuPassBase<LowerToGpuPass> {
+  using LowerToGpuPassBase::LowerToGpuPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
@@ -1433,41 +1437,13 @@ struct LowerToGpuPass
     for (func::FuncOp function : functions) {
       if (failed(lowerFunction(module, function)))
         return signalPassFailure();
-      function.erase();
+      if (!entry)
+        function.erase();
     }
-    if (failed(lowerMath(module)))
+    if (failed(lowerMathForPtx(module)))
       return signalPassFailure();
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     UnitAttr::get(context));
-  }
-
-  /// math.tanh (the softcap) as the CPU kernels' rational approximation
-  /// (attn-approximate-math's patterns), its math.fma and math.absf as PTX's
-  /// own instructions: convert-gpu-to-nvvm would make every math op a
-  /// libdevice call, which needs the CUDA toolkit at compile time.
-  LogicalResult lowerMath(ModuleOp module) {
-    RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(patterns);
-    if (failed(applyPatternsAndFoldGreedily(module, std::move(patterns))))
-      return failure();
-    WalkResult walk = module.walk([](Operation *op) {
-      if (!isa<math::MathDialect>(op->getDialect()))
-        return WalkResult::advance();
-      StringRef intrinsic = isa<math::FmaOp>(op)    ? "llvm.fma.f32"
-                            : isa<math::AbsFOp>(op) ? "llvm.fabs.f32"
-                                                    : "";
-      if (intrinsic.empty() || !op->getResult(0).getType().isF32()) {
-        op->emitError("no PTX instruction for ") << op->getName();
-        return WalkResult::interrupt();
-      }
-      OpBuilder b(op);
-      op->replaceAllUsesWith(b.create<LLVM::CallIntrinsicOp>(
-          op->getLoc(), b.getF32Type(), b.getStringAttr(intrinsic),
-          op->getOperands()));
-      op->erase();
-      return WalkResult::skip();
-    });
-    return failure(walk.wasInterrupted());
   }
 
   /// A gpu.func whose parameters are `params` (pointers, then i64 sizes
@@ -1553,6 +1529,24 @@ struct LowerToGpuPass
     return "";
   }
 
+  /// The node that computes `value` (its op's name location; a fused
+  /// chain's last node), with the result's number after a second result
+  /// ("o:1"); "" if unnamed.
+  static std::string nodeName(Value value) {
+    Operation *op = value.getDefiningOp();
+    if (!op)
+      return "";
+    Location loc = op->getLoc();
+    if (auto fused = dyn_cast<FusedLoc>(loc);
+        fused && !fused.getLocations().empty())
+      loc = fused.getLocations().back();
+    auto name = dyn_cast<NameLoc>(loc);
+    if (!name)
+      return "";
+    unsigned number = cast<OpResult>(value).getResultNumber();
+    return name.getName().str() + (number ? ":" + std::to_string(number) : "");
+  }
+
   LogicalResult lowerFunction(ModuleOp module, func::FuncOp function) {
     OpBuilder top(module.getBodyRegion());
     top.setInsertionPointToEnd(module.getBody());
@@ -1560,10 +1554,11 @@ struct LowerToGpuPass
         function.getLoc(), (function.getName() + "_gpu").str());
     int number = 0;
     // Every output an attention result: an output that is an input (or a
-    // constant) would need a copy no kernel makes.
+    // constant) would need a copy no kernel makes. With an entry its host
+    // code runs the other ops and copies.
     auto ret = cast<func::ReturnOp>(function.getBody().front().getTerminator());
     for (auto [n, value] : llvm::enumerate(ret.getOperands()))
-      if (!value.getDefiningOp<AttentionOp>()) {
+      if (!entry && !value.getDefiningOp<AttentionOp>()) {
         auto name = function.getResultAttrOfType<StringAttr>(n, "attn.output");
         return module.emitError()
                << "output " << (name ? name.getValue() : "#" + Twine(n).str())
@@ -1574,6 +1569,8 @@ struct LowerToGpuPass
       if (isa<func::ReturnOp, arith::ConstantOp>(operation))
         continue;
       auto op = dyn_cast<AttentionOp>(operation);
+      if (!op && entry)
+        continue;
       if (!op)
         return operation.emitError()
                << operation.getName().stripDialect()
@@ -1587,26 +1584,15 @@ struct LowerToGpuPass
                             "fixed width, scale, softcap, tensor biases, "
                             "ALiBi, causal, window, key_length and tensor "
                             "masks, GQA, both layouts, lse)");
-      // Every operand a function argument, every result returned: the
-      // kernel reads and writes the graph's own tensors.
-      SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
-      if (op.getGeneralWeight())
-        tensors.push_back(op.getGeneralWeight());
-      if (op.getQueryWeight())
-        tensors.append(
-            {op.getQueryWeight(), op.getKeyWeight(), op.getScoreVector()});
-      if (op.getKeyLengths())
-        tensors.push_back(op.getKeyLengths());
-      llvm::append_range(tensors, op.getBiases());
-      if (op.getAlibiSlopes())
-        tensors.push_back(op.getAlibiSlopes());
-      llvm::append_range(tensors, op.getMasks());
-      tensors.push_back(op.getOutput());
-      if (op.getLse())
-        tensors.push_back(op.getLse());
+      // Without an entry every operand is a function argument and every
+      // result returned: the kernel reads and writes the graph's own
+      // tensors. With one, an intermediate is named by its node.
+      SmallVector<Value> tensors = gpuKernelTensors(op);
       SmallVector<Attribute> names;
       for (Value tensor : tensors) {
         std::string name = graphName(function, tensor);
+        if (name.empty() && entry)
+          name = nodeName(tensor);
         if (name.empty())
           return op.emitError("attention reads or writes a value that is "
                               "not a graph input or output; CUDA targets "
@@ -1639,6 +1625,8 @@ struct LowerToGpuPass
       auto kernel =
           createKernel(gpuModule, op, name, params, sources,
                        KernelRole::Attention, kWarpsPerBlock, kRowsSplit);
+      if (entry)
+        kernel->setAttr("attn.tensors", top.getArrayAttr(names));
       // [m, l, acc[Dv]] of f32 per (batch, head, row, part): row() and
       // merge().
       const int64_t rowBytes[] = {4, 8}; // 4·Dv + 8
@@ -1669,3 +1657,58 @@ struct LowerToGpuPass
 };
 
 } // namespace
+
+SmallVector<Value> mlir::attn::gpuKernelTensors(AttentionOp op) {
+  SmallVector<Value> tensors{op.getQuery(), op.getKey(), op.getValue()};
+  if (op.getGeneralWeight())
+    tensors.push_back(op.getGeneralWeight());
+  if (op.getQueryWeight())
+    tensors.append(
+        {op.getQueryWeight(), op.getKeyWeight(), op.getScoreVector()});
+  if (op.getKeyLengths())
+    tensors.push_back(op.getKeyLengths());
+  llvm::append_range(tensors, op.getBiases());
+  if (op.getAlibiSlopes())
+    tensors.push_back(op.getAlibiSlopes());
+  llvm::append_range(tensors, op.getMasks());
+  tensors.push_back(op.getOutput());
+  if (op.getLse())
+    tensors.push_back(op.getLse());
+  return tensors;
+}
+
+/// convert-gpu-to-nvvm would make every math op a libdevice call, which
+/// needs the CUDA toolkit at compile time: the softcap's and the
+/// primitives' tanh, exp, sin and cos become the CPU kernels' polynomials,
+/// the rest PTX's own instructions (sqrt.rn, fma, abs, ...).
+LogicalResult mlir::attn::lowerMathForPtx(Operation *root) {
+  RewritePatternSet patterns(root->getContext());
+  populateMathPolynomialApproximationPatterns(patterns);
+  if (failed(applyPatternsAndFoldGreedily(root, std::move(patterns))))
+    return failure();
+  WalkResult walk = root->walk([](Operation *op) {
+    if (!isa<math::MathDialect>(op->getDialect()))
+      return WalkResult::advance();
+    StringRef intrinsic =
+        llvm::TypeSwitch<Operation *, StringRef>(op)
+            .Case([](math::FmaOp) { return "llvm.fma.f32"; })
+            .Case([](math::AbsFOp) { return "llvm.fabs.f32"; })
+            .Case([](math::SqrtOp) { return "llvm.sqrt.f32"; })
+            .Case([](math::FloorOp) { return "llvm.floor.f32"; })
+            .Case([](math::CeilOp) { return "llvm.ceil.f32"; })
+            .Case([](math::RoundEvenOp) { return "llvm.roundeven.f32"; })
+            .Case([](math::CopySignOp) { return "llvm.copysign.f32"; })
+            .Default([](Operation *) { return ""; });
+    if (intrinsic.empty() || !op->getResult(0).getType().isF32()) {
+      op->emitError("no PTX instruction for ") << op->getName();
+      return WalkResult::interrupt();
+    }
+    OpBuilder b(op);
+    op->replaceAllUsesWith(b.create<LLVM::CallIntrinsicOp>(
+        op->getLoc(), b.getF32Type(), b.getStringAttr(intrinsic),
+        op->getOperands()));
+    op->erase();
+    return WalkResult::skip();
+  });
+  return failure(walk.wasInterrupted());
+}

@@ -20,6 +20,18 @@ FailureOr<scf::ForallOp> tileAttention(RewriterBase &rewriter, AttentionOp op,
                                        int64_t rowTile, int64_t keyTile,
                                        bool packQueryHeads);
 
+/// The tensors of `op` in the order its CUDA kernels take them (q, k, v,
+/// the score's weights if any (W; or Wq, Wk, va), key_lengths if any, the
+/// biases, the ALiBi slopes if given, the masks, the output, lse if there
+/// is one), as attn-lower-to-gpu writes them into `attn.params`.
+SmallVector<Value> gpuKernelTensors(AttentionOp op);
+
+/// The `math` ops under `root` as code PTX runs without libdevice: upstream's
+/// polynomial approximations (attn-approximate-math's patterns), then what
+/// is left (fma, abs, sqrt, ...) as LLVM intrinsics NVPTX has instructions
+/// for. An error on any other math op.
+LogicalResult lowerMathForPtx(Operation *root);
+
 #define GEN_PASS_DECL
 #include "Attn/Transforms/Passes.h.inc"
 

@@ -138,6 +138,13 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
     rational approximation (attn-approximate-math's patterns), with PTX's fma
     and abs: no libdevice.
   }];
+  let options = [
+    Option<"entry", "entry", "bool", /*default=*/"false",
+           "Keep each function and its other ops for attn-build-cuda-entry, "
+           "whose host code runs them and hands each attention op its "
+           "tensors: an op's tensors may then be intermediates, named by "
+           "their nodes, and `attn.tensors` lists them in kernel order">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::LLVM::LLVMDialect",

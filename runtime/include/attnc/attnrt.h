@@ -195,10 +195,24 @@ typedef struct attnrt_cuda_attention {
   int64_t workspace_row_bytes[2];
 } attnrt_cuda_attention;
 
+/* A CUDA kernel whose graph has nodes outside its fused attention ops
+ * (projections, reshapes, ...) also has an entry (ABI version 4): host code
+ * that runs the graph's ops in order on the invocation's stream. It takes
+ * device memory for intermediates from attnrt_allocate, launches each other
+ * op's function by attnrt_cuda_launch and each attention op by
+ * attnrt_cuda_run_attention. In such a kernel the attention functions' params
+ * and size_sources number the op's own tensors (its operands, then its
+ * results), which the entry hands to attnrt_cuda_run_attention, not the
+ * kernel's arguments. */
 typedef struct attnrt_cuda_code {
   const char *ptx; /* NUL-terminated; the driver compiles it for its GPU */
   int32_t num_attentions;
   const attnrt_cuda_attention *attentions;
+  /* ABI version 4 (version-3 descriptors end before): the functions the
+   * entry launches by attnrt_cuda_launch, each taking num_params 64-bit
+   * words (params is null, block_rows 1, row_flags 0). */
+  int32_t num_functions;
+  const attnrt_cuda_function *functions;
 } attnrt_cuda_code;
 
 typedef struct attnrt_kernel {
@@ -216,12 +230,13 @@ typedef struct attnrt_kernel {
   attnrt_entry_fn entry; /* null for a CUDA kernel */
   int32_t num_divisibilities; /* checked once the run-time sizes are bound */
   const attnrt_divisibility *divisibilities;
-  /* ABI version 3: the device code of a CUDA kernel (entry is then null);
-   * null for CPU kernels. Descriptors of version 2 end before it. */
+  /* ABI version 3: the device code of a CUDA kernel (entry is then null,
+   * or from version 4 the host program of attnrt_cuda_code); null for CPU
+   * kernels. Descriptors of version 2 end before it. */
   const attnrt_cuda_code *cuda;
 } attnrt_kernel;
 
-#define ATTNRT_ABI_VERSION 3u
+#define ATTNRT_ABI_VERSION 4u
 
 /*===-- Contexts ----------------------------------------------------------===*/
 
@@ -419,6 +434,27 @@ int64_t attnrt_invocation_threads(const attnrt_invocation *invocation);
  * fits) before its allocator; tasks of one parallel_for may call it at
  * once. */
 void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
+/* In the entry of a CUDA kernel (attnrt_cuda_code) attnrt_allocate gives
+ * memory of the context's device instead, allocated in the order of the
+ * invocation's stream and freed in that order when the entry returns. */
+
+/* For the entry of a CUDA kernel: launches its function `function`
+ * (attnrt_cuda_code::functions) on the invocation's stream with the
+ * num_words 64-bit words as its parameters, in blocks of its block_threads,
+ * enough of them for `threads` threads (the functions loop over their work
+ * by the grid's stride, so fewer blocks are correct too). ATTNRT_OK, or a
+ * status with the context's error set. */
+int32_t attnrt_cuda_launch(attnrt_invocation *invocation, int32_t function,
+                           int64_t threads, const int64_t *words,
+                           int32_t num_words);
+
+/* For the entry of a CUDA kernel: runs its attention op `op` on `tensors`,
+ * the op's operands then results (num_tensors of them, device memory), as
+ * attnrt_invoke runs a kernel of attention alone: its key splits, workspace
+ * and functions. ATTNRT_OK, or a status with the context's error set. */
+int32_t attnrt_cuda_run_attention(attnrt_invocation *invocation, int32_t op,
+                                  const attnrt_tensor *tensors,
+                                  int32_t num_tensors);
 
 /* Scratch memory a kernel's own code allocates and releases, often the same
  * sizes on every call (the Halide backend's pipelines, one call per task):
