@@ -79,12 +79,13 @@ def compare(arr, ref, dtype, floor=None):
     return err <= tol, err, "rel err %.3g (tol %.3g%s)" % (err, tol, floor_note)
 
 
-def write_case(case, d, backend=None):
+def write_case(case, d, backend=None, extra=()):
     os.makedirs(d, exist_ok=True)
     gpath = os.path.join(d, "graph.json")
     with open(gpath, "w") as f:
         json.dump(case.graph, f, indent=1)
     args = ["reference", gpath] if backend is None else ["run", gpath, "--backend", backend]
+    args += list(extra)
     for name, arr in case.arrays.items():
         p = os.path.join(d, "in_%s.npy" % name)
         np.save(p, arr)
@@ -108,9 +109,9 @@ def kernel_path(attnc, graph_path):
     return "primitives: " + ", ".join(ops) if ops else "attention"
 
 
-def run_case(case, attnc, workdir, backend=None):
+def run_case(case, attnc, workdir, backend=None, extra=()):
     """Returns (ok, summary, detail, path): path is kernel_path() with a backend."""
-    ok, summary, cmd = run_case_files(case, attnc, workdir, backend)
+    ok, summary, cmd = run_case_files(case, attnc, workdir, backend, extra)
     path = None
     if backend is not None:
         path = kernel_path(attnc, os.path.join(workdir, "%s_%d" % (case.family, case.index),
@@ -118,7 +119,7 @@ def run_case(case, attnc, workdir, backend=None):
     return ok, summary, cmd, path
 
 
-def run_case_files(case, attnc, workdir, backend=None):
+def run_case_files(case, attnc, workdir, backend=None, extra=()):
     """Returns (ok, summary, detail)."""
     d = os.path.join(workdir, "%s_%d" % (case.family, case.index))
     try:
@@ -126,7 +127,7 @@ def run_case_files(case, attnc, workdir, backend=None):
         ref = oracle.evaluate_typed(case.graph, case.oracle_inputs(), case.dims, floors)
     except Exception as e:  # an oracle or generator bug, not an attnc one
         return False, "oracle error: %s" % e, ""
-    args, outdir = write_case(case, d, backend)
+    args, outdir = write_case(case, d, backend, extra)
     cmd = [attnc] + args
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -167,6 +168,8 @@ def main():
     ap.add_argument("--attnc", help="path of the attnc binary")
     ap.add_argument("--backend", help="check `attnc run --backend B` (e.g. mlir) instead of "
                     "`attnc reference`")
+    ap.add_argument("--attnc-arg", action="append", default=[], metavar="ARG",
+                    help="pass ARG to every `attnc run` too (e.g. --attnc-arg=--primitive-grid=7)")
     ap.add_argument("--family", action="append", choices=cases.FAMILIES,
                     help="family to run (repeatable; default: all)")
     ap.add_argument("--count", type=int, help="cases per family (default: %d)" % cases.DEFAULT_COUNT["dot"])
@@ -201,7 +204,8 @@ def main():
     by_path = {}     # with --backend: 'attention' / 'primitives' -> [passed, failed]
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
-            futs = [ex.submit(run_case, c, attnc, workdir, a.backend) for c in all_cases]
+            futs = [ex.submit(run_case, c, attnc, workdir, a.backend, a.attnc_arg)
+                    for c in all_cases]
             for c, fut in zip(all_cases, futs):
                 ok, summary, cmd, path = fut.result()
                 print("%-4s %s #%d  %s  | %s%s" % ("ok" if ok else "FAIL", c.family, c.index, c.desc,
