@@ -1,10 +1,11 @@
 /*===- cuda_launch.c - libattnrt's CUDA launcher against a stand-in driver -===*
  *
- * Three graphs compiled by attnc for cuda-sm90 (decode with key splits, cross
+ * Four graphs compiled by attnc for cuda-sm90 (decode with key splits, cross
  * attention with key lengths on the tensor-core kernel, f32 causal on the
- * SIMT kernel) invoked through libattnrt with the stand-in driver of
- * fake_cuda_driver.c, which records every launch: the functions chosen, the
- * grids, the blocks and each parameter are checked against what the
+ * SIMT kernel, a GPT-2 block whose host entry launches its projections and
+ * reshapes around the attention) invoked through libattnrt with the stand-in
+ *driver of fake_cuda_driver.c, which records every launch: the functions
+ *chosen, the grids, the blocks and each parameter are checked against what the
  * kernels' design says (docs/design/gpu.md), and the module cache, the
  * stream, the workspace and the errors a user can meet (a host pointer,
  * another device's memory, no such device, an older GPU, PTX the driver
@@ -15,6 +16,7 @@
 #include "fake_cuda_driver.h"
 
 #include "cross_attention.h"
+#include "gpt2_block_attn.h"
 #include "llama3_gqa_decode.h"
 #include "sdpa_exporter_causal.h"
 
@@ -82,11 +84,12 @@ static attnrt_context *context_on(int ordinal) {
   return context;
 }
 
-/* Launch `index` ran `function` on `grid` with blocks of 128 threads and
- * these parameters. */
-static void expect_launch(int index, const char *function, unsigned gx,
-                          unsigned gy, unsigned gz, int num_params,
-                          const uint64_t *params, void *stream) {
+/* Launch `index` ran `function` on `grid` with blocks of `block` threads
+ * and these parameters. */
+static void expect_launch_of(int index, const char *function, unsigned gx,
+                             unsigned gy, unsigned gz, unsigned block,
+                             int num_params, const uint64_t *params,
+                             void *stream) {
   const fake_cuda_launch *launch = driver_launch(index);
   CHECK(launch != NULL, "no launch %d", index);
   if (!launch)
@@ -96,7 +99,7 @@ static void expect_launch(int index, const char *function, unsigned gx,
   CHECK(launch->grid[0] == gx && launch->grid[1] == gy && launch->grid[2] == gz,
         "%s: grid (%u, %u, %u), not (%u, %u, %u)", function, launch->grid[0],
         launch->grid[1], launch->grid[2], gx, gy, gz);
-  CHECK(launch->block[0] == 128 && launch->block[1] == 1 &&
+  CHECK(launch->block[0] == block && launch->block[1] == 1 &&
             launch->block[2] == 1,
         "%s: block (%u, %u, %u)", function, launch->block[0], launch->block[1],
         launch->block[2]);
@@ -108,6 +111,14 @@ static void expect_launch(int index, const char *function, unsigned gx,
     CHECK(launch->params[p] == params[p] || params[p] == UINT64_MAX,
           "%s: param %d is %llu, not %llu", function, p,
           (unsigned long long)launch->params[p], (unsigned long long)params[p]);
+}
+
+/* The attention kernels' blocks: 128 threads. */
+static void expect_launch(int index, const char *function, unsigned gx,
+                          unsigned gy, unsigned gz, int num_params,
+                          const uint64_t *params, void *stream) {
+  expect_launch_of(index, function, gx, gy, gz, 128, num_params, params,
+                   stream);
 }
 
 /* Any value: the workspace's address, which the driver chose. */
@@ -277,6 +288,95 @@ static void causal(attnrt_context *context) {
   expect_launch(0, "sdpa_exporter_causal_attention0", 2, 12, 1, 13, simt, NULL);
 }
 
+/* A GPT-2 block (projections, reshapes, causal attention, output
+ * projection) at B = 1, S = 5: its host entry launches a kernel per node
+ * outside attention (256 threads a block, one thread an element of the
+ * result: 3840 threads, 15 blocks), each taking its tensors' addresses and
+ * sizes, the attention op through the launcher (60 rows and 5 keys: one
+ * split), every intermediate from the pool and freed after. */
+static void block(attnrt_context *context, void *stream) {
+  const int64_t x_shape[] = {1, 5, 768}, w_shape[] = {768, 768},
+                b_shape[] = {768};
+  device_tensor x, w[4], b[4], y;
+  make(&x, ATTNRT_F32, 0, 3, x_shape);
+  make(&y, ATTNRT_F32, 0, 3, x_shape);
+  attnrt_tensor inputs[9] = {x.tensor};
+  for (int p = 0; p < 4; ++p) {
+    make(&w[p], ATTNRT_F32, 0, 2, w_shape);
+    make(&b[p], ATTNRT_F32, 0, 1, b_shape);
+    inputs[1 + 2 * p] = w[p].tensor;
+    inputs[2 + 2 * p] = b[p].tensor;
+  }
+  forget_launches();
+  int frees = driver_counts()->pool_frees;
+  attnrt_status status =
+      gpt2_block_attn_on_stream(context, inputs, &y.tensor, stream);
+  CHECK(status == ATTNRT_OK, "%s", attnrt_context_last_error(context));
+  CHECK(driver_counts()->launches == 9, "%d launches",
+        driver_counts()->launches);
+  /* q, k, v, their reshapes, the attention's output and its reshape. */
+  CHECK(driver_counts()->pool_frees - frees == 8 &&
+            driver_counts()->workspaces_live == 0 &&
+            driver_counts()->last_free_stream == stream &&
+            driver_counts()->launches_before_last_free == 9,
+        "%d intermediates freed, %d live", driver_counts()->pool_frees - frees,
+        driver_counts()->workspaces_live);
+  /* linear: x, w, b, its result; their sizes. */
+  uint64_t result[3];
+  for (int p = 0; p < 3; ++p) {
+    const uint64_t linear[] = {address(&x),
+                               address(&w[p]),
+                               address(&b[p]),
+                               ANY,
+                               1,
+                               5,
+                               768,
+                               768,
+                               768,
+                               768,
+                               1,
+                               5,
+                               768};
+    char name[64];
+    snprintf(name, sizeof name, "gpt2_block_attn_p%d", p);
+    expect_launch_of(p, name, 15, 1, 1, 256, 13, linear, stream);
+    result[p] = driver_launch(p) ? driver_launch(p)->params[3] : 0;
+  }
+  /* reshape [B, S, 768] -> [B, S, 12, 64]: the linear's result, B and S. */
+  uint64_t heads[3];
+  for (int p = 0; p < 3; ++p) {
+    const uint64_t reshape[] = {result[p], ANY, 1, 5, 768, 1, 5, 12, 64, 1, 5};
+    char name[64];
+    snprintf(name, sizeof name, "gpt2_block_attn_p%d", 3 + p);
+    expect_launch_of(3 + p, name, 15, 1, 1, 256, 11, reshape, stream);
+    heads[p] = driver_launch(3 + p) ? driver_launch(3 + p)->params[1] : 0;
+  }
+  /* bshd: B 1, Hq = Hkv = 12, S = T = 5, D 64; 60 rows, one split. */
+  const uint64_t attention[] = {heads[0], heads[1], heads[2], ANY, 0,  1, 12,
+                                12,       5,        5,        64,  64, 1};
+  expect_launch(6, "gpt2_block_attn_attention0", 2, 12, 1, 13, attention,
+                stream);
+  uint64_t attended = driver_launch(6) ? driver_launch(6)->params[3] : 0;
+  const uint64_t merged[] = {attended, ANY, 1, 5, 12, 64, 1, 5, 768, 1, 5};
+  expect_launch_of(7, "gpt2_block_attn_p6", 15, 1, 1, 256, 11, merged, stream);
+  uint64_t rows = driver_launch(7) ? driver_launch(7)->params[1] : 0;
+  const uint64_t projection[] = {rows,
+                                 address(&w[3]),
+                                 address(&b[3]),
+                                 address(&y),
+                                 1,
+                                 5,
+                                 768,
+                                 768,
+                                 768,
+                                 768,
+                                 1,
+                                 5,
+                                 768};
+  expect_launch_of(8, "gpt2_block_attn_p7", 15, 1, 1, 256, 13, projection,
+                   stream);
+}
+
 /* attnrt_device_allocate, upload, download and attnrt_invoke_timed. */
 /* A descriptor whose tensor-core function says its rows are both (row,
  * part) pairs and split blocks: refused before anything launches. */
@@ -430,13 +530,14 @@ int main(void) {
   causal(context);
   bad_row_flags(context);
   memory_and_timing(context);
-  CHECK(driver_counts()->module_loads == 3,
-        "%d module loads for 3 kernels on one context",
+  block(context, (void *)&failures);
+  CHECK(driver_counts()->module_loads == 4,
+        "%d module loads for 4 kernels on one context",
         driver_counts()->module_loads);
   CHECK(driver_counts()->current_depth == 0, "context stack depth %d",
         driver_counts()->current_depth);
   attnrt_context_release(context);
-  CHECK(driver_counts()->module_unloads == 3, "%d modules unloaded",
+  CHECK(driver_counts()->module_unloads == 4, "%d modules unloaded",
         driver_counts()->module_unloads);
   CHECK(driver_counts()->primary_retained == 0,
         "primary context retained %d times after release",
