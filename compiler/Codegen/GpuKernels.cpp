@@ -184,19 +184,24 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
   });
 
   GpuCompiled compiled;
-  // Ops outside attention, or an output no attention op computes (an input,
-  // one value returned twice): host code runs the graph and copies
-  // (attn-build-cuda-entry).
+  // Ops outside attention, an output no attention op computes (an input,
+  // one value returned twice) or an attention result no output is (the
+  // output when only lse is): host code runs the graph, allocates and
+  // copies (attn-build-cuda-entry).
   llvm::DenseSet<mlir::Value> returned;
+  module.walk([&](mlir::func::ReturnOp ret) {
+    for (mlir::Value value : ret.getOperands())
+      if (!value.getDefiningOp<mlir::attn::AttentionOp>() ||
+          !returned.insert(value).second)
+        compiled.hasEntry = true;
+  });
   module.walk([&](mlir::Operation *op) {
-    if (llvm::isa<mlir::attn::AttnDialect>(op->getDialect()) &&
-        !llvm::isa<mlir::attn::AttentionOp>(op))
+    if (!llvm::isa<mlir::attn::AttnDialect>(op->getDialect()))
+      return;
+    if (!llvm::isa<mlir::attn::AttentionOp>(op) ||
+        llvm::any_of(op->getResults(),
+                     [&](mlir::Value result) { return !returned.count(result); }))
       compiled.hasEntry = true;
-    if (llvm::isa<mlir::func::ReturnOp>(op))
-      for (mlir::Value value : op->getOperands())
-        if (!value.getDefiningOp<mlir::attn::AttentionOp>() ||
-            !returned.insert(value).second)
-          compiled.hasEntry = true;
   });
   {
     mlir::PassManager pm(&context);

@@ -11,7 +11,8 @@ dims that get the tensor-core kernel (staged in shared memory and not).
 A graph the kernel takes must give NAME.ptx for the right architecture, one
 entry per attention op, and a manifest whose kernels name their parameters;
 a graph with nodes outside attention (the examples with projections, one
-whose output is its input) also the functions its host entry launches;
+whose output is its input, one returning lse alone) also the functions
+its host entry launches;
 where the CUDA toolkit's ptxas is installed, each kernel's report must show
 no spills, at most 255 registers and at most 48 KB of static shared memory
 (else the manifest must say there is no ptxas). A graph it does not take
@@ -41,7 +42,7 @@ TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 REFUSED = {"p_additive_runtime_width"}
 # Graphs with nodes outside attention: the host entry launches their kernels.
 WITH_ENTRY = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
-              "g_identity"}
+              "g_identity", "g_lse_only"}
 
 
 def generated():
@@ -185,6 +186,16 @@ def identity():
             "outputs": ["y"]}
 
 
+def lse_only():
+    """Attention whose output is no graph output (lse is): the entry
+    allocates the output."""
+    inputs = {n: {"shape": [2, 4, "S", 32], "dtype": "f16"} for n in "qkv"}
+    return {"attnc": 1, "name": "g_lse_only", "dims": {"S": None}, "inputs": inputs,
+            "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                       "return_lse": True}],
+            "outputs": ["o.lse"]}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attnc", required=True)
@@ -194,7 +205,8 @@ def main():
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
     for name, graph in (list(generated()) + list(tensor_core()) + list(biased_masked())
-                        + list(projected()) + [("g_identity", identity())]):
+                        + list(projected()) + [("g_identity", identity()),
+                                               ("g_lse_only", lse_only())]):
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(graph, f)
@@ -225,8 +237,8 @@ def main():
                 problem = "PTX is not for %s" % chip
             elif not kernels and name != "g_identity":
                 problem = "no kernel in the manifest"
-            elif (name in WITH_ENTRY) != bool(functions):
-                problem = "functions of a host entry: %s" % functions
+            elif (name in WITH_ENTRY) != ("entry" in manifest):
+                problem = "a host entry where none is due, or none where one is"
             # each attention kernel and the merge of its key splits
             entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
                                  if x in k]
