@@ -227,7 +227,7 @@ typedef struct attnrt_kernel {
   uint32_t alignment;    /* required byte alignment of every buffer (>= 1) */
   const char *target;    /* "x86-64-avx512", "cuda-sm90", ... */
   const char *manifest;  /* the NAME.json manifest text, schedule included */
-  attnrt_entry_fn entry; /* null for a CUDA kernel */
+  attnrt_entry_fn entry; /* a CUDA kernel's: null, or its host program */
   int32_t num_divisibilities; /* checked once the run-time sizes are bound */
   const attnrt_divisibility *divisibilities;
   /* ABI version 3: the device code of a CUDA kernel (entry is then null,
@@ -364,8 +364,9 @@ attnrt_status attnrt_find_kernel(const attnrt_context *context,
  * alias inputs. The descriptor itself is checked on its first use with the
  * context only. The call allocates nothing for kernels of up to 64 run-time
  * sizes and 64 arguments (beyond, its bookkeeping comes from the context's
- * allocator), and the kernel's scratch comes from the context's cache once an
- * invoke at that size has run. Thread-safe. */
+ * allocator; so does the record of a CUDA host program's intermediates past
+ * 16 of them), and the kernel's scratch comes from the context's cache once
+ * an invoke at that size has run. Thread-safe. */
 attnrt_status attnrt_invoke(attnrt_context *context,
                             const attnrt_kernel *kernel,
                             const attnrt_tensor *inputs, size_t num_inputs,
@@ -375,12 +376,12 @@ attnrt_status attnrt_invoke(attnrt_context *context,
  * stream): a CUDA kernel's launches are queued on it and the call returns
  * without waiting for them (attnrt_invoke waits). The module of a kernel is
  * loaded once per context, on its first invoke, and its functions kept; the
- * key splits' workspace, when the sizes call for one, is allocated and
- * freed in stream order from the context's memory pool, which keeps what
- * it got (so invokes on different streams never share one, and once the
- * pool holds enough, none asks the driver for memory). A CPU kernel takes a
- * null stream
- * only, and runs as with attnrt_invoke. Thread-safe. */
+ * key splits' workspace, when the sizes call for one, and a host program's
+ * intermediates are allocated and freed in stream order from the context's
+ * memory pool, which keeps what it got (so invokes on different streams
+ * never share one, and once the pool holds enough, none asks the driver for
+ * memory). A CPU kernel takes a null stream only, and runs as with
+ * attnrt_invoke. Thread-safe. */
 attnrt_status attnrt_invoke_on_stream(attnrt_context *context,
                                       const attnrt_kernel *kernel,
                                       const attnrt_tensor *inputs,
@@ -436,7 +437,9 @@ int64_t attnrt_invocation_threads(const attnrt_invocation *invocation);
 void *attnrt_allocate(attnrt_invocation *invocation, int64_t bytes);
 /* In the entry of a CUDA kernel (attnrt_cuda_code) attnrt_allocate gives
  * memory of the context's device instead, allocated in the order of the
- * invocation's stream and freed in that order when the entry returns. */
+ * invocation's stream and freed in that order when the entry returns. The
+ * entry calls it, attnrt_cuda_launch and attnrt_cuda_run_attention on its
+ * own thread (where the device is current), never from parallel_for tasks. */
 
 /* For the entry of a CUDA kernel: launches its function `function`
  * (attnrt_cuda_code::functions) on the invocation's stream with the
