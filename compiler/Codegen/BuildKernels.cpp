@@ -2,7 +2,8 @@
 //
 // The entry walks the graph function's ops in order. Every tensor gets a
 // buffer: an input's is buffers[i], a returned value's is its output buffer,
-// any other comes from attnrt_allocate. Each op becomes a task function
+// a reshape's or unsqueeze's its operand's, any other comes from
+// attnrt_allocate. Each op becomes a task function
 // `void NAME_kK(void *closure, int64_t index)`; the entry writes the
 // op's buffer pointers and sizes into a closure (an array of 64-bit words on
 // its stack) and hands the task to attnrt_parallel_for. The task reads the
@@ -530,6 +531,15 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     return result;
   };
   SmallVector<SmallVector<Value>> resultSizeList = resultSizesOf();
+  // A reshape or unsqueeze keeps its operand's elements in their order: an
+  // intermediate result is a view of the operand's buffer, no kernel (ops
+  // only ever write their own results, so the two never disagree). An
+  // output still gets its own copy.
+  if (isa<attn::ReshapeOp, attn::UnsqueezeOp>(op) &&
+      !buffers.count(op->getResult(0))) {
+    buffers[op->getResult(0)] = {pointers.front(), resultSizeList.front()};
+    return;
+  }
   for (auto [result, resultSize] :
        llvm::zip_equal(op->getResults(), resultSizeList)) {
     auto type = cast<RankedTensorType>(result.getType());
