@@ -1025,18 +1025,8 @@ static attnrt_status run_program(attnrt_context *context,
                  name);
     return ATTNRT_INTERNAL;
   }
-  if (result > ATTNRT_OK && result <= ATTNRT_INTERNAL) {
-    /* A service that failed said why; else the entry's own check did. */
-    if (!cuda.reported)
-      attnrt_impl_set_error(context, "kernel %s failed: %s", name,
-                            attnrt_status_name((attnrt_status)result));
-    return (attnrt_status)result;
-  }
-  attnrt_impl_set_error(context,
-                        "kernel %s failed: status %" PRId32 " (not "
-                        "an attnrt_status, reported as ATTNRT_INTERNAL)",
-                        name, result);
-  return ATTNRT_INTERNAL;
+  /* A service that failed said why; else the entry's own check did. */
+  return attnrt_impl_entry_status(context, kernel, result, cuda.reported);
 }
 
 attnrt_status attnrt_impl_cuda_launch(attnrt_context *context,

@@ -103,6 +103,14 @@ ATTNRT_HIDDEN void attnrt_impl_invocation_begin(attnrt_invocation *invocation,
                                                 attnrt_context *context);
 ATTNRT_HIDDEN void attnrt_impl_invocation_end(attnrt_invocation *invocation);
 
+/* What an entry's return value means (invoke.c): ATTNRT_OK, else its status
+ * with the context's error set ("kernel K failed: ...") unless `reported`
+ * (a runtime service the entry called already said why); a value that is
+ * no attnrt_status is ATTNRT_INTERNAL. */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_entry_status(
+    const attnrt_context *context, const attnrt_kernel *kernel, int32_t result,
+    int reported);
+
 /* Releases every cached scratch block to the context's allocator. */
 ATTNRT_HIDDEN void attnrt_impl_release_cache(attnrt_context *context);
 

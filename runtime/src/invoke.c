@@ -652,17 +652,24 @@ static attnrt_status invoke(attnrt_context *context,
   attnrt_impl_invocation_end(&invocation);
   release_workspace(context, workspace, local);
 
+  return attnrt_impl_entry_status(context, kernel, result, 0);
+}
+
+attnrt_status attnrt_impl_entry_status(const attnrt_context *context,
+                                       const attnrt_kernel *kernel,
+                                       int32_t result, int reported) {
   if (result == ATTNRT_OK)
     return ATTNRT_OK;
   if (result > ATTNRT_OK && result <= ATTNRT_INTERNAL) {
-    attnrt_impl_set_error(context, "kernel %s failed: %s", name,
-                          attnrt_status_name((attnrt_status)result));
+    if (!reported)
+      attnrt_impl_set_error(context, "kernel %s failed: %s", kernel->name,
+                            attnrt_status_name((attnrt_status)result));
     return (attnrt_status)result;
   }
   attnrt_impl_set_error(context,
                         "kernel %s failed: status %" PRId32 " (not "
                         "an attnrt_status, reported as ATTNRT_INTERNAL)",
-                        name, result);
+                        kernel->name, result);
   return ATTNRT_INTERNAL;
 }
 
