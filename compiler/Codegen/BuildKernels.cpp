@@ -100,8 +100,8 @@ int32_t abiDType(Type element) {
   throw std::logic_error("no attnrt_dtype for a tensor element type");
 }
 
-/// Threads per block of a CUDA kernel of a primitive op.
-constexpr int64_t kPrimitiveBlockThreads = 256;
+/// Threads per block of a CUDA kernel of a primitive op, and per warp.
+constexpr int64_t kPrimitiveBlockThreads = 256, kWarpLanes = 32;
 /// The most 64-bit parameters libattnrt launches a CUDA function with.
 constexpr int64_t kMaxCudaWords = 64;
 
@@ -174,7 +174,7 @@ private:
   gpu::GPUFuncOp buildCopyKernel();
   /// The launches of `op` on the device: its words are in `closure`.
   void launchOnDevice(Operation *op, const ClosureLayout &layout, Value closure,
-                      ArrayRef<SmallVector<Value>> sizes);
+                      ArrayRef<SmallVector<Value>> operandSizes);
   Value allocateBytes(Value bytes);
   BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
   void buildKernel(Operation *op);
@@ -572,7 +572,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
   for (Value value : indexOperands)
     builder.create<LLVM::StoreOp>(loc, i64(value), word(closure, slot++));
   if (gpuModule)
-    return launchOnDevice(op, layout, closure, sizes);
+    return launchOnDevice(op, layout, closure, operandSizes);
 
   Value count;
   OwningOpRef<ModuleOp> scratch;
@@ -672,7 +672,7 @@ DeviceThreads gridThreads(OpBuilder &builder, Location loc) {
       builder.create<gpu::ThreadIdOp>(loc, x));
   Value count = builder.create<arith::MulIOp>(
       loc, builder.create<gpu::GridDimOp>(loc, x), block);
-  return {index, count};
+  return {index, count, kWarpLanes};
 }
 
 /// An empty kernel of `words` i64 parameters at the end of `gpuModule`,
@@ -767,10 +767,9 @@ static_assert(offsetof(attnrt_tensor, data) == 0 &&
               offsetof(attnrt_tensor, strides) == 24 &&
               sizeof(attnrt_tensor) == 32);
 
-void KernelModuleBuilder::launchOnDevice(Operation *op,
-                                         const ClosureLayout &layout,
-                                         Value closure,
-                                         ArrayRef<SmallVector<Value>> sizes) {
+void KernelModuleBuilder::launchOnDevice(
+    Operation *op, const ClosureLayout &layout, Value closure,
+    ArrayRef<SmallVector<Value>> operandSizes) {
   MLIRContext *context = module.getContext();
   Type i32Type = builder.getI32Type();
   auto i32 = [&](int64_t value) -> Value {
@@ -780,10 +779,8 @@ void KernelModuleBuilder::launchOnDevice(Operation *op,
   auto attention = dyn_cast<attn::AttentionOp>(op);
   if (!attention) {
     buildDeviceKernel(op, layout);
-    // As many threads as the result has elements.
-    Value threads = constantI64(1);
-    for (Value size : sizes.back())
-      threads = builder.create<LLVM::MulOp>(loc, threads, i64(size));
+    Value threads =
+        i64(deviceThreadCount(builder, loc, op, operandSizes, kWarpLanes));
     returnIfFailed(builder
                        .create<LLVM::CallOp>(
                            loc, cudaLaunch,

@@ -14,6 +14,7 @@
 #include "Attn/IR/AttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -63,6 +64,8 @@ public:
       : b(builder), loc(loc), threads(threads) {}
 
   bool onDevice() const { return threads.has_value(); }
+  /// The grid's threads, on a device.
+  const DeviceThreads &deviceThreads() const { return *threads; }
 
   Value index(int64_t value) {
     return b.create<arith::ConstantIndexOp>(loc, value);
@@ -1045,6 +1048,122 @@ void emitPackedGemm(Emitter &e, const Gemm &gemm, bool bAlongK, Value packed,
   });
 }
 
+/// Rows and columns of C one warp's tile covers on a GPU.
+constexpr int64_t kWarpTile = 4;
+
+/// A matmul's form: numpy makes a 1-D left operand a row [1, K] and a 1-D
+/// right one a column [K, 1], the added dim absent from the result; B is
+/// read along k when transposed or a column.
+struct MatmulForm {
+  bool hasRows, hasCols, readsAlongK;
+  int64_t batchRank; ///< Of the result.
+};
+MatmulForm matmulForm(attn::MatmulOp op) {
+  bool hasRows = rankOf(op.getLhs()) >= 2, hasCols = rankOf(op.getRhs()) >= 2;
+  return {hasRows, hasCols, op.getTransposeB() || !hasCols,
+          rankOf(op.getResult()) - hasRows - hasCols};
+}
+
+/// Hands `emit` the Gemm of rows [first, first + count) of product `batch`.
+using TileGemm = function_ref<void(Value batch, Value first, Value count,
+                                   function_ref<void(const Gemm &)> emit)>;
+
+/// On a device, `batches` products of rows x cols whose A and B are both
+/// read along k (linear's W, a transposed or 1-D right operand): C in tiles
+/// of kWarpTile x kWarpTile, a warp a tile by the grid's stride, its lanes
+/// over k, so that on a GPU each load of A's or B's rows is one coalesced
+/// line where a thread per element of C reads 32 rows apart; each of the
+/// 16 sums then meets in a butterfly of shuffles and lane 0 stores them.
+/// With warps of one lane (CPU tasks) the same tiles, edges and stores run
+/// without shuffles.
+void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
+                  TileGemm tileGemm) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  const DeviceThreads &threads = e.deviceThreads();
+  int64_t laneCount = threads.lanes;
+  Value lanes = e.index(laneCount), tile = e.index(kWarpTile);
+  Value warp = b.create<arith::DivUIOp>(loc, threads.index, lanes);
+  Value warps = b.create<arith::DivUIOp>(loc, threads.count, lanes);
+  Value lane = b.create<arith::RemUIOp>(loc, threads.index, lanes);
+  // (n + 3) / 4: convert-gpu-to-nvvm has no pattern for arith.ceildivui.
+  auto tilesOf = [&](Value n) -> Value {
+    return b.create<arith::DivUIOp>(
+        loc, b.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)), tile);
+  };
+  Value rowTiles = tilesOf(rows), colTiles = tilesOf(cols);
+  Value tiles = e.product({batches, rowTiles, colTiles});
+  Type f32 = b.getF32Type();
+  auto i32 = [&](int64_t value) -> Value {
+    return b.create<arith::ConstantIntOp>(loc, value, 32);
+  };
+  // Every lane of a warp takes the same tiles, so all 32 meet the shuffles.
+  e.loop(warp, tiles, warps, [&](Value t) {
+    Value colTile = b.create<arith::RemUIOp>(loc, t, colTiles);
+    t = b.create<arith::DivUIOp>(loc, t, colTiles);
+    Value rowTile = b.create<arith::RemUIOp>(loc, t, rowTiles);
+    Value batch = b.create<arith::DivUIOp>(loc, t, rowTiles);
+    Value first = b.create<arith::MulIOp>(loc, rowTile, tile);
+    Value count = b.create<arith::MinUIOp>(
+        loc, tile, b.create<arith::SubIOp>(loc, rows, first));
+    Value firstCol = b.create<arith::MulIOp>(loc, colTile, tile);
+    tileGemm(batch, first, count, [&](const Gemm &gemm) {
+      // Rows and columns past C's edge read its last one; their sums are
+      // never stored.
+      SmallVector<Value> tileRows, tileCols;
+      Value lastRow = b.create<arith::SubIOp>(loc, count, e.index(1));
+      Value lastCol = b.create<arith::SubIOp>(loc, cols, e.index(1));
+      for (int64_t n = 0; n < kWarpTile; ++n) {
+        tileRows.push_back(b.create<arith::MinUIOp>(loc, e.index(n), lastRow));
+        tileCols.push_back(b.create<arith::MinUIOp>(
+            loc, b.create<arith::AddIOp>(loc, firstCol, e.index(n)), lastCol));
+      }
+      auto flags = reassociate(b);
+      SmallVector<Value> init(kWarpTile * kWarpTile, e.floatConstant(f32, 0.0));
+      SmallVector<Value> sums = e.reduce(
+          lane, gemm.depth, lanes, init, [&](Value k, ValueRange carried) {
+            SmallVector<Value> as, bs, next;
+            for (Value row : tileRows)
+              as.push_back(gemm.a(row, k));
+            for (Value col : tileCols)
+              bs.push_back(gemm.b(k, col));
+            for (int64_t r = 0; r < kWarpTile; ++r)
+              for (int64_t c = 0; c < kWarpTile; ++c)
+                next.push_back(b.create<arith::AddFOp>(
+                    loc, carried[r * kWarpTile + c],
+                    b.create<arith::MulFOp>(loc, as[r], bs[c], flags), flags));
+            return next;
+          });
+      for (Value &sum : sums)
+        for (int64_t offset = laneCount / 2; offset >= 1; offset /= 2)
+          sum = b.create<arith::AddFOp>(
+              loc, sum,
+              b.create<gpu::ShuffleOp>(loc, sum, i32(offset), i32(laneCount),
+                                       gpu::ShuffleMode::XOR)
+                  .getShuffleResult());
+      Value leader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
+                                             lane, e.index(0));
+      auto store = b.create<scf::IfOp>(loc, leader, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(store.thenBlock()->getTerminator());
+      for (int64_t r = 0; r < kWarpTile; ++r)
+        for (int64_t c = 0; c < kWarpTile; ++c) {
+          Value col = b.create<arith::AddIOp>(loc, firstCol, e.index(c));
+          Value inside = b.create<arith::AndIOp>(
+              loc,
+              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                      e.index(r), count),
+              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, col,
+                                      cols));
+          auto write = b.create<scf::IfOp>(loc, inside, false);
+          OpBuilder::InsertionGuard inner(b);
+          b.setInsertionPoint(write.thenBlock()->getTerminator());
+          gemm.store(e.index(r), col, sums[r * kWarpTile + c]);
+        }
+    });
+  });
+}
+
 /// A matmul whose operands are both matrices (rank >= 2) is split into
 /// tasks of kPackedBlockRows rows of one batch's product; otherwise it is one
 /// task.
@@ -1058,13 +1177,10 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   bool transposeB = op.getTransposeB();
-  int64_t ra = rankOf(lhs), rb = rankOf(rhs), rc = rankOf(result);
+  int64_t ra = rankOf(lhs), rb = rankOf(rhs);
   SmallVector<Value> a = e.sizesOf(lhs), bs = e.sizesOf(rhs),
                      c = e.sizesOf(result);
-  // numpy: a 1-D left operand is a row [1, K], a 1-D right one a column
-  // [K, 1]; the added dim is absent from the result.
-  bool hasRows = ra >= 2, hasCols = rb >= 2;
-  int64_t batchRank = rc - hasRows - hasCols;
+  auto [hasRows, hasCols, readsAlongK, batchRank] = matmulForm(op);
   SmallVector<Value> batchSizes(c.begin(), c.begin() + batchRank);
   Value rows = hasRows ? a[ra - 2] : e.index(1);
   // The operand's batch indices for the result's batch indices.
@@ -1078,7 +1194,6 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
                             : ivs[batchRank - operandBatchRank + d]);
     return indices;
   };
-  bool readsAlongK = transposeB || !hasCols;
   // Both operands matrices: the packed GEMM where a task has enough rows,
   // its panel buffer allocated once, outside the branches.
   bool tasks = matmulTasks(op) && !e.onDevice();
@@ -1131,6 +1246,20 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
                                : bs[rb - 1],
                   a[ra - 1], aView, bView, cView));
   };
+  if (e.onDevice() && readsAlongK) {
+    // Product t's batch indices, row-major.
+    return emitWarpGemm(
+        e, e.product(batchSizes), rows, !hasCols ? e.index(1) : bs[rb - 2],
+        [&](Value batch, Value first, Value count,
+            function_ref<void(const Gemm &)> emit) {
+          SmallVector<Value> ivs(batchRank);
+          for (int64_t d = batchRank - 1; d >= 0; --d) {
+            ivs[d] = e.b.create<arith::RemUIOp>(e.loc, batch, batchSizes[d]);
+            batch = e.b.create<arith::DivUIOp>(e.loc, batch, batchSizes[d]);
+          }
+          rowsOf(ivs, first, count, emit);
+        });
+  }
   if (e.onDevice()) {
     // A thread per element of C, each a dot product over k.
     return e.loopNest(c, [&](ValueRange ivs) {
@@ -1222,12 +1351,12 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
                      }},
                     bias);
   };
-  if (e.onDevice()) {
-    // A thread per element of the result, each a dot product over k.
-    return e.loopNest({rows, w[0]}, [&](ValueRange ivs) {
-      emitDotTile(e, rowsOf(ivs[0], e.index(1)), e.index(0), 1, ivs[1], 1);
-    });
-  }
+  if (e.onDevice())
+    return emitWarpGemm(e, e.index(1), rows, w[0],
+                        [&](Value, Value first, Value count,
+                            function_ref<void(const Gemm &)> emit) {
+                          emit(rowsOf(first, count));
+                        });
   // A task's rows: [first, first + count).
   Value first = e.index(0), count = rows;
   if (taskIndex) {
@@ -1379,6 +1508,35 @@ void emitWith(Emitter &e, mlir::Operation *op, mlir::ValueRange operands,
 }
 
 } // namespace
+
+mlir::Value deviceThreadCount(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
+    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t lanes) {
+  Emitter e(builder, loc);
+  SmallVector<Value> result = primitiveResultSizes(e, op, operands);
+  auto tiles = [&](Value n) -> Value {
+    return builder.create<arith::DivUIOp>(
+        loc, builder.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)),
+        e.index(kWarpTile));
+  };
+  // Products that emitWarpGemm tiles: a warp per tile of C.
+  if (isa<attn::LinearOp>(op))
+    return e.product({e.index(lanes),
+                      tiles(e.product(ArrayRef<Value>(result).drop_back())),
+                      tiles(result.back())});
+  if (auto matmul = dyn_cast<attn::MatmulOp>(op)) {
+    MatmulForm form = matmulForm(matmul);
+    if (form.readsAlongK) {
+      ArrayRef<Value> sizes(result);
+      Value rows = form.hasRows ? sizes[form.batchRank] : e.index(1);
+      Value cols = form.hasCols ? sizes.back() : e.index(1);
+      return e.product({e.index(lanes),
+                        e.product(sizes.take_front(form.batchRank)),
+                        tiles(rows), tiles(cols)});
+    }
+  }
+  return e.product(result);
+}
 
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,

@@ -56,12 +56,25 @@ void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
 /// thread's index in the grid and the grid's thread count (index values).
 struct DeviceThreads {
   mlir::Value index, count;
+  /// Threads per warp: 32 on a CUDA grid (count a multiple of it), whose
+  /// lanes meet by shuffles; 1 when the code runs as CPU tasks
+  /// (attn-build-entry's primitive-grid), each task a warp of one lane.
+  int64_t lanes = 1;
 };
+
+/// How many threads emitPrimitiveOnDevice()'s code for `op` keeps busy (an
+/// index value; `operands` as for resultSizes()): `lanes` per 4 x 4 tile of
+/// a product it gives warps, else one per element of the result.
+mlir::Value deviceThreadCount(
+    mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
+    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t lanes);
 
 /// emitPrimitive() for a CUDA kernel's thread: the op's outermost loop nest
 /// (over the result's elements, or a reduction's rows) is walked by the
 /// grid's stride from `threads.index`, so every launch size computes the
-/// whole op; a product is one dot product per element of its result.
+/// whole op; a product whose operands are both read along k (linear, a
+/// transposed or 1-D right operand) is a warp per 4 x 4 block of its result,
+/// the lanes over k, any other one dot product per element.
 void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
                            mlir::Operation *op, mlir::ValueRange operands,
                            mlir::ValueRange results,

@@ -290,8 +290,9 @@ static void causal(attnrt_context *context) {
 
 /* A GPT-2 block (projections, reshapes, causal attention, output
  * projection) at B = 1, S = 5: its host entry launches a kernel per
- * projection (256 threads a block, one thread an element of the result:
- * 3840 threads, 15 blocks), each taking its tensors' addresses and sizes;
+ * projection (256 threads a block, a warp per 4 x 4 tile of the result:
+ * 2 x 192 tiles, 12288 threads, 48 blocks), each taking its tensors'
+ * addresses and sizes;
  * the reshapes are views (no kernel: the attention reads the projections'
  * results, the output projection the attention's); the attention op runs
  * through the launcher (60 rows and 5 keys: one split); every intermediate
@@ -341,7 +342,7 @@ static void block(attnrt_context *context, void *stream) {
                                768};
     char name[64];
     snprintf(name, sizeof name, "gpt2_block_attn_p%d", p);
-    expect_launch_of(p, name, 15, 1, 1, 256, 13, linear, stream);
+    expect_launch_of(p, name, 48, 1, 1, 256, 13, linear, stream);
     result[p] = driver_launch(p) ? driver_launch(p)->params[3] : 0;
   }
   CHECK(result[0] != result[1] && result[1] != result[2] &&
@@ -366,7 +367,7 @@ static void block(attnrt_context *context, void *stream) {
                                  1,
                                  5,
                                  768};
-  expect_launch_of(4, "gpt2_block_attn_p3", 15, 1, 1, 256, 13, projection,
+  expect_launch_of(4, "gpt2_block_attn_p3", 48, 1, 1, 256, 13, projection,
                    stream);
 }
 
