@@ -127,18 +127,40 @@ public:
       SmallVector<Value> ivs;
       return nest(sizes, ivs, body);
     }
-    spread = true;
-    loop(threads->index, product(sizes), threads->count, [&](Value flat) {
-      SmallVector<Value> ivs(sizes.size());
-      for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
-        ivs[d] = d ? b.create<arith::RemUIOp>(loc, flat, sizes[d]).getResult()
-                   : flat;
-        if (d)
-          flat = b.create<arith::DivUIOp>(loc, flat, sizes[d]);
-      }
-      body(ivs);
-    });
-    spread = false;
+    spreadNest(sizes, threads->index, threads->count, body);
+  }
+
+  /// loopNest over rows whose `body` walks a row from `lane` by `step`: on a
+  /// device a warp per row by the grid's stride (its lanes by the warp's
+  /// width), else every row in order from 0 by 1. acrossLanes() then meets
+  /// the lanes' partial results.
+  void rowNest(ArrayRef<Value> sizes,
+               function_ref<void(ValueRange, Value, Value)> body) {
+    if (!threads || spread) {
+      Value lane = index(0), step = index(1);
+      return loopNest(sizes, [&](ValueRange ivs) { body(ivs, lane, step); });
+    }
+    Value lanes = index(threads->lanes);
+    Value warp = b.createOrFold<arith::DivUIOp>(loc, threads->index, lanes);
+    Value warps = b.createOrFold<arith::DivUIOp>(loc, threads->count, lanes);
+    Value lane = b.createOrFold<arith::RemUIOp>(loc, threads->index, lanes);
+    spreadNest(sizes, warp, warps,
+               [&](ValueRange ivs) { body(ivs, lane, lanes); });
+  }
+  /// `value` combined over a warp's lanes by a butterfly of shuffles (every
+  /// lane gets the result); itself where a warp has one lane.
+  Value acrossLanes(Value value, function_ref<Value(Value, Value)> combine) {
+    int64_t lanes = threads ? threads->lanes : 1;
+    for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
+      auto i32 = [&](int64_t v) -> Value {
+        return b.create<arith::ConstantIntOp>(loc, v, 32);
+      };
+      value = combine(value, b.create<gpu::ShuffleOp>(loc, value, i32(offset),
+                                                      i32(lanes),
+                                                      gpu::ShuffleMode::XOR)
+                                 .getShuffleResult());
+    }
+    return value;
   }
 
   Type storageType(Value buffer) {
@@ -246,6 +268,24 @@ public:
 private:
   std::optional<DeviceThreads> threads;
   bool spread = false; ///< Inside the loop nest spread over the threads.
+
+  /// One loop over the flattened `sizes` from `first` by `stride`, each
+  /// index delinearised for `body`; nests inside it are plain loops.
+  void spreadNest(ArrayRef<Value> sizes, Value first, Value stride,
+                  function_ref<void(ValueRange)> body) {
+    spread = true;
+    loop(first, product(sizes), stride, [&](Value flat) {
+      SmallVector<Value> ivs(sizes.size());
+      for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+        ivs[d] = d ? b.create<arith::RemUIOp>(loc, flat, sizes[d]).getResult()
+                   : flat;
+        if (d)
+          flat = b.create<arith::DivUIOp>(loc, flat, sizes[d]);
+      }
+      body(ivs);
+    });
+    spread = false;
+  }
 
   void nest(ArrayRef<Value> sizes, SmallVector<Value> &ivs,
             function_ref<void(ValueRange)> body) {
@@ -508,15 +548,18 @@ void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
   Type f32 = b.getF32Type();
   Value zero = e.floatConstant(f32, 0.0),
         negInf = e.floatConstant(f32, -std::numeric_limits<double>::infinity());
-  Value c0 = e.index(0), c1 = e.index(1);
-  e.loopNest(sizes, [&](ValueRange ivs) {
+  // On a GPU a warp per row, its lanes along the axis.
+  e.rowNest(sizes, [&](ValueRange ivs, Value lane, Value step) {
     Value max =
-        e.reduce(c0, extent, c1, {negInf},
+        e.reduce(lane, extent, step, {negInf},
                  [&](Value a, ValueRange carried) -> SmallVector<Value> {
                    Value x = e.load(input, withAxis(ivs, axis, a));
                    return {b.create<arith::MaximumFOp>(loc, carried[0], x,
                                                        reassociate(b))};
                  })[0];
+    max = e.acrossLanes(max, [&](Value x, Value y) {
+      return b.create<arith::MaximumFOp>(loc, x, y).getResult();
+    });
     // An all -inf slice is all zeros (project decision h): subtract 0
     // instead of -inf, so no NaN appears, and zero it when storing.
     Value allMasked =
@@ -528,15 +571,18 @@ void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
           .getResult();
     };
     Value sum =
-        e.reduce(c0, extent, c1, {zero},
+        e.reduce(lane, extent, step, {zero},
                  [&](Value a, ValueRange carried) -> SmallVector<Value> {
                    return {b.create<arith::AddFOp>(
                        loc, carried[0], exponential(a), reassociate(b))};
                  })[0];
+    sum = e.acrossLanes(sum, [&](Value x, Value y) {
+      return b.create<arith::AddFOp>(loc, x, y).getResult();
+    });
     // One division a row, not one an element.
     Value inverse =
         b.create<arith::DivFOp>(loc, e.floatConstant(f32, 1.0), sum);
-    e.loop(extent, [&](Value a) {
+    e.loop(lane, extent, step, [&](Value a) {
       Value p = b.create<arith::MulFOp>(loc, exponential(a), inverse);
       e.store(b.create<arith::SelectOp>(loc, allMasked, zero, p), result,
               withAxis(ivs, axis, a));
@@ -1519,6 +1565,11 @@ mlir::Value deviceThreadCount(
         loc, builder.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)),
         e.index(kWarpTile));
   };
+  // A softmax: a warp per row.
+  if (auto softmax = dyn_cast<attn::SoftmaxOp>(op)) {
+    result.erase(result.begin() + softmax.getAxis());
+    return e.product({e.index(lanes), e.product(result)});
+  }
   // Products that emitWarpGemm tiles: a warp per tile of C.
   if (isa<attn::LinearOp>(op))
     return e.product({e.index(lanes),

@@ -64,7 +64,8 @@ struct DeviceThreads {
 
 /// How many threads emitPrimitiveOnDevice()'s code for `op` keeps busy (an
 /// index value; `operands` as for resultSizes()): `lanes` per 4 x 4 tile of
-/// a product it gives warps, else one per element of the result.
+/// a product it gives warps and per row of a softmax, else one per element
+/// of the result.
 mlir::Value deviceThreadCount(
     mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
     llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t lanes);
@@ -74,7 +75,8 @@ mlir::Value deviceThreadCount(
 /// grid's stride from `threads.index`, so every launch size computes the
 /// whole op; a product whose operands are both read along k (linear, a
 /// transposed or 1-D right operand) is a warp per 4 x 4 block of its result,
-/// the lanes over k, any other one dot product per element.
+/// the lanes over k, any other one dot product per element; a softmax is a
+/// warp per row, the lanes along it.
 void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
                            mlir::Operation *op, mlir::ValueRange operands,
                            mlir::ValueRange results,
