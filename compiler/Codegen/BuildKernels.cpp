@@ -150,6 +150,10 @@ private:
     return builder.create<LLVM::ConstantOp>(loc, builder.getI64Type(),
                                             builder.getI64IntegerAttr(value));
   }
+  Value constantI32(int64_t value) {
+    return builder.create<LLVM::ConstantOp>(loc, builder.getI32Type(),
+                                            builder.getI32IntegerAttr(value));
+  }
   Value indexConstant(int64_t value) {
     return builder.create<arith::ConstantIndexOp>(loc, value);
   }
@@ -167,6 +171,17 @@ private:
   void declareRuntime();
   /// Returns a nonzero `status` (i32) from the entry at once.
   void returnIfFailed(Value status);
+  /// attnrt_cuda_launch of function `function` for `threads` (i64) with
+  /// the `count` words at `words`; a failure returned at once.
+  void launchFunction(int64_t function, Value threads, Value words,
+                      int64_t count) {
+    returnIfFailed(builder
+                       .create<LLVM::CallOp>(
+                           loc, cudaLaunch,
+                           ValueRange{invocation, constantI32(function),
+                                      threads, words, constantI32(count)})
+                       .getResult());
+  }
   /// The CUDA kernel of a primitive `op` with `words` i64 parameters
   /// (ClosureLayout's words), in gpuModule.
   gpu::GPUFuncOp buildDeviceKernel(Operation *op, const ClosureLayout &layout);
@@ -772,21 +787,13 @@ void KernelModuleBuilder::launchOnDevice(
     ArrayRef<SmallVector<Value>> operandSizes) {
   MLIRContext *context = module.getContext();
   Type i32Type = builder.getI32Type();
-  auto i32 = [&](int64_t value) -> Value {
-    return builder.create<LLVM::ConstantOp>(loc, i32Type,
-                                            builder.getI32IntegerAttr(value));
-  };
   auto attention = dyn_cast<attn::AttentionOp>(op);
   if (!attention) {
     buildDeviceKernel(op, layout);
-    Value threads =
-        i64(deviceThreadCount(builder, loc, op, operandSizes, kWarpLanes));
-    returnIfFailed(builder
-                       .create<LLVM::CallOp>(
-                           loc, cudaLaunch,
-                           ValueRange{invocation, i32(primitiveCount - 1),
-                                      threads, closure, i32(layout.words())})
-                       .getResult());
+    launchFunction(
+        primitiveCount - 1,
+        i64(deviceThreadCount(builder, loc, op, operandSizes, kWarpLanes)),
+        closure, layout.words());
     return;
   }
   // The op's tensors in kernel order as attnrt_tensors, their shapes the
@@ -816,8 +823,8 @@ void KernelModuleBuilder::launchOnDevice(
     auto type = cast<RankedTensorType>(tensor.getType());
     Value fields[] = {
         builder.create<LLVM::LoadOp>(loc, ptrType, word(closure, t)),
-        i32(abiDType(type.getElementType())), i32(type.getRank()),
-        word(closure, firstSize[t]), null};
+        constantI32(abiDType(type.getElementType())),
+        constantI32(type.getRank()), word(closure, firstSize[t]), null};
     for (auto [f, value] : llvm::enumerate(fields)) {
       Value at = builder.create<LLVM::GEPOp>(
           loc, ptrType, tensorType, array,
@@ -826,12 +833,12 @@ void KernelModuleBuilder::launchOnDevice(
       builder.create<LLVM::StoreOp>(loc, value, at);
     }
   }
-  returnIfFailed(
-      builder
-          .create<LLVM::CallOp>(loc, cudaAttention,
-                                ValueRange{invocation, i32(attentionCount++),
-                                           array, i32(tensors.size())})
-          .getResult());
+  returnIfFailed(builder
+                     .create<LLVM::CallOp>(
+                         loc, cudaAttention,
+                         ValueRange{invocation, constantI32(attentionCount++),
+                                    array, constantI32(tensors.size())})
+                     .getResult());
 }
 
 LogicalResult KernelModuleBuilder::build() {
@@ -941,19 +948,9 @@ LogicalResult KernelModuleBuilder::build() {
     builder.create<LLVM::StoreOp>(loc, pointer, word(words, 0));
     builder.create<LLVM::StoreOp>(loc, ref.pointer, word(words, 1));
     builder.create<LLVM::StoreOp>(loc, bytes, word(words, 2));
-    Type i32Type = builder.getI32Type();
-    auto i32 = [&](int64_t value) -> Value {
-      return builder.create<LLVM::ConstantOp>(loc, i32Type,
-                                              builder.getI32IntegerAttr(value));
-    };
-    int64_t function =
-        copyKernel->getAttrOfType<IntegerAttr>("attn.function").getInt();
-    returnIfFailed(
-        builder
-            .create<LLVM::CallOp>(
-                loc, cudaLaunch,
-                ValueRange{invocation, i32(function), bytes, words, i32(3)})
-            .getResult());
+    launchFunction(
+        copyKernel->getAttrOfType<IntegerAttr>("attn.function").getInt(), bytes,
+        words, 3);
   }
   builder.create<func::ReturnOp>(
       loc,
