@@ -9,12 +9,17 @@
 S = T in {1024, 4096, 16384}, D in {64, 128}, causal and not, plus
 Llama-3-8B GQA decode (Hq = 32, Hkv = 8, D = 128, S = 1, bf16) at
 T in {4096, 32768}. `--quick` keeps S = T = 4096, D = 128 and decode.
+It also compiles the GPT-2 block (examples/graphs/gpt2_block_attn.json:
+q, k, v and output projections around causal attention, f32), whose host
+entry libattnrt runs.
 
 `run` (needs a CUDA device, PyTorch and CuPy) times, in one process on one
 device: the attnc kernel (loaded from its PTX, launched as its manifest says,
 on PyTorch's tensors), and PyTorch's scaled_dot_product_attention with each
 backend forced (flash, efficient, cuDNN) and FlexAttention (torch.compile'd)
-where it runs. Each time is the median of --repeat launches, each timed by
+where it runs; with --attnrt, the GPT-2 block at B = 8, S = 1024 through
+libattnrt against the same block in PyTorch (F.linear, SDPA, F.linear).
+Each time is the median of --repeat launches, each timed by
 CUDA events, after warm-up launches. TFLOP/s count 4·S·T·D per head, causal
 counted dense (as FlashAttention's benchmarks do); decode reports the K/V
 bytes read per second. Ratios are the fastest PyTorch time over attnc's, from
@@ -75,8 +80,20 @@ def prepare(a):
         os.unlink(obj)
         os.unlink(obj[:-2] + ".h")
         plan.append(shape)
+    # Whole blocks: their host entry runs through libattnrt only.
+    blocks = []
+    for name, dims in (("gpt2_block_attn", {"B": 8, "S": 1024}),):
+        subprocess.run([a.attnc, "compile", os.path.join(ROOT, "examples", "graphs",
+                                                         name + ".json"),
+                        "--target", a.target, "-o", a.out],
+                       check=True, capture_output=True, text=True)
+        obj = os.path.join(a.out, name + ".o")
+        subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
+        os.unlink(obj)
+        os.unlink(obj[:-2] + ".h")
+        blocks.append({"name": name, "dims": dims})
     with open(os.path.join(a.out, "plan.json"), "w") as f:
-        json.dump({"target": a.target, "shapes": plan}, f, indent=1)
+        json.dump({"target": a.target, "shapes": plan, "blocks": blocks}, f, indent=1)
     print("%d shapes compiled for %s into %s" % (len(plan), a.target, a.out))
     return 0
 
@@ -225,10 +242,53 @@ def run(a):
         print(json.dumps(row), flush=True)
         del q, k, v, o
         torch.cuda.empty_cache()
+    if attnrt:
+        rows += run_blocks(a, plan.get("blocks", []), attnrt, torch, cp, F)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"device": dev, "torch": torch.__version__, "rows": rows}, f, indent=1)
     return 0
+
+
+def run_blocks(a, blocks, attnrt, torch, cp, F):
+    """The GPT-2 block through libattnrt (its host entry: projections,
+    attention, output projection) and the same block in PyTorch, f32."""
+    rows = []
+    for block in blocks:
+        if block["name"] != "gpt2_block_attn":
+            continue
+        B, S = block["dims"]["B"], block["dims"]["S"]
+        with open(os.path.join(a.dir, block["name"] + ".json")) as f:
+            manifest = json.load(f)
+        t = {"x": torch.randn(B, S, 768, device="cuda")}
+        for p in "qkvo":
+            t["w" + p] = torch.randn(768, 768, device="cuda") / 768 ** 0.5
+            t["b" + p] = torch.randn(768, device="cuda") / 10
+        t["y"] = torch.empty(B, S, 768, device="cuda")
+        call = attnrt.bind(os.path.join(a.dir, block["name"] + ".so"), block["name"],
+                           manifest, {n: cp.asarray(v) for n, v in t.items()})
+        stream = torch.cuda.current_stream().cuda_stream
+
+        def torch_block():
+            def heads(p):
+                return F.linear(t["x"], t["w" + p], t["b" + p]).view(B, S, 12, 64) \
+                    .transpose(1, 2)
+            o = F.scaled_dot_product_attention(heads("q"), heads("k"), heads("v"),
+                                               is_causal=True)
+            return F.linear(o.transpose(1, 2).reshape(B, S, 768), t["wo"], t["bo"])
+        row = {"shape": "%s_b%d_s%d" % (block["name"], B, S), "kernel": "host entry"}
+        row["attnc_ms"] = median_ms(torch, lambda: call(stream), a.repeat)
+        ref = torch_block()
+        row["torch_ms"] = median_ms(torch, torch_block, a.repeat)
+        row["rel_err_vs_torch"] = float((t["y"] - ref).norm() / ref.norm())
+        row["fastest_peer"], row["ratio"] = "torch", row["torch_ms"] / row["attnc_ms"]
+        # 4 projections of 2·768·768 flops a row, attention 4·S·T·D per head
+        # (causal counted dense)
+        flops = 4 * 2.0 * B * S * 768 * 768 + 4.0 * B * 12 * S * S * 64
+        row["attnc_TFLOPs"] = flops / row["attnc_ms"] / 1e9
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
 
 
 def main():
