@@ -147,6 +147,18 @@ public:
     spreadNest(sizes, warp, warps,
                [&](ValueRange ivs) { body(ivs, lane, lanes); });
   }
+  /// `body` where `lane` is a warp's first, on a GPU; always elsewhere.
+  void ifFirstLane(Value lane, function_ref<void()> body) {
+    if (!threads || threads->lanes == 1)
+      return body();
+    auto first = b.create<scf::IfOp>(
+        loc,
+        b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq, lane, index(0)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    body();
+  }
   /// `value` combined over a warp's lanes by a butterfly of shuffles (every
   /// lane gets the result); itself where a warp has one lane.
   Value acrossLanes(Value value, function_ref<Value(Value, Value)> combine) {
@@ -590,6 +602,14 @@ void emitSoftmax(Emitter &e, int64_t axis, Value input, Value result) {
   });
 }
 
+/// Whether a reduce_sum's sums are a warp's each on a GPU: those computed in
+/// 32 bits, which a shuffle moves.
+bool reduceSumByWarps(attn::ReduceSumOp op) {
+  Type element = getElementTypeOrSelf(op.getInput().getType());
+  return element.isF32() || element.isF16() || element.isBF16() ||
+         element.isInteger(32);
+}
+
 void emitReduceSum(Emitter &e, attn::ReduceSumOp op, Value input,
                    Value result) {
   Type type = e.computeType(input);
@@ -602,22 +622,31 @@ void emitReduceSum(Emitter &e, attn::ReduceSumOp op, Value input,
   sizes.erase(sizes.begin() + axis);
   Value zero = isFloat ? e.floatConstant(type, 0.0)
                        : e.b.create<arith::ConstantIntOp>(e.loc, 0, type);
-  Value c0 = e.index(0), c1 = e.index(1);
-  e.loopNest(sizes, [&](ValueRange ivs) {
+  Value c0 = e.index(0);
+  auto add = [&](Value x, Value y) -> Value {
+    return isFloat ? e.b.create<arith::AddFOp>(e.loc, x, y, reassociate(e.b))
+                         .getResult()
+                   : e.b.create<arith::AddIOp>(e.loc, x, y).getResult();
+  };
+  // On a GPU a warp per sum, its lanes along the axis (shuffles move 32
+  // bits), else a thread per sum.
+  auto body = [&](ValueRange ivs, Value lane, Value step) {
     Value sum = e.reduce(
-        c0, extent, c1, {zero},
+        lane, extent, step, {zero},
         [&](Value a, ValueRange carried) -> SmallVector<Value> {
-          Value x = e.load(input, withAxis(ivs, axis, a));
-          return {isFloat ? e.b.create<arith::AddFOp>(e.loc, carried[0], x,
-                                                      reassociate(e.b))
-                                .getResult()
-                          : e.b.create<arith::AddIOp>(e.loc, carried[0], x)
-                                .getResult()};
+          return {add(carried[0], e.load(input, withAxis(ivs, axis, a)))};
         })[0];
-    e.store(sum, result,
-            op.getKeepdims() ? withAxis(ivs, axis, c0)
-                             : SmallVector<Value>(ivs.begin(), ivs.end()));
-  });
+    sum = e.acrossLanes(sum, add);
+    e.ifFirstLane(lane, [&] {
+      e.store(sum, result,
+              op.getKeepdims() ? withAxis(ivs, axis, c0)
+                               : SmallVector<Value>(ivs.begin(), ivs.end()));
+    });
+  };
+  if (reduceSumByWarps(op))
+    return e.rowNest(sizes, body);
+  Value c1 = e.index(1);
+  e.loopNest(sizes, [&](ValueRange ivs) { body(ivs, c0, c1); });
 }
 
 //===----------------------------------------------------------------------===//
@@ -1565,11 +1594,13 @@ mlir::Value deviceThreadCount(
         loc, builder.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)),
         e.index(kWarpTile));
   };
-  // A softmax: a warp per row.
+  // A softmax, a reduce_sum in 32 bits: a warp per row, per sum.
   if (auto softmax = dyn_cast<attn::SoftmaxOp>(op)) {
     result.erase(result.begin() + softmax.getAxis());
     return e.product({e.index(lanes), e.product(result)});
   }
+  if (auto sum = dyn_cast<attn::ReduceSumOp>(op); sum && reduceSumByWarps(sum))
+    return e.product({e.index(lanes), e.product(result)});
   // Products that emitWarpGemm tiles: a warp per tile of C.
   if (isa<attn::LinearOp>(op))
     return e.product({e.index(lanes),
