@@ -778,35 +778,41 @@ SmallVector<Value> offsets(Emitter &e, Value base, int64_t count) {
   return values;
 }
 
+/// The sums over k = first, first + step, ... < K of a(row, k)·b(k, col)
+/// for every row and column of a register tile, row-major.
+SmallVector<Value> tileSums(Emitter &e, const Gemm &gemm, ArrayRef<Value> rows,
+                            ArrayRef<Value> cols, Value first, Value step) {
+  OpBuilder &b = e.b;
+  Location loc = e.loc;
+  SmallVector<Value> init(rows.size() * cols.size(),
+                          e.floatConstant(b.getF32Type(), 0.0));
+  auto flags = reassociate(b);
+  return e.reduce(
+      first, gemm.depth, step, init, [&](Value k, ValueRange carried) {
+        SmallVector<Value> as, bs, next;
+        for (Value row : rows)
+          as.push_back(gemm.a(row, k));
+        for (Value col : cols)
+          bs.push_back(gemm.b(k, col));
+        for (size_t r = 0; r < rows.size(); ++r)
+          for (size_t c = 0; c < cols.size(); ++c) {
+            Value product = b.create<arith::MulFOp>(loc, as[r], bs[c], flags);
+            next.push_back(b.create<arith::AddFOp>(
+                loc, carried[r * cols.size() + c], product, flags));
+          }
+        return next;
+      });
+}
+
 /// C[i0 .. i0+tileRows, j0 .. j0+tileCols] as dot products over k, with
 /// every accumulator in a register. For a B read along k, LLVM vectorises
 /// the k loop (reassociated) into a register tile.
 void emitDotTile(Emitter &e, const Gemm &gemm, Value i0, int64_t tileRows,
                  Value j0, int64_t tileCols) {
-  OpBuilder &b = e.b;
-  Location loc = e.loc;
   SmallVector<Value> rows = offsets(e, i0, tileRows),
                      cols = offsets(e, j0, tileCols);
-  SmallVector<Value> init(tileRows * tileCols,
-                          e.floatConstant(b.getF32Type(), 0.0));
-  auto flags = reassociate(b);
   SmallVector<Value> sums =
-      e.reduce(e.index(0), gemm.depth, e.index(1), init,
-               [&](Value k, ValueRange carried) {
-                 SmallVector<Value> as, bs, next;
-                 for (Value row : rows)
-                   as.push_back(gemm.a(row, k));
-                 for (Value col : cols)
-                   bs.push_back(gemm.b(k, col));
-                 for (int64_t r = 0; r < tileRows; ++r)
-                   for (int64_t c = 0; c < tileCols; ++c) {
-                     Value product =
-                         b.create<arith::MulFOp>(loc, as[r], bs[c], flags);
-                     next.push_back(b.create<arith::AddFOp>(
-                         loc, carried[r * tileCols + c], product, flags));
-                   }
-                 return next;
-               });
+      tileSums(e, gemm, rows, cols, e.index(0), e.index(1));
   for (int64_t r = 0; r < tileRows; ++r)
     for (int64_t c = 0; c < tileCols; ++c)
       gemm.store(rows[r], cols[c], sums[r * tileCols + c]);
@@ -1156,8 +1162,7 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
   OpBuilder &b = e.b;
   Location loc = e.loc;
   const DeviceThreads &threads = e.deviceThreads();
-  int64_t laneCount = threads.lanes;
-  Value lanes = e.index(laneCount), tile = e.index(kWarpTile);
+  Value lanes = e.index(threads.lanes), tile = e.index(kWarpTile);
   Value warp = b.create<arith::DivUIOp>(loc, threads.index, lanes);
   Value warps = b.create<arith::DivUIOp>(loc, threads.count, lanes);
   Value lane = b.create<arith::RemUIOp>(loc, threads.index, lanes);
@@ -1168,10 +1173,6 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
   };
   Value rowTiles = tilesOf(rows), colTiles = tilesOf(cols);
   Value tiles = e.product({batches, rowTiles, colTiles});
-  Type f32 = b.getF32Type();
-  auto i32 = [&](int64_t value) -> Value {
-    return b.create<arith::ConstantIntOp>(loc, value, 32);
-  };
   // Every lane of a warp takes the same tiles, so all 32 meet the shuffles.
   e.loop(warp, tiles, warps, [&](Value t) {
     Value colTile = b.create<arith::RemUIOp>(loc, t, colTiles);
@@ -1193,48 +1194,28 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
         tileCols.push_back(b.create<arith::MinUIOp>(
             loc, b.create<arith::AddIOp>(loc, firstCol, e.index(n)), lastCol));
       }
-      auto flags = reassociate(b);
-      SmallVector<Value> init(kWarpTile * kWarpTile, e.floatConstant(f32, 0.0));
-      SmallVector<Value> sums = e.reduce(
-          lane, gemm.depth, lanes, init, [&](Value k, ValueRange carried) {
-            SmallVector<Value> as, bs, next;
-            for (Value row : tileRows)
-              as.push_back(gemm.a(row, k));
-            for (Value col : tileCols)
-              bs.push_back(gemm.b(k, col));
-            for (int64_t r = 0; r < kWarpTile; ++r)
-              for (int64_t c = 0; c < kWarpTile; ++c)
-                next.push_back(b.create<arith::AddFOp>(
-                    loc, carried[r * kWarpTile + c],
-                    b.create<arith::MulFOp>(loc, as[r], bs[c], flags), flags));
-            return next;
-          });
+      SmallVector<Value> sums =
+          tileSums(e, gemm, tileRows, tileCols, lane, lanes);
       for (Value &sum : sums)
-        for (int64_t offset = laneCount / 2; offset >= 1; offset /= 2)
-          sum = b.create<arith::AddFOp>(
-              loc, sum,
-              b.create<gpu::ShuffleOp>(loc, sum, i32(offset), i32(laneCount),
-                                       gpu::ShuffleMode::XOR)
-                  .getShuffleResult());
-      Value leader = b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::eq,
-                                             lane, e.index(0));
-      auto store = b.create<scf::IfOp>(loc, leader, /*withElseRegion=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPoint(store.thenBlock()->getTerminator());
-      for (int64_t r = 0; r < kWarpTile; ++r)
-        for (int64_t c = 0; c < kWarpTile; ++c) {
-          Value col = b.create<arith::AddIOp>(loc, firstCol, e.index(c));
-          Value inside = b.create<arith::AndIOp>(
-              loc,
-              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
-                                      e.index(r), count),
-              b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, col,
-                                      cols));
-          auto write = b.create<scf::IfOp>(loc, inside, false);
-          OpBuilder::InsertionGuard inner(b);
-          b.setInsertionPoint(write.thenBlock()->getTerminator());
-          gemm.store(e.index(r), col, sums[r * kWarpTile + c]);
-        }
+        sum = e.acrossLanes(sum, [&](Value x, Value y) {
+          return b.create<arith::AddFOp>(loc, x, y).getResult();
+        });
+      e.ifFirstLane(lane, [&] {
+        for (int64_t r = 0; r < kWarpTile; ++r)
+          for (int64_t c = 0; c < kWarpTile; ++c) {
+            Value col = b.create<arith::AddIOp>(loc, firstCol, e.index(c));
+            Value inside = b.create<arith::AndIOp>(
+                loc,
+                b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult,
+                                        e.index(r), count),
+                b.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ult, col,
+                                        cols));
+            auto write = b.create<scf::IfOp>(loc, inside, false);
+            OpBuilder::InsertionGuard inner(b);
+            b.setInsertionPoint(write.thenBlock()->getTerminator());
+            gemm.store(e.index(r), col, sums[r * kWarpTile + c]);
+          }
+      });
     });
   });
 }
