@@ -16,31 +16,7 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "fake_cuda_driver.h"
-
-#include <attnc/attnrt.h>
-
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int failures;
-
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      printf("FAILED line %d: %s: ", __LINE__, #condition);                    \
-      printf(__VA_ARGS__);                                                     \
-      printf("\n");                                                            \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-static fake_cuda_malloc_fn device_malloc;
-static fake_cuda_counts_fn driver_counts;
-static fake_cuda_launch_fn driver_launch;
-static fake_cuda_forget_fn forget_launches;
+#include "cuda_test.h"
 
 /*===-- The kernel, as attnc writes it ------------------------------------===*/
 
@@ -213,36 +189,6 @@ static uint64_t address(const void *pointer) {
   return (uint64_t)(uintptr_t)pointer;
 }
 
-/* Any value: the workspace's address, which the driver chose. */
-#define ANY UINT64_MAX
-
-static void expect_launch(int index, const char *function, unsigned gx,
-                          unsigned gy, unsigned gz, unsigned block,
-                          int num_params, const uint64_t *params,
-                          void *stream) {
-  const fake_cuda_launch *launch = driver_launch(index);
-  CHECK(launch != NULL, "no launch %d (%s)", index, function);
-  if (!launch)
-    return;
-  CHECK(strcmp(launch->function, function) == 0, "launch %d ran %s, not %s",
-        index, launch->function, function);
-  CHECK(launch->grid[0] == gx && launch->grid[1] == gy && launch->grid[2] == gz,
-        "%s: grid (%u, %u, %u), not (%u, %u, %u)", function, launch->grid[0],
-        launch->grid[1], launch->grid[2], gx, gy, gz);
-  CHECK(launch->block[0] == block && launch->block[1] == 1 &&
-            launch->block[2] == 1 && launch->shared_bytes == 0,
-        "%s: block (%u, %u, %u), %u shared bytes", function, launch->block[0],
-        launch->block[1], launch->block[2], launch->shared_bytes);
-  CHECK(launch->stream == stream, "%s: stream %p, not %p", function,
-        launch->stream, stream);
-  CHECK(launch->num_params == num_params, "%s: %d params, not %d", function,
-        launch->num_params, num_params);
-  for (int p = 0; p < num_params && p < launch->num_params; ++p)
-    CHECK(launch->params[p] == params[p] || params[p] == ANY,
-          "%s: param %d is %llu, not %llu", function, p,
-          (unsigned long long)launch->params[p], (unsigned long long)params[p]);
-}
-
 /* The tensors of proj_attn at B = 2, S = 5, T = 300. */
 typedef struct arguments {
   device_tensor x, k, v, y;
@@ -266,7 +212,7 @@ static void expect_graph(const arguments *args, void *stream) {
   CHECK(driver_counts()->launches == 4, "%d launches",
         driver_counts()->launches);
   const uint64_t p0[] = {address(args->x.tensor.data), address(seen_q), 1280};
-  expect_launch(0, "g_p0", 5, 1, 1, 256, 3, p0, stream);
+  expect_launch_of(0, "g_p0", 5, 1, 1, 256, 3, p0, stream);
   const uint64_t mma[] = {address(seen_q),
                           address(args->k.tensor.data),
                           address(args->v.tensor.data),
@@ -281,25 +227,14 @@ static void expect_graph(const arguments *args, void *stream) {
                           32,
                           2};
   /* 5 rows of 2 query heads a kv head: one block of 64 rows, 2 splits. */
-  expect_launch(1, "g_attention0_mma", 2, 2, 2, 128, 13, mma, stream);
+  expect_launch_of(1, "g_attention0_mma", 2, 2, 2, 128, 13, mma, stream);
   uint64_t merge[] = {ANY, address(seen_a), 2, 4, 2, 5, 300, 32, 32, 2};
   const fake_cuda_launch *first = driver_launch(1);
   merge[0] = first ? first->params[4] : 0;
   CHECK(merge[0] != 0, "no workspace");
-  expect_launch(2, "g_attention0_merge", 2, 4, 2, 128, 10, merge, stream);
+  expect_launch_of(2, "g_attention0_merge", 2, 4, 2, 128, 10, merge, stream);
   const uint64_t p1[] = {address(seen_a), address(args->y.tensor.data), 1280};
-  expect_launch(3, "g_p1", 10, 1, 1, 128, 3, p1, stream);
-}
-
-static attnrt_context *context_on(int ordinal) {
-  attnrt_context_options options;
-  attnrt_context_options_initialize(&options);
-  options.threads = 1;
-  attnrt_context *context = NULL;
-  attnrt_status status = attnrt_context_create_on_device(
-      &options, ATTNRT_DEVICE_CUDA, ordinal, &context);
-  CHECK(status == ATTNRT_OK, "%s", attnrt_status_name(status));
-  return context;
+  expect_launch_of(3, "g_p1", 10, 1, 1, 128, 3, p1, stream);
 }
 
 /*===-- The graph runs ----------------------------------------------------===*/
@@ -687,10 +622,10 @@ static void without_entry(void) {
                             32,
                             32,
                             2};
-    expect_launch(0, "g_attention0_mma", 2, 2, 2, 128, 13, mma, NULL);
+    expect_launch_of(0, "g_attention0_mma", 2, 2, 2, 128, 13, mma, NULL);
     uint64_t merge[] = {ANY, address(o.tensor.data), 2, 4, 2, 5, 300, 32, 32,
                         2};
-    expect_launch(1, "g_attention0_merge", 2, 4, 2, 128, 10, merge, NULL);
+    expect_launch_of(1, "g_attention0_merge", 2, 4, 2, 128, 10, merge, NULL);
   }
   CHECK(driver_counts()->workspaces_live == 0, "%d allocations live",
         driver_counts()->workspaces_live);
@@ -698,25 +633,8 @@ static void without_entry(void) {
 }
 
 int main(void) {
-  const char *path = getenv("ATTNRT_CUDA_DRIVER");
-  int32_t count = 0;
-  char message[256];
-  attnrt_status status =
-      attnrt_device_count(ATTNRT_DEVICE_CUDA, &count, message, sizeof message);
-  void *driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-  if (status != ATTNRT_OK || !driver) {
-    printf("FAILED: needs ATTNRT_CUDA_DRIVER naming the stand-in driver (%s)\n",
-           message);
+  if (attach_stand_in())
     return 1;
-  }
-  device_malloc = (fake_cuda_malloc_fn)dlsym(driver, "fake_cuda_malloc");
-  driver_counts = (fake_cuda_counts_fn)dlsym(driver, "fake_cuda_get_counts");
-  driver_launch = (fake_cuda_launch_fn)dlsym(driver, "fake_cuda_get_launch");
-  forget_launches = (fake_cuda_forget_fn)dlsym(driver, "fake_cuda_forget");
-  if (!device_malloc || !driver_counts || !driver_launch || !forget_launches) {
-    printf("FAILED: %s is not the recording stand-in\n", path);
-    return 1;
-  }
   write_ptx();
 
   attnrt_context *context = context_on(0);

@@ -13,34 +13,12 @@
  *
  *===----------------------------------------------------------------------===*/
 
-#include "fake_cuda_driver.h"
+#include "cuda_test.h"
 
 #include "cross_attention.h"
 #include "gpt2_block_attn.h"
 #include "llama3_gqa_decode.h"
 #include "sdpa_exporter_causal.h"
-
-#include <dlfcn.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-static int failures;
-
-#define CHECK(condition, ...)                                                  \
-  do {                                                                         \
-    if (!(condition)) {                                                        \
-      printf("FAILED line %d: %s: ", __LINE__, #condition);                    \
-      printf(__VA_ARGS__);                                                     \
-      printf("\n");                                                            \
-      ++failures;                                                              \
-    }                                                                          \
-  } while (0)
-
-static fake_cuda_malloc_fn device_malloc;
-static fake_cuda_counts_fn driver_counts;
-static fake_cuda_launch_fn driver_launch;
-static fake_cuda_forget_fn forget_launches;
 
 /* A dense tensor of `rank` dims in device memory of `ordinal`. */
 typedef struct device_tensor {
@@ -73,46 +51,6 @@ static uint64_t address(const device_tensor *t) {
   return (uint64_t)(uintptr_t)t->tensor.data;
 }
 
-static attnrt_context *context_on(int ordinal) {
-  attnrt_context_options options;
-  attnrt_context_options_initialize(&options);
-  options.threads = 1;
-  attnrt_context *context = NULL;
-  attnrt_status status = attnrt_context_create_on_device(
-      &options, ATTNRT_DEVICE_CUDA, ordinal, &context);
-  CHECK(status == ATTNRT_OK, "%s", attnrt_status_name(status));
-  return context;
-}
-
-/* Launch `index` ran `function` on `grid` with blocks of `block` threads
- * and these parameters. */
-static void expect_launch_of(int index, const char *function, unsigned gx,
-                             unsigned gy, unsigned gz, unsigned block,
-                             int num_params, const uint64_t *params,
-                             void *stream) {
-  const fake_cuda_launch *launch = driver_launch(index);
-  CHECK(launch != NULL, "no launch %d", index);
-  if (!launch)
-    return;
-  CHECK(strcmp(launch->function, function) == 0, "launch %d ran %s, not %s",
-        index, launch->function, function);
-  CHECK(launch->grid[0] == gx && launch->grid[1] == gy && launch->grid[2] == gz,
-        "%s: grid (%u, %u, %u), not (%u, %u, %u)", function, launch->grid[0],
-        launch->grid[1], launch->grid[2], gx, gy, gz);
-  CHECK(launch->block[0] == block && launch->block[1] == 1 &&
-            launch->block[2] == 1,
-        "%s: block (%u, %u, %u)", function, launch->block[0], launch->block[1],
-        launch->block[2]);
-  CHECK(launch->stream == stream, "%s: stream %p, not %p", function,
-        launch->stream, stream);
-  CHECK(launch->num_params == num_params, "%s: %d params in the PTX, not %d",
-        function, launch->num_params, num_params);
-  for (int p = 0; p < num_params && p < launch->num_params; ++p)
-    CHECK(launch->params[p] == params[p] || params[p] == UINT64_MAX,
-          "%s: param %d is %llu, not %llu", function, p,
-          (unsigned long long)launch->params[p], (unsigned long long)params[p]);
-}
-
 /* The attention kernels' blocks: 128 threads. */
 static void expect_launch(int index, const char *function, unsigned gx,
                           unsigned gy, unsigned gz, int num_params,
@@ -120,9 +58,6 @@ static void expect_launch(int index, const char *function, unsigned gx,
   expect_launch_of(index, function, gx, gy, gz, 128, num_params, params,
                    stream);
 }
-
-/* Any value: the workspace's address, which the driver chose. */
-#define ANY UINT64_MAX
 
 static void decode(attnrt_context *context) {
   /* B = 1, T = 1000: the tensor-core kernel's rule wants 1024 rows and 256
@@ -467,25 +402,8 @@ static void expect_unavailable(int ordinal, const char *variable,
 }
 
 int main(void) {
-  const char *path = getenv("ATTNRT_CUDA_DRIVER");
-  int32_t count = 0;
-  char message[256];
-  attnrt_status status =
-      attnrt_device_count(ATTNRT_DEVICE_CUDA, &count, message, sizeof message);
-  void *driver = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-  if (status != ATTNRT_OK || !driver) {
-    printf("FAILED: needs ATTNRT_CUDA_DRIVER naming the stand-in driver (%s)\n",
-           message);
+  if (attach_stand_in())
     return 1;
-  }
-  device_malloc = (fake_cuda_malloc_fn)dlsym(driver, "fake_cuda_malloc");
-  driver_counts = (fake_cuda_counts_fn)dlsym(driver, "fake_cuda_get_counts");
-  driver_launch = (fake_cuda_launch_fn)dlsym(driver, "fake_cuda_get_launch");
-  forget_launches = (fake_cuda_forget_fn)dlsym(driver, "fake_cuda_forget");
-  if (!device_malloc || !driver_counts || !driver_launch || !forget_launches) {
-    printf("FAILED: %s is not the recording stand-in\n", path);
-    return 1;
-  }
 
   /* A CPU context does not run CUDA kernels. */
   attnrt_context_options options;
@@ -498,7 +416,7 @@ int main(void) {
   attnrt_tensor inputs[] = {q.tensor, q.tensor, q.tensor};
   device_tensor o;
   make(&o, ATTNRT_F32, 0, 4, shape);
-  status = sdpa_exporter_causal(cpu, inputs, &o.tensor);
+  attnrt_status status = sdpa_exporter_causal(cpu, inputs, &o.tensor);
   CHECK(status == ATTNRT_INVALID_ARGUMENT &&
             strstr(attnrt_context_last_error(cpu),
                    "this context runs kernels on the CPU"),
