@@ -1145,6 +1145,14 @@ MatmulForm matmulForm(attn::MatmulOp op) {
           rankOf(op.getResult()) - hasRows - hasCols};
 }
 
+/// Tiles of kWarpTile over `n` rows or columns, (n + 3) / 4:
+/// convert-gpu-to-nvvm has no pattern for arith.ceildivui.
+Value warpTiles(Emitter &e, Value n) {
+  return e.b.create<arith::DivUIOp>(
+      e.loc, e.b.create<arith::AddIOp>(e.loc, n, e.index(kWarpTile - 1)),
+      e.index(kWarpTile));
+}
+
 /// Hands `emit` the Gemm of rows [first, first + count) of product `batch`.
 using TileGemm = function_ref<void(Value batch, Value first, Value count,
                                    function_ref<void(const Gemm &)> emit)>;
@@ -1166,12 +1174,7 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
   Value warp = b.create<arith::DivUIOp>(loc, threads.index, lanes);
   Value warps = b.create<arith::DivUIOp>(loc, threads.count, lanes);
   Value lane = b.create<arith::RemUIOp>(loc, threads.index, lanes);
-  // (n + 3) / 4: convert-gpu-to-nvvm has no pattern for arith.ceildivui.
-  auto tilesOf = [&](Value n) -> Value {
-    return b.create<arith::DivUIOp>(
-        loc, b.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)), tile);
-  };
-  Value rowTiles = tilesOf(rows), colTiles = tilesOf(cols);
+  Value rowTiles = warpTiles(e, rows), colTiles = warpTiles(e, cols);
   Value tiles = e.product({batches, rowTiles, colTiles});
   // Every lane of a warp takes the same tiles, so all 32 meet the shuffles.
   e.loop(warp, tiles, warps, [&](Value t) {
@@ -1570,11 +1573,6 @@ mlir::Value deviceThreadCount(
     llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t lanes) {
   Emitter e(builder, loc);
   SmallVector<Value> result = primitiveResultSizes(e, op, operands);
-  auto tiles = [&](Value n) -> Value {
-    return builder.create<arith::DivUIOp>(
-        loc, builder.create<arith::AddIOp>(loc, n, e.index(kWarpTile - 1)),
-        e.index(kWarpTile));
-  };
   // A softmax, a reduce_sum in 32 bits: a warp per row, per sum.
   if (auto softmax = dyn_cast<attn::SoftmaxOp>(op)) {
     result.erase(result.begin() + softmax.getAxis());
@@ -1584,9 +1582,10 @@ mlir::Value deviceThreadCount(
     return e.product({e.index(lanes), e.product(result)});
   // Products that emitWarpGemm tiles: a warp per tile of C.
   if (isa<attn::LinearOp>(op))
-    return e.product({e.index(lanes),
-                      tiles(e.product(ArrayRef<Value>(result).drop_back())),
-                      tiles(result.back())});
+    return e.product(
+        {e.index(lanes),
+         warpTiles(e, e.product(ArrayRef<Value>(result).drop_back())),
+         warpTiles(e, result.back())});
   if (auto matmul = dyn_cast<attn::MatmulOp>(op)) {
     MatmulForm form = matmulForm(matmul);
     if (form.readsAlongK) {
@@ -1595,7 +1594,7 @@ mlir::Value deviceThreadCount(
       Value cols = form.hasCols ? sizes.back() : e.index(1);
       return e.product({e.index(lanes),
                         e.product(sizes.take_front(form.batchRank)),
-                        tiles(rows), tiles(cols)});
+                        warpTiles(e, rows), warpTiles(e, cols)});
     }
   }
   return e.product(result);
