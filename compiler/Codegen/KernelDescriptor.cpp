@@ -217,18 +217,18 @@ DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
   llvm::StructType *type = cudaFunctionType();
   if (!kernel)
     return llvm::Constant::getNullValue(type);
-  if (kernel->function >= 0) {
-    // A function the entry launches: words, no params to resolve.
-    if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
-        kernel->block[2] != 1)
-      throw std::logic_error("CUDA kernel " + kernel->name +
-                             ": a launch the descriptor cannot state");
+  // A function the entry launches has words, no params or rows.
+  bool launchedByEntry = kernel->function >= 0;
+  if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
+      kernel->block[2] != 1 || (!launchedByEntry && kernel->blockRows < 1))
+    throw std::logic_error("CUDA kernel " + kernel->name +
+                           ": a launch the descriptor cannot state");
+  if (launchedByEntry)
     return llvm::ConstantStruct::get(
         type, {string(kernel->name, suffix + ".name"),
                llvm::ConstantInt::get(i32, kernel->words), null(),
                llvm::ConstantInt::get(i32, kernel->block[0]),
                llvm::ConstantInt::get(i32, 1), llvm::ConstantInt::get(i32, 0)});
-  }
   // Each parameter: argument n (inputs, then outputs), the workspace or a
   // size, as attnrt_cuda_function::params encodes them.
   std::vector<int32_t> params;
@@ -244,10 +244,6 @@ DescriptorBuilder::cudaFunction(const GpuKernel *kernel,
     }
     params.push_back(tensorNumber(tensors, param));
   }
-  if (kernel->block.size() != 3 || kernel->block[1] != 1 ||
-      kernel->block[2] != 1 || kernel->blockRows < 1)
-    throw std::logic_error("CUDA kernel " + kernel->name +
-                           ": a launch the descriptor cannot state");
   return llvm::ConstantStruct::get(
       type, {string(kernel->name, suffix + ".name"),
              llvm::ConstantInt::get(i32, params.size()),
