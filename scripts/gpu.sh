@@ -29,6 +29,9 @@ prepare)
   $python tests/gpu/cuda_oracle.py prepare --attnc build/bin/attnc --out "$dir/oracle"
   $python tests/gpu/cuda_oracle.py prepare --attnc build/bin/attnc --out "$dir/tc" \
     --matrix 0 --count 0 --tensor-core 60
+  # The same cases for cuda-sm90a, whose staged kernel multiplies by wgmma.
+  $python tests/gpu/cuda_oracle.py prepare --attnc build/bin/attnc --out "$dir/tc90a" \
+    --matrix 0 --count 0 --tensor-core 60 --target cuda-sm90a
   rm -rf "$dir/bench"
   $python benchmarks/gpu/bench.py prepare --attnc build/bin/attnc --out "$dir/bench"
   cp build/bin/runtime-cuda-probe build/lib/libattnrt.so.2 "$dir/lib/"
@@ -59,12 +62,15 @@ run)
      echo $rc > "$out/$name.rc") &
   }
   attnrt=(--launcher attnrt --attnrt "$dir/lib/libattnrt.so.2")
-  names=(tc-mma tc-default tc-simt tc-split7 tc-attnrt)
+  names=(tc-mma tc-default tc-simt tc-split7 tc-attnrt tc90a-mma tc90a-split7 tc90a-attnrt)
   check tc-mma "$dir/tc" --split-rule 0,1
   check tc-default "$dir/tc"
   check tc-simt "$dir/tc" --split-rule 0,1 --no-tensor-core
   check tc-split7 "$dir/tc" --split-rule 1000000,7
   check tc-attnrt "$dir/tc" "${attnrt[@]}"
+  check tc90a-mma "$dir/tc90a" --split-rule 0,1
+  check tc90a-split7 "$dir/tc90a" --split-rule 1000000,7
+  check tc90a-attnrt "$dir/tc90a" "${attnrt[@]}"
   # The oracle's cases, several hundred, in ORACLE_SHARDS shards each.
   shards=${ORACLE_SHARDS:-4}
   for ((i = 0; i < shards; ++i)); do
@@ -93,6 +99,10 @@ for line in sys.stdin:
     print("%-26s %-11s %9.3f ms (libattnrt %s ms)  %s  fastest %s: %.2fx" % (r["shape"], r["kernel"],
           r["attnc_ms"], "%.3f" % r["attnrt_ms"] if "attnrt_ms" in r else "-", rate,
           r.get("fastest_peer"), r.get("ratio", 0)))
+    if "attnc_cuda-sm90a_ms" in r:
+        print("%-26s %-11s %9.3f ms (err %.1e)  fastest %s: %.2fx" % ("", "sm90a",
+              r["attnc_cuda-sm90a_ms"], r.get("cuda-sm90a_rel_err_vs_torch", -1),
+              r.get("fastest_peer"), r.get("cuda-sm90a_ratio", 0)))
     if "split_sweep_best" in r:
         print("    best key-split rule (warps,keys: splits, ms):", r["split_sweep_best"])' || true
   exit $status

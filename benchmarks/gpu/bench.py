@@ -1,22 +1,26 @@
 #!/usr/bin/python3
 """attnc's CUDA kernels against PyTorch SDPA, on a machine with an NVIDIA GPU.
 
-    bench.py prepare --attnc PATH --out DIR [--target cuda-sm90] [--quick]
+    bench.py prepare --attnc PATH --out DIR [--target T ...] [--quick]
     bench.py run DIR [--json FILE] [--repeat N] [--no-flex]
 
 `prepare` (any machine) writes one graph per shape and compiles it with
-`attnc compile --target T`: bf16 and f16, B·H = 32 (B = 2, H = 16),
+`attnc compile --target T` for each target (default cuda-sm90, then
+cuda-sm90a, whose staged kernel multiplies by wgmma, into DIR/cuda-sm90a):
+bf16 and f16, B·H = 32 (B = 2, H = 16),
 S = T in {1024, 4096, 16384}, D in {64, 128}, causal and not, plus
 Llama-3-8B GQA decode (Hq = 32, Hkv = 8, D = 128, S = 1, bf16) at
 T in {4096, 32768}. `--quick` keeps S = T = 4096, D = 128 and decode.
 It also compiles the GPT-2 block (examples/graphs/gpt2_block_attn.json:
 q, k, v and output projections around causal attention, f32), whose host
-entry libattnrt runs.
+entry libattnrt runs, for the first target.
 
 `run` (needs a CUDA device, PyTorch and CuPy) times, in one process on one
 device: the attnc kernel (loaded from its PTX, launched as its manifest says,
 on PyTorch's tensors), and PyTorch's scaled_dot_product_attention with each
-backend forced (flash, efficient, cuDNN) and FlexAttention (torch.compile'd)
+backend forced (flash, efficient, cuDNN) and FlexAttention (torch.compile'd);
+the other targets' kernels beside the first's (attnc_cuda-sm90a_ms, its ratio
+and its error against PyTorch), where the GPU runs them (sm90a: sm_90 only)
 where it runs; with --attnrt, the GPT-2 block at B = 8, S = 1024 through
 libattnrt against the same block in PyTorch (F.linear, SDPA, F.linear).
 Each time is the median of --repeat launches, each timed by
@@ -67,25 +71,31 @@ def graph_of(shape):
 
 def prepare(a):
     os.makedirs(a.out, exist_ok=True)
+    targets = a.target or ["cuda-sm90", "cuda-sm90a"]
     plan = []
     for shape in shapes(a.quick):
         gpath = os.path.join(a.out, shape["name"] + ".graph.json")
         with open(gpath, "w") as f:
             json.dump(graph_of(shape), f, indent=1)
-        subprocess.run([a.attnc, "compile", gpath, "--target", a.target, "-o", a.out],
-                       check=True, capture_output=True, text=True)
-        # NAME.so: the descriptor libattnrt launches from (run --attnrt)
-        obj = os.path.join(a.out, shape["name"] + ".o")
-        subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
-        os.unlink(obj)
-        os.unlink(obj[:-2] + ".h")
+        # The first target's kernels in DIR (NAME.so, the descriptor
+        # libattnrt launches from with run --attnrt), the others' PTX and
+        # manifests in DIR/TARGET.
+        for target in targets:
+            out = a.out if target == targets[0] else os.path.join(a.out, target)
+            subprocess.run([a.attnc, "compile", gpath, "--target", target, "-o", out],
+                           check=True, capture_output=True, text=True)
+            obj = os.path.join(out, shape["name"] + ".o")
+            if target == targets[0]:
+                subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
+            os.unlink(obj)
+            os.unlink(obj[:-2] + ".h")
         plan.append(shape)
     # Whole blocks: their host entry runs through libattnrt only.
     blocks = []
     for name, dims in (("gpt2_block_attn", {"B": 8, "S": 1024}),):
         subprocess.run([a.attnc, "compile", os.path.join(ROOT, "examples", "graphs",
                                                          name + ".json"),
-                        "--target", a.target, "-o", a.out],
+                        "--target", targets[0], "-o", a.out],
                        check=True, capture_output=True, text=True)
         obj = os.path.join(a.out, name + ".o")
         subprocess.run(["cc", "-shared", "-o", obj[:-2] + ".so", obj], check=True)
@@ -93,8 +103,9 @@ def prepare(a):
         os.unlink(obj[:-2] + ".h")
         blocks.append({"name": name, "dims": dims})
     with open(os.path.join(a.out, "plan.json"), "w") as f:
-        json.dump({"target": a.target, "shapes": plan, "blocks": blocks}, f, indent=1)
-    print("%d shapes compiled for %s into %s" % (len(plan), a.target, a.out))
+        json.dump({"target": targets[0], "also": targets[1:], "shapes": plan,
+                   "blocks": blocks}, f, indent=1)
+    print("%d shapes compiled for %s into %s" % (len(plan), ", ".join(targets), a.out))
     return 0
 
 
@@ -226,8 +237,28 @@ def run(a):
             diff = (o.float() - ref.float()).norm() / ref.float().norm()
             row["rel_err_vs_torch"] = float(diff)
         row.update({k + "_ms": t for k, t in peers.items()})
+        best = min(peers, key=peers.get) if peers else None
+        for target in plan.get("also", []):
+            if target == "cuda-sm90a" and torch.cuda.get_device_capability(0) != (9, 0):
+                row[target + "_error"] = "sm_90a kernels run on sm_90 only"
+                continue
+            with open(os.path.join(a.dir, target, shape["name"] + ".json")) as f:
+                other = json.load(f)
+            o.fill_(float("nan"))
+            ls, _ = plan_launches(cp, load_module(cp, os.path.join(a.dir, target,
+                                                                   other["ptx"])),
+                                  other["kernels"][0], tensors)
+
+            def variant():
+                for function, grid, block, args in ls:
+                    function(grid, block, args)
+            row["attnc_%s_ms" % target] = median_ms(torch, variant, repeat)
+            if ref is not None:
+                row[target + "_rel_err_vs_torch"] = float(
+                    (o.float() - ref.float()).norm() / ref.float().norm())
+            if best:
+                row[target + "_ratio"] = peers[best] / row["attnc_%s_ms" % target]
         if peers:
-            best = min(peers, key=peers.get)
             row["fastest_peer"] = best
             row["ratio"] = peers[best] / row["attnc_ms"]
         if S == 1:
@@ -298,7 +329,8 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--attnc", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--target", default="cuda-sm90")
+    p.add_argument("--target", action="append",
+                   help="repeatable; default cuda-sm90, then cuda-sm90a")
     p.add_argument("--quick", action="store_true")
     r = sub.add_parser("run")
     r.add_argument("dir")

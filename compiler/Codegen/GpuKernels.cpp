@@ -207,6 +207,7 @@ GpuCompiled compileForCuda(mlir::ModuleOp module, const std::string &chip,
     mlir::PassManager pm(&context);
     mlir::attn::LowerToGpuPassOptions options;
     options.entry = compiled.hasEntry;
+    options.wgmma = chip == "sm_90a";
     pm.addPass(mlir::attn::createLowerToGpuPass(options));
     if (compiled.hasEntry)
       pm.addPass(createBuildCudaEntryPass());

@@ -7,7 +7,8 @@ and on generated graphs covering what the CUDA kernel takes (f32/f16/bf16,
 both layouts, causal/window/key_length masks, softcap, lse, GQA, head dims up
 to 300, so more than one 256-column chunk; cosine, general and additive
 scores, biases, ALiBi, tensor masks) and on f16/bf16 graphs with fixed head
-dims that get the tensor-core kernel (staged in shared memory and not).
+dims that get the tensor-core kernel (staged in shared memory and not;
+staged on cuda-sm90a, its products must be wgmma, elsewhere mma.sync).
 A graph the kernel takes must give NAME.ptx for the right architecture, one
 entry per attention op, and a manifest whose kernels name their parameters;
 a graph with nodes outside attention (the examples with projections, one
@@ -253,6 +254,17 @@ def main():
                 elif name.startswith(("bm_", "p_")) and "tensor_core" in kernel:
                     problem = "a tensor-core kernel for tensor biases, masks or " \
                         "projected scores"
+                elif name.startswith("tc_"):
+                    # cuda-sm90a's staged kernel (head dims multiples of
+                    # 16) multiplies by wgmma, every other by mma.sync.
+                    dk, dv = (int(x) for x in name.split("_")[2:4])
+                    wgmma = chip == "sm_90a" and dk % 16 == 0 and dv % 16 == 0
+                    body = ptx.split(".entry %s(" % kernel["tensor_core"]["name"], 1)[-1]
+                    body = body.split(".entry ", 1)[0]
+                    if ("wgmma.mma_async" in body) != wgmma \
+                            or ("mma.sync" in body) == wgmma:
+                        problem = "the tensor-core kernel should use %s" % (
+                            "wgmma" if wgmma else "mma.sync")
             for kernel in entries + functions:
                 if problem:
                     break

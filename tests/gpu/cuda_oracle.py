@@ -482,6 +482,17 @@ def no_device():
     return None
 
 
+def unfit_device(target):
+    """Why device 0 cannot run `target`'s kernels, or None: cuda-sm90a's
+    (wgmma) run on sm_90 only."""
+    import cupy as cp
+    props = cp.cuda.runtime.getDeviceProperties(0)
+    if target == "cuda-sm90a" and (props["major"], props["minor"]) != (9, 0):
+        return "cuda-sm90a kernels run on sm_90 only, this GPU is sm_%d%d" % (
+            props["major"], props["minor"])
+    return None
+
+
 def check(a):
     why = no_device()
     if why:
@@ -500,6 +511,10 @@ def check(a):
             return 2
         plan["cases"] = plan["cases"][index::count]
         shard = " (shard %d of %d)" % (index, count)
+    why = unfit_device(plan["target"])
+    if why:
+        print("skipped: " + why)
+        return SKIP
     print("%d cases for %s on %s (sm_%d%d)%s" % (len(plan["cases"]), plan["target"], device_name,
                                                  props["major"], props["minor"], shard),
           flush=True)
@@ -549,7 +564,7 @@ def prepare_and_check(a):
     """What ctest runs (label gpu): skip at once without a device, else
     prepare, then check with the manifests' key splits and with one key per
     split (every merge path on small cases)."""
-    why = no_device()
+    why = no_device() or unfit_device(a.target)
     if why:
         print("skipped: " + why)
         return SKIP

@@ -106,6 +106,12 @@ int64_t mmaBlockRows(AttentionOp op) {
 /// Elements of one staged row: 8 more than the data, so the 8 rows an
 /// ldmatrix reads fall in different banks.
 int64_t stagedRow(int64_t depth) { return depth + 8; }
+/// Elements of a staged block of 64 rows of `depth`: padded rows for
+/// ldmatrix, or for wgmma 8x8 core matrices back to back (each 128
+/// contiguous bytes, so neither copies nor wgmma's reads meet in a bank).
+int64_t stagedBlockElements(int64_t depth, bool wgmma) {
+  return kStagedBlockKeys * (wgmma ? depth : stagedRow(depth));
+}
 
 /// Keys per block of the unstaged tensor-core kernel: as many as fit beside
 /// Q and O in 255 registers without spills for sm_80 and sm_90 (ptxas: at
@@ -183,8 +189,10 @@ enum RowFlags : int64_t { kRowsSplit = 1, kRowsGrouped = 2, kBlocksSplit = 4 };
 class KernelBuilder {
 public:
   KernelBuilder(ImplicitLocOpBuilder &b, AttentionOp op, ValueRange args,
-                KernelRole role, StringRef sharedSymbol = "")
-      : b(b), op(op), role(role), a{b, b.getLoc()}, sharedSymbol(sharedSymbol) {
+                KernelRole role, StringRef sharedSymbol = "",
+                bool wgmma = false)
+      : b(b), op(op), role(role), a{b, b.getLoc()}, sharedSymbol(sharedSymbol),
+        wgmma(wgmma) {
     size_t n = 0;
     if (role != KernelRole::Merge) {
       q = args[n++];
@@ -283,6 +291,9 @@ private:
   /// Shared memory: the staged kernel's K and V blocks, or the SIMT
   /// kernel's projected queries (projectionShared).
   StringRef sharedSymbol;
+  /// The staged tensor-core kernel's products by Hopper's warpgroup MMA
+  /// (cuda-sm90a) rather than mma.sync.
+  bool wgmma;
   Value B, Hq, Hkv, S, T, Dk, Dv, splits;
 
   Value f32(double value) {
@@ -1034,15 +1045,27 @@ private:
       b.setInsertionPointToStart(rounds.getBody());
       Value copy =
           a.add(thread, a.mul(rounds.getInductionVar(), a.constant(threads)));
-      Value row = a.div(copy, a.constant(perRow));
-      Value column = a.mul(a.rem(copy, a.constant(perRow)), a.constant(8));
+      Value row, column, to;
+      if (wgmma) {
+        // Copy c is row c % 8 of core matrix c / 8 (the matrices of 8 rows
+        // at every 8 columns in turn), so its shared element is 8c and 8
+        // threads in turn fill one matrix's 128 contiguous bytes.
+        Value matrix = a.div(copy, a.constant(8));
+        row = a.add(a.mul(a.div(matrix, a.constant(perRow)), a.constant(8)),
+                    a.rem(copy, a.constant(8)));
+        column = a.mul(a.rem(matrix, a.constant(perRow)), a.constant(8));
+        to = a.add(a.constant(offset), a.mul(copy, a.constant(8)));
+      } else {
+        row = a.div(copy, a.constant(perRow));
+        column = a.mul(a.rem(copy, a.constant(perRow)), a.constant(8));
+        to = a.add(a.constant(offset),
+                   a.add(a.mul(row, a.constant(stagedRow(depth))), column));
+      }
       Value key = a.add(block, row);
       Value valid = a.lt(key, T);
       Value from = a.add(
           headFirst,
           a.add(a.mul(select(valid, key, a.constant(0)), stride), column));
-      Value to = a.add(a.constant(offset),
-                       a.add(a.mul(row, a.constant(stagedRow(depth))), column));
       // 16 bytes read, or none (the copy writes zeros).
       Value bytes = select(valid, i32(16), i32(0));
       b.create<LLVM::CallIntrinsicOp>(
@@ -1058,12 +1081,150 @@ private:
   }
   /// Waits for this thread's copies, then the block's barrier: every staged
   /// row in place, and every warp done with what it read before.
+  /// With wgmma, which reads shared memory through the async proxy, each
+  /// thread's copies are first made visible to it.
   void waitStaged() {
     b.create<LLVM::CallIntrinsicOp>(
         TypeRange{}, b.getStringAttr("llvm.nvvm.cp.async.wait.group"),
         ValueRange{i32(0)});
+    if (wgmma)
+      ptx("fence.proxy.async.shared::cta;");
     b.create<gpu::BarrierOp>();
   }
+  //===--------------------------------------------------------------------===//
+  // Hopper's warpgroup MMA (wgmma, cuda-sm90a)
+  //===--------------------------------------------------------------------===//
+  //
+  // The staged kernel's block of 128 threads is one warpgroup, and its 64
+  // rows (warp w's 16 at 16w) are wgmma's M. Per warp the fragments are
+  // mma.m16n8k16's: A (Q, or P rounded) in the same 4 registers a k-step,
+  // and accumulator register 4j + e is n-tile j's c[e], so the masks and the
+  // softmax are the mma.sync path's. B comes from shared memory through a
+  // matrix descriptor: K's staged block as the K-major B of S = Q·Kᵀ, V's
+  // as the MN-major (transposed) B of O += P·V, both as core matrices of 8
+  // rows of 16 bytes. MLIR 19's nvvm.wgmma.mma_async takes A from shared
+  // memory only, so the instructions are written as PTX.
+
+  Value i64(int64_t value) { return b.create<arith::ConstantIntOp>(value, 64); }
+  /// PTX `text` as inline assembly that has side effects and touches
+  /// memory, so nothing moves across it; its results in one struct.
+  Value inlinePtx(TypeRange results, StringRef text, StringRef constraints,
+                  ValueRange operands) {
+    std::string all = constraints.str();
+    all += all.empty() ? "~{memory}" : ",~{memory}";
+    auto inlineAsm = b.create<LLVM::InlineAsmOp>(
+        results, operands, text, all, /*has_side_effects=*/true,
+        /*is_align_stack=*/false, LLVM::AsmDialectAttr(), ArrayAttr());
+    return results.empty() ? Value() : inlineAsm.getResult(0);
+  }
+  void ptx(StringRef text) { inlinePtx({}, text, "", {}); }
+  /// The f32 fields of `all`, a literal struct of `count`.
+  SmallVector<Value> fields(Value all, int64_t count) {
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < count; ++i)
+      out.push_back(b.create<LLVM::ExtractValueOp>(all, i));
+    return out;
+  }
+  Type f32Struct(int64_t count) {
+    return LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(count, b.getF32Type()));
+  }
+  /// The matrix descriptor of core matrices from shared element `offset`
+  /// on, `leading` bytes apart along the product's depth and `stride`
+  /// bytes apart along M or N (no swizzle; the start address and both
+  /// offsets in 16-byte units at bits 0, 16 and 32).
+  Value matrixDescriptor(int64_t offset, int64_t leading, int64_t stride) {
+    Value address = b.create<arith::AddIOp>(
+        b.create<LLVM::PtrToIntOp>(b.getI64Type(), shared()), i64(2 * offset));
+    Value start = b.create<arith::AndIOp>(
+        b.create<arith::ShRUIOp>(address, i64(4)), i64(0x3fff));
+    return b.create<arith::OrIOp>(
+        start, i64((leading >> 4) << 16 | (stride >> 4) << 32));
+  }
+  /// Issues D += A·B, wgmma.mma_async m64nNk16 with N = 2·d.size(): A this
+  /// warp's 4 registers, B at `descriptor`, transposed (MN-major) when
+  /// `transposeB`. Done only after wgmmaWait().
+  SmallVector<Value> wgmmaAsync(Type element, ArrayRef<Value> aRegs,
+                                Value descriptor, bool transposeB,
+                                ArrayRef<Value> d) {
+    int64_t count = d.size();
+    StringRef type = element.isBF16() ? "bf16" : "f16";
+    std::string text, constraints;
+    llvm::raw_string_ostream os(text), cs(constraints);
+    // $0 .. the accumulators, then A's 4 registers, B's descriptor and the
+    // accumulate flag (a predicate: 1).
+    os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5 << ", 0;\n"
+       << "wgmma.mma_async.sync.aligned.m64n" << 2 * count << "k16.f32." << type
+       << "." << type << " {";
+    for (int64_t i = 0; i < count; ++i) {
+      os << (i ? ", $" : "$") << i;
+      cs << "=f,";
+    }
+    os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
+       << count + 3 << "}, $" << count + 4 << ", p, 1, 1, "
+       << (transposeB ? 1 : 0) << ";\n}";
+    cs << "r,r,r,r,l,r";
+    for (int64_t i = 0; i < count; ++i)
+      cs << "," << i;
+    SmallVector<Value> operands(aRegs);
+    operands.push_back(descriptor);
+    operands.push_back(i32(1));
+    operands.append(d.begin(), d.end());
+    return fields(inlinePtx(f32Struct(count), os.str(), cs.str(), operands),
+                  count);
+  }
+  /// Commits the MMAs issued since the last wgmma fence and waits for them;
+  /// `accumulators`, their results, then pass through an empty asm after
+  /// the wait, which no use of them can move above.
+  void wgmmaWait(SmallVectorImpl<Value> &accumulators) {
+    ptx("wgmma.commit_group.sync.aligned;");
+    ptx("wgmma.wait_group.sync.aligned 0;");
+    int64_t count = accumulators.size();
+    std::string constraints;
+    llvm::raw_string_ostream cs(constraints);
+    for (int64_t i = 0; i < count; ++i)
+      cs << "=f,";
+    for (int64_t i = 0; i < count; ++i)
+      cs << (i ? "," : "") << i;
+    SmallVector<Value> after =
+        fields(inlinePtx(f32Struct(count), "", cs.str(), accumulators), count);
+    accumulators.assign(after.begin(), after.end());
+  }
+  /// S = Q·Kᵀ for the staged block by wgmma: a k-step's B is K's core
+  /// matrices at depths 16ks and 16ks + 8 (128 bytes apart) of every 8
+  /// keys (Dk / 8 matrices apart).
+  SmallVector<SmallVector<Value>>
+  wgmmaScores(ArrayRef<SmallVector<Value>> qRegs, Type element, int64_t dk) {
+    ptx("wgmma.fence.sync.aligned;");
+    SmallVector<Value> d(kStagedBlockKeys / 2, f32(0.0));
+    for (int64_t ks = 0; ks < dk / 16; ++ks)
+      d = wgmmaAsync(element, qRegs[ks],
+                     matrixDescriptor(2 * ks * 64, 128, dk / 8 * 128),
+                     /*transposeB=*/false, d);
+    wgmmaWait(d);
+    SmallVector<SmallVector<Value>> scores;
+    for (int64_t j = 0; j < kStagedBlockKeys / 8; ++j)
+      scores.push_back(
+          SmallVector<Value>(d.begin() + 4 * j, d.begin() + 4 * j + 4));
+    return scores;
+  }
+  /// O += P·V for the staged block by wgmma: step s's B is V's core
+  /// matrices of keys 16s and 16s + 8 (Dv / 8 matrices apart) at every 8
+  /// columns (128 bytes apart), read transposed.
+  void wgmmaValues(ArrayRef<SmallVector<Value>> pSteps, Type element,
+                   int64_t valueOffset, int64_t dv, SmallVectorImpl<Value> &o) {
+    // O was rescaled and P computed by ordinary instructions.
+    ptx("wgmma.fence.sync.aligned;");
+    SmallVector<Value> d(o.begin(), o.end());
+    for (auto [step, pRegs] : llvm::enumerate(pSteps))
+      d = wgmmaAsync(element, pRegs,
+                     matrixDescriptor(valueOffset + 2 * step * (dv / 8) * 64,
+                                      dv / 8 * 128, 128),
+                     /*transposeB=*/true, d);
+    wgmmaWait(d);
+    o.assign(d.begin(), d.end());
+  }
+
   /// S = Q·Kᵀ for the staged block: n-tiles j and j + 1 of a k-step from
   /// one ldmatrix (matrices: keys 8j at depth 16ks, 16ks + 8, then keys
   /// 8(j + 1)).
@@ -1144,7 +1305,7 @@ private:
     // The staged blocks (FlashAttention-2's pipeline): K's next block is
     // copied under this block's P·V, V's under its S = Q·Kᵀ, so one buffer
     // each (shared elements [0, 64·stagedRow(dk)) and on) suffices.
-    int64_t valueOffset = kStagedBlockKeys * stagedRow(dk);
+    int64_t valueOffset = stagedBlockElements(dk, wgmma);
     if (staged) {
       auto any = b.create<scf::IfOp>(a.lt(keys.first, keys.last), false);
       OpBuilder::InsertionGuard guard(b);
@@ -1200,7 +1361,8 @@ private:
         // block): V's copy runs under S = Q·Kᵀ and the softmax.
         waitStaged();
         stageAsync(v, dv, Dv, valueOffset, block, kvHead, batch);
-        scores = stagedScores(lane, qRegs, element, dk);
+        scores = wgmma ? wgmmaScores(qRegs, element, dk)
+                       : stagedScores(lane, qRegs, element, dk);
       }
       for (int64_t j = 0; j < (staged ? 0 : blockKeys / 8); ++j) {
         Value key = a.add(block, a.add(a.constant(8 * j), g));
@@ -1310,8 +1472,10 @@ private:
       }
       // This lane's row of V's block for ldmatrix.trans: key (matrix %
       // 2)·8 + lane % 8, column column0 + (matrix / 2)·8, matrix = lane / 8.
+      if (staged && wgmma)
+        wgmmaValues(pSteps, element, valueOffset, dv, o);
       Value valueBase;
-      if (staged) {
+      if (staged && !wgmma) {
         Value matrix = a.div(lane, a.constant(8));
         Value keyRow = a.add(a.mul(a.rem(matrix, a.constant(2)), a.constant(8)),
                              a.rem(lane, a.constant(8)));
@@ -1321,7 +1485,8 @@ private:
                         a.add(column0, a.mul(a.div(matrix, a.constant(2)),
                                              a.constant(8))))));
       }
-      for (int64_t step = 0; step < blockKeys / 16; ++step) {
+      for (int64_t step = 0; step < (wgmma && staged ? 0 : blockKeys / 16);
+           ++step) {
         ArrayRef<Value> pRegs = pSteps[step];
         if (staged) {
           // B operands by ldmatrix.trans: matrices keys 16·step (+ 8) at
@@ -1499,9 +1664,10 @@ struct LowerToGpuPass
           Attribute(), /*alignment=*/16, /*addrSpace=*/3);
     }
     if (role == KernelRole::TensorCore && mmaStaged(op)) {
-      // K's and V's staged blocks, 16-byte aligned for the copies.
-      int64_t elements = kStagedBlockKeys * (stagedRow(headDim(op.getQuery())) +
-                                             stagedRow(headDim(op.getValue())));
+      // K's and V's staged blocks, 16-byte aligned for the copies and
+      // wgmma's descriptors.
+      int64_t elements = stagedBlockElements(headDim(op.getQuery()), wgmma) +
+                         stagedBlockElements(headDim(op.getValue()), wgmma);
       sharedSymbol = (name + "_shared").str();
       builder.create<LLVM::GlobalOp>(
           op.getLoc(),
@@ -1509,7 +1675,8 @@ struct LowerToGpuPass
           /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
           Attribute(), /*alignment=*/16, /*addrSpace=*/3);
     }
-    KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol).build();
+    KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol, wgmma)
+        .build();
     body.setInsertionPointToEnd(&kernel.getBody().front());
     body.create<gpu::ReturnOp>();
     return kernel;

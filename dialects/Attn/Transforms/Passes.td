@@ -144,6 +144,11 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
            "whose host code runs them and hands each attention op its "
            "tensors: an op's tensors may then be intermediates, named by "
            "their nodes, and `attn.tensors` lists them in kernel order">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "The staged tensor-core kernel's two products by Hopper's "
+           "warpgroup MMA (wgmma.mma_async, sm_90a only; A from registers, "
+           "K and V from shared memory through matrix descriptors) instead "
+           "of mma.sync and ldmatrix">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
