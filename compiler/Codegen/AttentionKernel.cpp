@@ -698,12 +698,12 @@ private:
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to dkPaddedValue floats.
   Value qRows;
-  // f16/bf16 K and V of a tile of queries in lanes, converted to f32 rows
-  // once per key tile (packedTileRows), kTile[j][d] and vTile[j][d] for key
-  // j0 + j, rows padded to dkPaddedValue and dvPaddedValue floats:
-  // converting in the products' inner loops costs 2 vector instructions per
-  // 16 FMAs on the ports that run the FMAs on Intel cores. Null for f32 (and
-  // for bf16Dot, which reads the raw pairs).
+  // f16/bf16 K and V (and bshd f32 V) of a tile of queries in lanes, copied
+  // as f32 rows once per key tile (packedTileRows), kTile[j][d] and
+  // vTile[j][d] for key j0 + j, rows padded to dkPaddedValue and
+  // dvPaddedValue floats: converting in the products' inner loops costs 2
+  // vector instructions per 16 FMAs on the ports that run the FMAs on Intel
+  // cores. Null otherwise (and for bf16Dot, which reads the raw pairs).
   Value kTile, vTile;
   Value va; // Scaled score vector (additive).
   Value scoreFactor;  // Multiplies raw dot products (folded into QT).
@@ -906,9 +906,13 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
     return element.isBF16() || element.isF16();
   };
+  // bshd values are packed as well: a head's rows lie H·D apart, often a
+  // power of two of bytes, which maps a key tile's rows onto a few sets of
+  // the L1 cache, and P·V reads each row once per block of pvRows queries
+  // (Q·Kᵀ reads each K row once per query tile, so K gains nothing).
   if (!bf16Dot && score != attn::ScoreKind::additive && isHalf(buf.key.data))
     kTile = allocaTimes(dkPaddedValue, BK);
-  if (!bf16Dot && isHalf(buf.value.data))
+  if (!bf16Dot && (isHalf(buf.value.data) || !bhsd))
     vTile = allocaTimes(dvPaddedValue, BK);
   if (bf16Dot) {
     int64_t keyPairs = (BK + 1) / 2;
@@ -1477,7 +1481,14 @@ AttentionTaskBuilder::TileRows AttentionTaskBuilder::packedTileRows(
     return {source, layout, j0};
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
-  e.loop(e.index(0), nk, 1, [&](Value j) {
+  // f32 rows packed only for their layout (bshd) need no copy where they
+  // already lie back to back (one kv head).
+  Value asTheyLie;
+  if (cast<MemRefType>(source.getType()).getElementType().isF32() &&
+      source.getType() == tile.getType())
+    asTheyLie =
+        b.create<arith::CmpIOp>(arith::CmpIPredicate::eq, layout.stride, depth);
+  auto copyRows = [&](Value j) {
     Value from = rowOffset(layout, e.add(j0, j));
     Value to = e.mul(j, stride);
     auto copy = [&](Value d, Value count) {
@@ -1495,8 +1506,23 @@ AttentionTaskBuilder::TileRows AttentionTaskBuilder::packedTileRows(
              [&](Value d) { copy(d, nullptr); });
     if (int64_t tail = *staticDepth % W)
       copy(e.index(full * W), e.index(tail));
-  });
-  return {tile, {e.index(0), stride}, e.index(0)};
+  };
+  if (!asTheyLie) {
+    e.loop(e.index(0), nk, 1, copyRows);
+    return {tile, {e.index(0), stride}, e.index(0)};
+  }
+  auto pack = b.create<scf::IfOp>(asTheyLie, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&pack.getElseRegion().front());
+    e.loop(e.index(0), nk, 1, copyRows);
+  }
+  auto pick = [&](Value lying, Value packed) {
+    return b.create<arith::SelectOp>(asTheyLie, lying, packed).getResult();
+  };
+  return {pick(source, tile),
+          {pick(layout.base, e.index(0)), pick(layout.stride, stride)},
+          pick(j0, e.index(0))};
 }
 
 /// The tile's QKᵀ register blocks, `scoreKeys` keys × `scoreVectors` query
