@@ -98,10 +98,12 @@ def tensor_core():
 
 
 def biased_masked():
-    """Cosine scores, tensor biases, ALiBi and masks (the SIMT kernel):
-    broadcast shapes of every rank, bias dtypes beside the inputs' own,
-    standard and given ALiBi slopes, and a mask of the other polarity (an
-    exporter's masked_fill: true = drop)."""
+    """Cosine scores, tensor biases, ALiBi and masks: broadcast shapes of
+    every rank, bias dtypes beside the inputs' own, standard and given ALiBi
+    slopes, and a mask of the other polarity (an exporter's masked_fill: true
+    = drop). The f16/bf16 dot-score graphs with head dims up to 64 (bm_bf16,
+    bm_f16_d64) also get the tensor-core kernel, which reads them per
+    score."""
     cases = [("f32", [1, 4, "S", "T"], ["B", 1, "S", "T"]),
              ("f16", ["S", "T"], ["T"]),
              ("bf16", ["B", 4, 1, "T"], [1, 1, "S", "T"])]
@@ -124,6 +126,21 @@ def biased_masked():
         name = "bm_%s" % dtype
         yield name, {"attnc": 1, "name": name, "dims": {"B": None, "S": None, "T": None},
                      "inputs": inputs, "nodes": [node], "outputs": ["o", "o.lse"]}
+    # A T5-style bias per head, the standard ALiBi slopes, a padding mask:
+    # on the tensor-core kernel at head dims of 64, the SIMT kernel at 128.
+    for d in (64, 128):
+        name = "bm_f16_d%d" % d
+        yield name, {
+            "attnc": 1, "name": name, "dims": {"B": None, "S": None, "T": None},
+            "inputs": {"q": {"shape": ["B", 8, "S", d], "dtype": "f16"},
+                       "k": {"shape": ["B", 8, "T", d], "dtype": "f16"},
+                       "v": {"shape": ["B", 8, "T", d], "dtype": "f16"},
+                       "bias": {"shape": [1, 8, "S", "T"], "dtype": "f16"},
+                       "keep": {"shape": ["B", 1, 1, "T"], "dtype": "bool"}},
+            "nodes": [{"name": "o", "op": "attention", "q": "q", "k": "k", "v": "v",
+                       "bias": [{"kind": "tensor", "input": "bias"}, {"kind": "alibi"}],
+                       "mask": [{"kind": "tensor", "input": "keep"}]}],
+            "outputs": ["o"]}
     # q·kᵀ, masked_fill(drop, -inf), softmax, ·v: one attention op whose
     # mask drops where it is true.
     name = "bm_masked_fill"
@@ -251,9 +268,9 @@ def main():
                     problem = "sizes %s" % kernel.get("sizes")
                 elif name.startswith("tc_") and "tensor_core" not in kernel:
                     problem = "no tensor-core kernel"
-                elif name.startswith(("bm_", "p_")) and "tensor_core" in kernel:
-                    problem = "a tensor-core kernel for tensor biases, masks or " \
-                        "projected scores"
+                elif name.startswith(("bm_", "p_")) and ("tensor_core" in kernel) != (
+                        name in ("bm_bf16", "bm_f16_d64")):
+                    problem = "a tensor-core kernel exactly for f16/bf16 dot scores"
                 elif name.startswith("tc_"):
                     # cuda-sm90a's staged kernel (head dims multiples of
                     # 16) multiplies by wgmma, every other by mma.sync.

@@ -107,7 +107,8 @@ def tensor_core_case(seed, index):
     """Graphs the tensor-core kernel takes (f16/bf16, Dk and Dv fixed, at
     most 128), at odd sizes: head dims from 8 to 128 (odd ones too), S and T
     from 1 to 300 (S > T as well, so causal rows without keys), GQA, both
-    layouts, the masks, softcap, scale, lse."""
+    layouts, the masks, softcap, scale, lse, tensor biases (broadcast, f32 or
+    the inputs' type), ALiBi and bool masks (rows they drop whole too)."""
     rng = np.random.default_rng([seed, 11, index])
     pick = lambda xs: xs[int(rng.integers(len(xs)))]
     dtype = pick(["f16", "bf16"])
@@ -144,6 +145,17 @@ def tensor_core_case(seed, index):
     if rng.random() < 0.4:
         node["return_lse"] = True
         outputs.append("o.lse")
+    # Read per element of the score fragments.
+    if rng.random() < 0.25:
+        graph_inputs["bias"] = {"shape": pick([[1, hq, "S", "T"], ["S", "T"], [B, 1, 1, "T"]]),
+                                "dtype": pick(["f32", dtype])}
+        node["bias"] = [{"kind": "tensor", "input": "bias"}]
+    if rng.random() < 0.2:
+        node["bias"] = node.get("bias", []) + [{"kind": "alibi"}]
+    if rng.random() < 0.25:
+        graph_inputs["keep"] = {"shape": pick([[B, 1, 1, "T"], [1, 1, "S", "T"]]),
+                                "dtype": "bool"}
+        node["mask"] = node.get("mask", []) + [{"kind": "tensor", "input": "keep"}]
     name = "tc_%d" % index
     graph = {"attnc": 1, "name": name, "dims": {"S": None, "T": None},
              "inputs": graph_inputs, "nodes": [node], "outputs": outputs}
@@ -155,6 +167,8 @@ def tensor_core_case(seed, index):
             values = rng.integers(0, T + 1, size=concrete)
             if B > 1:
                 values[0] = 0
+        elif decl["dtype"] == "bool":
+            values = rng.random(concrete) < 0.8
         else:
             values = rng.standard_normal(concrete) * pick([1.0, 1.0, 3.0])
         arrays[n] = oracle.encode_for_file(values, decl["dtype"])

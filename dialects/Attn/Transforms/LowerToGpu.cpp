@@ -11,11 +11,12 @@
 //   size known only at run time, f32/f16/bf16;
 // - its merge, when keys are split (FlashDecoding): the parts' (m, l, acc)
 //   from the workspace, rescaled to the largest m;
-// - for f16/bf16 with Dk and Dv fixed and at most 128 and no tensor bias,
-//   ALiBi or tensor mask, the tensor-core kernel (mma.sync m16n8k16), run
-//   instead of the SIMT kernel (its key parts merged as the SIMT kernel's):
-//   the G query heads of a kv head together, K and V blocks staged in
-//   shared memory by cp.async under the products.
+// - for f16/bf16 dot scores with Dk and Dv fixed and at most 128, the
+//   tensor-core kernel (mma.sync m16n8k16; wgmma on sm_90a), run instead of
+//   the SIMT kernel (its key parts merged as the SIMT kernel's): the G query
+//   heads of a kv head together, K and V blocks staged in shared memory by
+//   cp.async under the products, tensor biases, ALiBi and tensor masks read
+//   per element of the score fragments.
 //
 // General and additive scores run on the SIMT kernel: the row's projected
 // query (q·W, or Wq·q) once per row into its warp's slice of shared memory
@@ -73,7 +74,8 @@ constexpr int64_t kWarpsPerBlock = 4;
 constexpr int64_t kColumnsPerLane = 8; // Dv in chunks of 8 · 32 = 256.
 // The tensor-core kernel: mma.sync m16n8k16, 16 query rows per warp, Dk and
 // Dv up to 128 (its registers hold Q and O).
-constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128;
+constexpr int64_t kMmaRows = 16, kMmaMaxDepth = 128,
+                  kMmaMaxDepthWithExtras = 64;
 /// Keys per block of the staged tensor-core kernel.
 constexpr int64_t kStagedBlockKeys = 64;
 /// The head dim (last axis) of q, k or v; dynamic when known at run time.
@@ -151,17 +153,20 @@ bool projectionShared(AttentionOp op) {
          kWarpsPerBlock * length * 4 <= kStaticSharedBytes;
 }
 
-/// Whether `op` also gets the tensor-core kernel: f16 or bf16, Dk and Dv
-/// known at compile time (its registers hold Q and O) and at most 128.
+/// Whether `op` also gets the tensor-core kernel: f16 or bf16 dot scores,
+/// Dk and Dv known at compile time (its registers hold Q and O) and at most
+/// 128, or at most 64 with tensor biases, ALiBi or tensor masks (at 128 the
+/// staged kernel is at ptxas's 255 registers already, and their reads
+/// spill).
 bool hasTensorCoreKernel(AttentionOp op) {
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
-  // Cosine scores, tensor biases, ALiBi and tensor masks: the SIMT kernel
-  // only, for now.
+  bool scoreExtras =
+      !op.getBiases().empty() || op.getAlibi() || !op.getMasks().empty();
+  int64_t maxDepth = scoreExtras ? kMmaMaxDepthWithExtras : kMmaMaxDepth;
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
-         !ShapedType::isDynamic(dv) && dk <= kMmaMaxDepth &&
-         dv <= kMmaMaxDepth && op.getScore() == ScoreKind::dot &&
-         op.getBiases().empty() && !op.getAlibi() && op.getMasks().empty();
+         !ShapedType::isDynamic(dv) && dk <= maxDepth && dv <= maxDepth &&
+         op.getScore() == ScoreKind::dot;
 }
 
 /// Why `op` has no GPU kernel yet, or "".
@@ -410,24 +415,54 @@ private:
     }
     return b.create<arith::MulFOp>(slope, f32(-M_LOG2E));
   }
+  /// What a query row's scores add and drop beyond the position masks: per
+  /// tensor bias and tensor mask the offset of its element at key 0 (the
+  /// key axis is last, so key j's is j further where the tensor has that
+  /// axis), and ALiBi's factor (alibiFactor) and the row's aligned position.
+  struct RowExtras {
+    SmallVector<Value> biases, masks;
+    Value alibi, position;
+  };
+  RowExtras rowExtras(Value batch, Value head, Value query) {
+    RowExtras row;
+    for (Value bias : op.getBiases())
+      row.biases.push_back(
+          broadcastOffset(bias, batch, head, query, a.constant(0)));
+    for (Value mask : op.getMasks())
+      row.masks.push_back(
+          broadcastOffset(mask, batch, head, query, a.constant(0)));
+    row.alibi = alibiFactor(head);
+    if (row.alibi)
+      row.position = semantics::alignedPosition(a, query, S, T);
+    return row;
+  }
+  /// Where `tensor` (a bias or mask) holds key `key` of the row whose key 0
+  /// is at `rowOffset`.
+  Value keyOffset(Value tensor, Value rowOffset, Value key) {
+    ArrayRef<int64_t> shape = cast<ShapedType>(tensor.getType()).getShape();
+    return shape.back() == 1 ? rowOffset : a.add(rowOffset, key);
+  }
   /// `score` (log2 units) plus every tensor bias and ALiBi's -slope·|i' -
-  /// j| (`alibi` from alibiFactor), -inf where a tensor mask drops the key
-  /// (a NaN score too: dropped keys leave the softmax).
-  Value biasAndMask(Value score, Value batch, Value head, Value query,
-                    Value key, Value alibi) {
-    for (auto [bias, operand] : llvm::zip(biases, op.getBiases())) {
+  /// j| of `row`'s key `key` (|i' - j| as f32 when given as `distance`),
+  /// -inf where a tensor mask drops the key (a NaN score too: dropped keys
+  /// leave the softmax).
+  Value biasAndMask(Value score, const RowExtras &row, Value key,
+                    Value distance = Value()) {
+    for (auto [bias, operand, at] :
+         llvm::zip(biases, op.getBiases(), row.biases)) {
       Type type = getElementTypeOrSelf(operand.getType());
-      Value at = broadcastOffset(operand, batch, head, query, key);
-      score = fma(load(bias, type, at), f32(M_LOG2E), score);
+      score = fma(load(bias, type, keyOffset(operand, at, key)), f32(M_LOG2E),
+                  score);
     }
-    if (alibi) {
-      Value position = semantics::alignedPosition(a, query, S, T);
-      Value distance = a.max(a.sub(position, key), a.sub(key, position));
-      score = fma(alibi, toF32(distance), score);
+    if (row.alibi) {
+      if (!distance)
+        distance =
+            toF32(a.max(a.sub(row.position, key), a.sub(key, row.position)));
+      score = fma(row.alibi, distance, score);
     }
     std::optional<ArrayRef<bool>> drops = op.getMaskDrops();
     for (auto [n, mask] : llvm::enumerate(masks)) {
-      Value at = broadcastOffset(op.getMasks()[n], batch, head, query, key);
+      Value at = keyOffset(op.getMasks()[n], row.masks[n], key);
       // i1 tensors hold a byte per element, 0 or 1.
       Value byte = b.create<LLVM::LoadOp>(
           b.getI8Type(), elementPointer(mask, b.getI8Type(), at));
@@ -735,7 +770,7 @@ private:
     Value first = keys.first, last = keys.last;
 
     ScoreFactor factor = scoreFactor();
-    Value alibi = alibiFactor(head);
+    RowExtras extras = rowExtras(batch, head, query);
     Value logKeys = this->logKeys();
     Value minusInf = f32(-std::numeric_limits<double>::infinity());
 
@@ -770,7 +805,7 @@ private:
       Value score = biasAndMask(
           logScore(rawScore(lane, queryRow, keyRow, queryNorm, projection),
                    factor),
-          batch, head, query, key, alibi);
+          extras, key);
       // The online-softmax step of the CPU kernels: a NaN score keeps m and
       // makes p NaN, so it reaches l and the output (IEEE propagation).
       Value newMax = maxOf(score, m);
@@ -921,8 +956,9 @@ private:
   // every m16n8 fragment, at columns 2t and 2t + 1 (PTX's mma.m16n8k16
   // layouts). Q's A fragments stay in registers; per block of keys
   // (mmaBlockKeys), S = Q·Kᵀ as n-tiles of 8 keys (K rows are the B operand as
-  // they lie in memory), masks and the online softmax on the C fragments (row
-  // max and sum over the 4 lanes of a row by shuffles), then O += P·V with P's
+  // they lie in memory), biases and masks and the online softmax on the C
+  // fragments (row max and sum over the 4 lanes of a row by shuffles; an
+  // element's row and key are known from its lane), then O += P·V with P's
   // C fragments reused, rounded to the input type, as A operands, and V read as
   // B.
 
@@ -1315,6 +1351,12 @@ private:
     ScoreFactor factor = scoreFactor();
     Value logKeys = this->logKeys();
     Value minusInf = minusInfinity();
+    bool hasScoreExtras =
+        !op.getBiases().empty() || op.getAlibi() || !op.getMasks().empty();
+    RowExtras extras[2];
+    if (hasScoreExtras)
+      for (int i = 0; i < 2; ++i)
+        extras[i] = rowExtras(batch, heads[i], queries[i]);
     SmallVector<Value> init{minusInf, minusInf, f32(0.0), f32(0.0)};
     init.append(4 * vTiles, f32(0.0));
     auto blocks = b.create<scf::ForOp>(keys.first, keys.last,
@@ -1341,9 +1383,53 @@ private:
         seenFrom[i] = offsetI32(a.sub(rowFirst[i], lanesKey));
         seenTo[i] = offsetI32(a.sub(rowLast[i], lanesKey));
       }
-      // n-tile j's raw products as scores in log2 units, -inf where the row
-      // does not see the key.
+      // n-tile j's raw products as scores in log2 units, with the tensor
+      // biases, ALiBi and tensor masks. Element e's key is lanesKey + c: the
+      // reads lie constants apart from one address a row, and ALiBi's
+      // distance is |(i' - lanesKey) - c| in f32 (exact below 2^24). A tile
+      // of keys all past T is -inf and reads nothing; `clamped`: the reads
+      // of a tile that straddles T at keys up to T - 1 (the others are
+      // dropped after). Each tile in its own branch, so that no more than
+      // its reads are in flight: all of a block's at once spill at D = 128.
+      Value laneDistance[2];
+      for (int i = 0; i < 2 && hasScoreExtras; ++i)
+        if (extras[i].alibi)
+          laneDistance[i] = b.create<arith::SIToFPOp>(
+              b.getF32Type(),
+              b.create<arith::IndexCastOp>(
+                  b.getI64Type(), a.sub(extras[i].position, lanesKey)));
+      auto scoreTile = [&](int64_t j, ArrayRef<Value> raw, bool clamped) {
+        SmallVector<Value> tile;
+        for (Value x : raw)
+          tile.push_back(logScore(x, factor));
+        if (!hasScoreExtras)
+          return tile;
+        SmallVector<Type> types(4, b.getF32Type());
+        auto inside = b.create<scf::IfOp>(
+            types, a.lt(a.add(block, a.constant(8 * j)), T), /*else=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&inside.getThenRegion().front());
+        for (int64_t e = 0; e < 4; ++e) {
+          int i = e / 2;
+          int64_t c = 8 * j + e % 2;
+          Value key = a.add(lanesKey, a.constant(c));
+          if (clamped)
+            key = a.min(key, a.sub(T, a.constant(1)));
+          Value distance;
+          if (laneDistance[i])
+            distance = b.create<math::AbsFOp>(
+                b.create<arith::SubFOp>(laneDistance[i], f32(c)));
+          tile[e] = biasAndMask(tile[e], extras[i], key, distance);
+        }
+        b.create<scf::YieldOp>(tile);
+        b.setInsertionPointToStart(&inside.getElseRegion().front());
+        b.create<scf::YieldOp>(SmallVector<Value>(4, minusInf));
+        return SmallVector<Value>(inside.getResults());
+      };
+      // n-tile j's raw products as scores, -inf where the row does not see
+      // the key.
       auto maskTile = [&](int64_t j, SmallVector<Value> &c) {
+        c = scoreTile(j, c, /*clamped=*/true);
         for (int64_t e = 0; e < 4; ++e) {
           int i = e / 2;
           Value offset = i32(8 * j + e % 2);
@@ -1352,7 +1438,7 @@ private:
                                       offset),
               b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, offset,
                                       seenTo[i]));
-          c[e] = select(visible, logScore(c[e], factor), minusInf);
+          c[e] = select(visible, c[e], minusInf);
         }
       };
       SmallVector<SmallVector<Value>> scores;
@@ -1401,9 +1487,8 @@ private:
           OpBuilder::InsertionGuard inner(b);
           b.setInsertionPointToStart(&ifWhole.getThenRegion().front());
           SmallVector<Value> scaled;
-          for (auto &c : scores)
-            for (Value x : c)
-              scaled.push_back(logScore(x, factor));
+          for (auto [j, c] : llvm::enumerate(scores))
+            llvm::append_range(scaled, scoreTile(j, c, /*clamped=*/false));
           b.create<scf::YieldOp>(scaled);
           b.setInsertionPointToStart(&ifWhole.getElseRegion().front());
           SmallVector<Value> masked;

@@ -121,18 +121,21 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
     are split, lanes over the head dim, q·k summed by warp shuffles, the CPU
     kernels' online softmax per key, p = exp2((s - m) - ceil(log2 T)), 8
     columns of P·V per lane, Dv in chunks of 256); the merge of its key splits; and, for
-    f16/bf16 with Dk and Dv fixed and at most 128, a tensor-core kernel
-    (mma.sync m16n8k16, K and V staged in shared memory and read by ldmatrix
-    when the head dims are multiples of 16) that replaces both when keys are
-    not split. Parameters: the op's tensors as global pointers (q, k, v,
-    key_lengths if any, output, lse if any), the workspace, then B, Hq, Hkv,
-    S, T, Dk, Dv and splits as i64; `attn.params` names them, `attn.sizes`
-    gives each size as [tensor, axis], `attn.block`, `attn.block_rows` and
-    `attn.rows_split` the launch (`attn.grid` spelled out),
-    `attn.workspace_row_bytes` the splits' workspace (`attn.workspace_bytes`
-    spelled out). Dot scores with
-    scale and softcap, the position masks and key lengths, GQA, both layouts,
-    f32/f16/bf16 and lse; any other op or feature is an error that names it.
+    f16/bf16 dot scores with Dk and Dv fixed and at most 128, a tensor-core
+    kernel (mma.sync m16n8k16, or wgmma with `wgmma`; K and V staged in
+    shared memory when the head dims are multiples of 16; tensor biases,
+    ALiBi and tensor masks read per score) that replaces the SIMT kernel,
+    its key splits merged by the merge. Parameters: the op's tensors as
+    global pointers (q, k, v, the score's weights, key_lengths, the biases,
+    ALiBi's slopes, the masks, output, lse; those the op has), the
+    workspace, then B, Hq, Hkv, S, T, Dk, Dv and splits as i64;
+    `attn.params` names them, `attn.sizes` gives each size as [tensor,
+    axis], `attn.block`, `attn.block_rows` and `attn.row_flags` the launch
+    (`attn.grid` spelled out), `attn.workspace_row_bytes` the splits'
+    workspace (`attn.workspace_bytes` spelled out). Dot, cosine, general and
+    additive scores, scale and softcap, tensor biases, ALiBi, the position
+    and tensor masks and key lengths, GQA, both layouts, f32/f16/bf16 and
+    lse; additive scores of a run-time width are an error that names it.
     Then upstream's `convert-gpu-to-nvvm`, `nvvm-attach-target` and
     `gpu-module-to-binary` give PTX. The softcap's tanh is the CPU kernels'
     rational approximation (attn-approximate-math's patterns), with PTX's fma

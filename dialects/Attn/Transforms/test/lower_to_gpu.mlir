@@ -70,20 +70,29 @@ module {
 
 // -----
 
-// Tensor biases and masks, on the SIMT kernel only (no tensor-core kernel
-// for f16 with fixed head dims): each a parameter after the key lengths, read
-// at its broadcast offset per key; the bias (f32 here) added in log2 units,
-// a key its mask drops (mask_drops: true = drop) scored -inf.
+// Tensor biases and masks: each a parameter after the key lengths, read at
+// its broadcast offset per key; the bias (f32 here) added in log2 units, a
+// key its mask drops (mask_drops: true = drop) scored -inf. The SIMT kernel
+// reads them per key, the tensor-core kernel (f16 with fixed head dims) per
+// element of its score fragments, at keys clamped to T - 1 (a block's keys
+// past T are dropped by the position test).
 // CHECK-LABEL: gpu.func @bm_attention0(
 // CHECK-SAME: attn.params = ["q", "k", "v", "bias", "drop", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
-// CHECK-NOT: attn.tensor_core
+// CHECK-SAME: attn.tensor_core = "bm_attention0_mma"
 // CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
 // CHECK: llvm.call_intrinsic "llvm.fma.f32"
 // CHECK: %[[BYTE:.+]] = llvm.load %{{.+}} : !llvm.ptr<1> -> i8
 // CHECK: %[[KEEP:.+]] = arith.cmpi eq, %[[BYTE]], %{{.+}} : i8
 // CHECK: arith.select %[[KEEP]], %{{.+}}, %{{.+}} : f32
 // CHECK: gpu.func @bm_attention0_merge(
-// CHECK-NOT: gpu.func @bm_attention0_mma
+// CHECK: gpu.func @bm_attention0_mma(
+// CHECK-SAME: attn.params = ["q", "k", "v", "bias", "drop", "o", "workspace", "B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
+// CHECK: llvm.call_intrinsic "llvm.nvvm.mma.m16n8k16.row.col.f32.f32"
+// CHECK: arith.minsi
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> f32
+// CHECK: llvm.call_intrinsic "llvm.fma.f32"
+// CHECK: llvm.load %{{.+}} : !llvm.ptr<1> -> i8
+// CHECK: gpu.return
 module {
   func.func @bm(%q: tensor<1x2x3x16xf16> {attn.input = "q"}, %k: tensor<1x2x5x16xf16> {attn.input = "k"},
                 %v: tensor<1x2x5x16xf16> {attn.input = "v"}, %bias: tensor<2x3x5xf32> {attn.input = "bias"},
