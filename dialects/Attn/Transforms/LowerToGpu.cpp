@@ -11,12 +11,12 @@
 //   size known only at run time, f32/f16/bf16;
 // - its merge, when keys are split (FlashDecoding): the parts' (m, l, acc)
 //   from the workspace, rescaled to the largest m;
-// - for f16/bf16 dot scores with Dk and Dv fixed and at most 128, the
-//   tensor-core kernel (mma.sync m16n8k16; wgmma on sm_90a), run instead of
-//   the SIMT kernel (its key parts merged as the SIMT kernel's): the G query
-//   heads of a kv head together, K and V blocks staged in shared memory by
-//   cp.async under the products, tensor biases, ALiBi and tensor masks read
-//   per element of the score fragments.
+// - for f16/bf16 dot scores with Dk and Dv fixed and at most 128 (64 with
+//   tensor biases, ALiBi or tensor masks), the tensor-core kernel (mma.sync
+//   m16n8k16; wgmma on sm_90a), run instead of the SIMT kernel (its key parts
+//   merged as the SIMT kernel's): the G query heads of a kv head together, K
+//   and V blocks staged in shared memory by cp.async under the products, tensor
+//   biases, ALiBi and tensor masks read per element of the score fragments.
 //
 // General and additive scores run on the SIMT kernel: the row's projected
 // query (q·W, or Wq·q) once per row into its warp's slice of shared memory
@@ -153,6 +153,12 @@ bool projectionShared(AttentionOp op) {
          kWarpsPerBlock * length * 4 <= kStaticSharedBytes;
 }
 
+/// Whether `op`'s scores add tensor biases or ALiBi or drop keys by tensor
+/// masks: reads per score beyond q and k.
+bool hasScoreExtras(AttentionOp op) {
+  return !op.getBiases().empty() || op.getAlibi() || !op.getMasks().empty();
+}
+
 /// Whether `op` also gets the tensor-core kernel: f16 or bf16 dot scores,
 /// Dk and Dv known at compile time (its registers hold Q and O) and at most
 /// 128, or at most 64 with tensor biases, ALiBi or tensor masks (at 128 the
@@ -161,9 +167,7 @@ bool projectionShared(AttentionOp op) {
 bool hasTensorCoreKernel(AttentionOp op) {
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = headDim(op.getQuery()), dv = headDim(op.getValue());
-  bool scoreExtras =
-      !op.getBiases().empty() || op.getAlibi() || !op.getMasks().empty();
-  int64_t maxDepth = scoreExtras ? kMmaMaxDepthWithExtras : kMmaMaxDepth;
+  int64_t maxDepth = hasScoreExtras(op) ? kMmaMaxDepthWithExtras : kMmaMaxDepth;
   return (element.isF16() || element.isBF16()) && !ShapedType::isDynamic(dk) &&
          !ShapedType::isDynamic(dv) && dk <= maxDepth && dv <= maxDepth &&
          op.getScore() == ScoreKind::dot;
@@ -1351,10 +1355,9 @@ private:
     ScoreFactor factor = scoreFactor();
     Value logKeys = this->logKeys();
     Value minusInf = minusInfinity();
-    bool hasScoreExtras =
-        !op.getBiases().empty() || op.getAlibi() || !op.getMasks().empty();
+    bool scoreExtras = hasScoreExtras(op);
     RowExtras extras[2];
-    if (hasScoreExtras)
+    if (scoreExtras)
       for (int i = 0; i < 2; ++i)
         extras[i] = rowExtras(batch, heads[i], queries[i]);
     SmallVector<Value> init{minusInf, minusInf, f32(0.0), f32(0.0)};
@@ -1392,7 +1395,7 @@ private:
       // dropped after). Each tile in its own branch, so that no more than
       // its reads are in flight: all of a block's at once spill at D = 128.
       Value laneDistance[2];
-      for (int i = 0; i < 2 && hasScoreExtras; ++i)
+      for (int i = 0; i < 2 && scoreExtras; ++i)
         if (extras[i].alibi)
           laneDistance[i] = b.create<arith::SIToFPOp>(
               b.getF32Type(),
@@ -1402,7 +1405,7 @@ private:
         SmallVector<Value> tile;
         for (Value x : raw)
           tile.push_back(logScore(x, factor));
-        if (!hasScoreExtras)
+        if (!scoreExtras)
           return tile;
         SmallVector<Type> types(4, b.getF32Type());
         auto inside = b.create<scf::IfOp>(
