@@ -109,6 +109,14 @@ def prepare(a):
     return 0
 
 
+def launching(launches):
+    """A call that makes plan_launches' launches in turn."""
+    def launch():
+        for function, grid, block, args in launches:
+            function(grid, block, args)
+    return launch
+
+
 def median_ms(torch, fn, repeat, warmup=2):
     for _ in range(warmup):
         fn()
@@ -130,7 +138,7 @@ def run(a):
     import cupy as cp
     from torch.nn.attention import SDPBackend, sdpa_kernel
     import torch.nn.functional as F
-    from cuda_oracle import Attnrt, load_module, plan_launches
+    from cuda_oracle import Attnrt, load_module, plan_launches, unfit_device
 
     with open(os.path.join(a.dir, "plan.json")) as f:
         plan = json.load(f)
@@ -171,9 +179,7 @@ def run(a):
                    for n, t in {"q": q, "k": k, "v": v, "o": o}.items()}
         launches, splits = plan_launches(cp, module, manifest["kernels"][0], tensors)
 
-        def attnc():
-            for function, grid, block, args in launches:
-                function(grid, block, args)
+        attnc = launching(launches)
         gqa = Hq != Hkv
         causal = shape["causal"]
         # "mma" or "simt", then "/splits" when keys are split
@@ -223,11 +229,8 @@ def run(a):
                 for keys in (16, 32, 64, 128, 256):
                     rule = {"target_warps": warps, "min_keys_per_split": keys}
                     ls, n = plan_launches(cp, module, manifest["kernels"][0], tensors, rule)
-
-                    def variant():
-                        for function, grid, block, args in ls:
-                            function(grid, block, args)
-                    sweep["%d,%d" % (warps, keys)] = [n, median_ms(torch, variant, a.repeat)]
+                    sweep["%d,%d" % (warps, keys)] = [n, median_ms(torch, launching(ls),
+                                                                   a.repeat)]
             best = min(sweep, key=lambda r: sweep[r][1])
             row["split_sweep_best"] = [best] + sweep[best]
             row["split_sweep"] = sweep
@@ -239,8 +242,9 @@ def run(a):
         row.update({k + "_ms": t for k, t in peers.items()})
         best = min(peers, key=peers.get) if peers else None
         for target in plan.get("also", []):
-            if target == "cuda-sm90a" and torch.cuda.get_device_capability(0) != (9, 0):
-                row[target + "_error"] = "sm_90a kernels run on sm_90 only"
+            why = unfit_device(target)
+            if why:
+                row[target + "_error"] = why
                 continue
             with open(os.path.join(a.dir, target, shape["name"] + ".json")) as f:
                 other = json.load(f)
@@ -248,11 +252,7 @@ def run(a):
             ls, _ = plan_launches(cp, load_module(cp, os.path.join(a.dir, target,
                                                                    other["ptx"])),
                                   other["kernels"][0], tensors)
-
-            def variant():
-                for function, grid, block, args in ls:
-                    function(grid, block, args)
-            row["attnc_%s_ms" % target] = median_ms(torch, variant, repeat)
+            row["attnc_%s_ms" % target] = median_ms(torch, launching(ls), repeat)
             if ref is not None:
                 row[target + "_rel_err_vs_torch"] = float(
                     (o.float() - ref.float()).norm() / ref.float().norm())

@@ -1018,11 +1018,15 @@ private:
                                      ValueRange operands) {
     auto result = LLVM::LLVMStructType::getLiteral(
         b.getContext(), {element, element, element, element});
-    Value all =
+    return fields(
         b.create<LLVM::CallIntrinsicOp>(result, b.getStringAttr(name), operands)
-            .getResult(0);
+            .getResult(0),
+        4);
+  }
+  /// The first `count` fields of `all`, a literal struct.
+  SmallVector<Value> fields(Value all, int64_t count) {
     SmallVector<Value> out;
-    for (int64_t i = 0; i < 4; ++i)
+    for (int64_t i = 0; i < count; ++i)
       out.push_back(b.create<LLVM::ExtractValueOp>(all, i));
     return out;
   }
@@ -1158,16 +1162,22 @@ private:
     return results.empty() ? Value() : inlineAsm.getResult(0);
   }
   void ptx(StringRef text) { inlinePtx({}, text, "", {}); }
-  /// The f32 fields of `all`, a literal struct of `count`.
-  SmallVector<Value> fields(Value all, int64_t count) {
-    SmallVector<Value> out;
-    for (int64_t i = 0; i < count; ++i)
-      out.push_back(b.create<LLVM::ExtractValueOp>(all, i));
-    return out;
-  }
   Type f32Struct(int64_t count) {
     return LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(count, b.getF32Type()));
+  }
+  /// The constraints of an asm whose `count` f32 accumulators are both its
+  /// results ($0 ..) and, tied to them, its last operands, with the
+  /// operands `between` (a constraint list) before those.
+  static std::string accumulatorConstraints(int64_t count, StringRef between) {
+    std::string constraints;
+    llvm::raw_string_ostream cs(constraints);
+    for (int64_t i = 0; i < count; ++i)
+      cs << "=f,";
+    cs << between;
+    for (int64_t i = 0; i < count; ++i)
+      cs << (i || !between.empty() ? "," : "") << i;
+    return constraints;
   }
   /// The matrix descriptor of core matrices from shared element `offset`
   /// on, `leading` bytes apart along the product's depth and `stride`
@@ -1189,28 +1199,25 @@ private:
                                 ArrayRef<Value> d) {
     int64_t count = d.size();
     StringRef type = element.isBF16() ? "bf16" : "f16";
-    std::string text, constraints;
-    llvm::raw_string_ostream os(text), cs(constraints);
+    std::string text;
+    llvm::raw_string_ostream os(text);
     // $0 .. the accumulators, then A's 4 registers, B's descriptor and the
     // accumulate flag (a predicate: 1).
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5 << ", 0;\n"
        << "wgmma.mma_async.sync.aligned.m64n" << 2 * count << "k16.f32." << type
        << "." << type << " {";
-    for (int64_t i = 0; i < count; ++i) {
+    for (int64_t i = 0; i < count; ++i)
       os << (i ? ", $" : "$") << i;
-      cs << "=f,";
-    }
     os << "}, {$" << count << ", $" << count + 1 << ", $" << count + 2 << ", $"
        << count + 3 << "}, $" << count + 4 << ", p, 1, 1, "
        << (transposeB ? 1 : 0) << ";\n}";
-    cs << "r,r,r,r,l,r";
-    for (int64_t i = 0; i < count; ++i)
-      cs << "," << i;
     SmallVector<Value> operands(aRegs);
     operands.push_back(descriptor);
     operands.push_back(i32(1));
     operands.append(d.begin(), d.end());
-    return fields(inlinePtx(f32Struct(count), os.str(), cs.str(), operands),
+    return fields(inlinePtx(f32Struct(count), os.str(),
+                            accumulatorConstraints(count, "r,r,r,r,l,r"),
+                            operands),
                   count);
   }
   /// Commits the MMAs issued since the last wgmma fence and waits for them;
@@ -1220,14 +1227,10 @@ private:
     ptx("wgmma.commit_group.sync.aligned;");
     ptx("wgmma.wait_group.sync.aligned 0;");
     int64_t count = accumulators.size();
-    std::string constraints;
-    llvm::raw_string_ostream cs(constraints);
-    for (int64_t i = 0; i < count; ++i)
-      cs << "=f,";
-    for (int64_t i = 0; i < count; ++i)
-      cs << (i ? "," : "") << i;
     SmallVector<Value> after =
-        fields(inlinePtx(f32Struct(count), "", cs.str(), accumulators), count);
+        fields(inlinePtx(f32Struct(count), "",
+                         accumulatorConstraints(count, ""), accumulators),
+               count);
     accumulators.assign(after.begin(), after.end());
   }
   /// S = Q·Kᵀ for the staged block by wgmma: a k-step's B is K's core
@@ -1558,10 +1561,10 @@ private:
         b.setInsertionPointToStart(&more.getThenRegion().front());
         stageAsync(k, dk, Dk, 0, next, kvHead, batch);
       }
-      // This lane's row of V's block for ldmatrix.trans: key (matrix %
-      // 2)·8 + lane % 8, column column0 + (matrix / 2)·8, matrix = lane / 8.
       if (staged && wgmma)
         wgmmaValues(pSteps, element, valueOffset, dv, o);
+      // This lane's row of V's block for ldmatrix.trans: key (matrix %
+      // 2)·8 + lane % 8, column column0 + (matrix / 2)·8, matrix = lane / 8.
       Value valueBase;
       if (staged && !wgmma) {
         Value matrix = a.div(lane, a.constant(8));
