@@ -21,6 +21,7 @@
 #include "Codegen/AttentionKernel.h"
 
 #include "Attn/Transforms/SoftmaxShift.h"
+#include "Support/Exp2Polynomial.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -403,11 +404,7 @@ public:
         x);
     Value whole = b.create<math::RoundEvenOp>(x);
     Value fraction = b.create<arith::SubFOp>(x, whole);
-    // On [-1/2, 1/2]: 9.1e-8, 1.7e-7 evaluated in f32.
-    static constexpr double kCoefficients[] = {
-        1.3264727180202446e-3, 9.6715126408820630e-3, 5.5507337433094760e-2,
-        2.4022242085348225e-1, 6.9314697759912390e-1, 1.0};
-    Value poly = polynomial(kCoefficients, fraction);
+    Value poly = polynomial(kExp2RoundedFraction, fraction);
     auto intType = VectorType::get(type.getShape(), b.getI32Type());
     Value exponent = b.create<arith::FPToSIOp>(intType, whole);
     Value biased = b.create<arith::AddIOp>(
@@ -448,11 +445,7 @@ public:
              ValueRange{x, b.create<arith::ConstantIntOp>(0x09, 32), x,
                         allLanes, currentRounding})
             .getResult(0);
-    // On [0, 1]: 8.2e-8, 1.4e-7 evaluated in f32; p(0) = 1 exactly.
-    static constexpr double kCoefficients[] = {
-        1.8671316816442213e-3, 9.0170269116379710e-3, 5.5799915539523540e-2,
-        2.4016444948861740e-1, 6.9315131185912570e-1, 1.0};
-    Value poly = polynomial(kCoefficients, fraction);
+    Value poly = polynomial(kExp2FlooredFraction, fraction);
     // Lanes below 2^-126 are 0 without being computed: a result that
     // underflows (or is subnormal) costs a microcode assist per
     // instruction on Intel cores, and scores far below the row's max are
