@@ -45,6 +45,10 @@ struct HalideSchedule {
   std::vector<std::string> defaultedEstimates;
 
   bool isAuto() const { return !autoscheduler.empty(); }
+  /// Why the register blocks do not fit the query tile ("" when they do).
+  /// A Q·Kᵀ block wider than the tile is rounded up over clamped rows past
+  /// it, which made H=8 S=T=1024 D=128 12-50 times slower.
+  std::string blocksOutsideTile() const;
   /// Attention with fewer queries than this runs the decode form (keys in
   /// the lanes): a vector's width; 0 for an autoscheduler (rows form only).
   int64_t decodeBelow() const { return isAuto() ? 0 : vectorWidth; }

@@ -113,6 +113,8 @@ HalideSchedule parse(const std::string &text, const std::string &file,
                    fallback.decodeScoreKeys);
   std::tie(s.decodePvHeads, s.decodePvVectors) = optionalPair(
       "decode_pv_block", fallback.decodePvHeads, fallback.decodePvVectors);
+  if (std::string problem = s.blocksOutsideTile(); !problem.empty())
+    throw UserError(file + ": " + problem);
   const json &measured = document.value("measured", json(""));
   if (!measured.is_string())
     fail("/measured", "must be a string");
@@ -122,6 +124,19 @@ HalideSchedule parse(const std::string &text, const std::string &file,
 }
 
 } // namespace
+
+std::string HalideSchedule::blocksOutsideTile() const {
+  int64_t scoreQueries = scoreVectors * vectorWidth;
+  if (scoreQueries > queryTile)
+    return "/score_block: " + std::to_string(scoreVectors) + " vectors of " +
+           std::to_string(vectorWidth) + " queries span " +
+           std::to_string(scoreQueries) + ", more than query_tile " +
+           std::to_string(queryTile);
+  if (pvRows > queryTile)
+    return "/pv_block: " + std::to_string(pvRows) +
+           " rows are more than query_tile " + std::to_string(queryTile);
+  return "";
+}
 
 std::string HalideSchedule::toJson() const {
   if (isAuto()) {

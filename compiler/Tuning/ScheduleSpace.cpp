@@ -272,7 +272,8 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
             s.scoreKeys = scoreKeys;
             s.pvRows = pvRows;
             s.pvVectors = pvVectors;
-            add(s);
+            if (s.blocksOutsideTile().empty())
+              add(s);
           }
   }
   for (const std::string &name : space.autoschedulers) {
