@@ -12,6 +12,7 @@
 #include "Support/Exp2Polynomial.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace attnc {
@@ -171,20 +172,22 @@ void AlgorithmBuilder::build() {
     std::string suffix = c.isLse ? "_lse" : "";
     for (auto [func, name] :
          std::initializer_list<std::pair<Func *, const char *>>{
-          {&c.queryRows, "query_rows"},
-          {&c.queryNorm, "query_norm"},
-          {&c.queryProjection, "query_projection"},
-          {&c.keyNorm, "key_norm"},
-          {&c.keyProjection, "key_projection"},
-          {&c.product, "product"},
-          {&c.scores, "scores"},
-          {&c.masked, "masked"},
-          {&c.rowMax, "row_max"},
-          {&c.probabilities, "probabilities"},
-          {&c.rowSum, "row_sum"},
-          {&c.accumulator, "accumulator"},
-          {&c.normalized, "normalized"},
-          {&c.result, c.isLse ? "lse" : "output"}})
+             {&c.queryRows, "query_rows"},
+             {&c.queryNorm, "query_norm"},
+             {&c.queryProjection, "query_projection"},
+             {&c.keyNorm, "key_norm"},
+             {&c.keyProjection, "key_projection"},
+             {&c.keyRows, "key_rows"},
+             {&c.valueRows, "value_rows"},
+             {&c.product, "product"},
+             {&c.scores, "scores"},
+             {&c.masked, "masked"},
+             {&c.rowMax, "row_max"},
+             {&c.probabilities, "probabilities"},
+             {&c.rowSum, "row_sum"},
+             {&c.accumulator, "accumulator"},
+             {&c.normalized, "normalized"},
+             {&c.result, c.isLse ? "lse" : "output"}})
       *func = Func(std::string(name) + suffix);
     chain(c);
     f.chains.push_back(c);
@@ -233,9 +236,27 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   auto query = [&](Expr dd, Expr ii, Expr hh, Expr bb) {
     return f32(at(q, clampD(dd), clampQ(ii), clampH(hh), clampB(bb)));
   };
-  auto key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+  // K and V elements as f32; 16-bit ones through Funcs of their own
+  // (AttentionFuncs::Chain::keyRows, valueRows).
+  using Element = std::function<Expr(Expr, Expr, Expr, Expr)>;
+  Element key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
     return f32(at(k, dd, clampK(jj), clampG(gg), clampB(bb)));
   };
+  Element value = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+    return f32(at(v, valueDepth(dd, Dv), jj, gg, clampB(bb)));
+  };
+  if (plan.values[op.key].dtype != DType::F32) {
+    c.keyRows(d, j, g, b) = key(d, j, g, b);
+    key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+      return c.keyRows(dd, jj, gg, bb);
+    };
+  }
+  if (plan.values[op.value].dtype != DType::F32) {
+    c.valueRows(d, j, g, b) = value(d, j, g, b);
+    value = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+      return c.valueRows(dd, jj, gg, bb);
+    };
+  }
 
   // Raw scores: product(i, j, h, b), i innermost so that a vector of
   // queries meets one broadcast key element.
@@ -371,8 +392,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   if (!c.isLse) {
     c.accumulator(d, i, h, b) = 0.0f;
     c.accumulator(d, i, h, b) +=
-        c.probabilities(i, rj, h, b) *
-        f32(at(v, valueDepth(d, Dv), rj, kvHead, clampB(b)));
+        c.probabilities(i, rj, h, b) * value(d, rj, kvHead, b);
     c.normalized(d, i, h, b) =
         select(sum == 0.0f, 0.0f, c.accumulator(d, i, h, b) / sum);
   }

@@ -43,6 +43,10 @@ struct AttentionFuncs {
     Halide::Func queryRows, queryNorm, queryProjection;
     /// Per kv head: key norms (cosine) or projections (additive).
     Halide::Func keyNorm, keyProjection;
+    /// 16-bit K and V widened to f32 as (d, j, g, b), defined only when K
+    /// or V is f16 or bf16, so that the hand schedule widens each element
+    /// once per block or tile rather than at every use in the products.
+    Halide::Func keyRows, valueRows;
     Halide::Func product, scores, masked, rowMax, probabilities, rowSum, accumulator,
         normalized;
     /// The output, (d, x, y, b), or the lse, (i, h, b).

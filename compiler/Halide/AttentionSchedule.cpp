@@ -70,6 +70,17 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   c.scores.compute_at(c.result, io);
   registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
                  int(s.scoreKeys), reduced, vw);
+  // 16-bit keys widened once per block of keys: broadcast from memory as
+  // f32, not widened in a general register at every use (on Intel cores a
+  // broadcast from a register takes an FMA port). Cosine key norms and
+  // additive projections read keys outside the blocks: inlined there.
+  bool keysOnlyInBlocks =
+      f.score == ScoreKind::Dot || f.score == ScoreKind::General;
+  if (c.keyRows.defined() && keysOnlyInBlocks)
+    // Guarded: K's head dim is read unclamped, and may be no multiple of a
+    // vector.
+    c.keyRows.compute_at(c.scores, Var("ao"))
+        .vectorize(d, vw, TailStrategy::GuardWithIf);
 
   if (c.queryRows.defined()) {
     c.queryRows.compute_at(c.result, io).vectorize(i, vw, up);
@@ -107,6 +118,9 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   c.normalized.compute_at(c.result, io);
   registerBlocks(c.normalized, c.accumulator, d, vw * vectors, i, int(s.pvRows),
                  rj, vw);
+  // 16-bit values widened once per query tile, not once per block of rows.
+  if (c.valueRows.defined())
+    c.valueRows.compute_at(c.result, io).vectorize(d, vw, up);
 }
 
 /// A sum (or max) over `reduced` computed as `lanes` partial results, one
