@@ -21,7 +21,6 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <iostream>
 #include <utility>
@@ -105,9 +104,8 @@ void writeAll(const std::string &directory,
     // would leave it.
     temporaries.push_back(temporary);
     llvm::sys::RemoveFileOnSignal(temporary.string());
-    int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                    0666);
-    if (int reason = fd < 0 ? errno : writeSyncAndClose(fd, contents)) {
+    // Named only when complete: SIGKILL mid-write leaves nothing either.
+    if (int reason = writeFileWhole(temporary.string(), contents)) {
       cleanUp();
       throw UserError(flag + " " + directory + ": cannot write " +
                       final.string() + ": " + std::strerror(reason));

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -58,6 +59,40 @@ int writeSyncAndClose(int fd, std::string_view bytes) {
   if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS)
     return fail(errno);
   return ::close(fd) == 0 ? 0 : errno;
+}
+
+int writeFileWhole(const std::string &path, std::string_view bytes) {
+  std::string directory = std::filesystem::path(path).parent_path().string();
+  int fd = ::open(directory.empty() ? "." : directory.c_str(),
+                  O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
+  if (fd < 0) // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels).
+    return (fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0666)) < 0
+               ? errno
+               : writeSyncAndClose(fd, bytes);
+  // Written and synced before it is named; writeSyncAndClose closes, so
+  // the descriptor is duplicated for the link.
+  int named = ::dup(fd);
+  if (named < 0) {
+    int reason = errno;
+    ::close(fd);
+    return reason;
+  }
+  if (int reason = writeSyncAndClose(fd, bytes)) {
+    ::close(named);
+    return reason;
+  }
+  // linkat does not replace: a file left under `path` by an earlier run
+  // goes first. /proc/self/fd names the unnamed file without the
+  // privilege AT_EMPTY_PATH needs.
+  ::unlink(path.c_str());
+  std::string self = "/proc/self/fd/" + std::to_string(named);
+  int reason = ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(),
+                        AT_SYMLINK_FOLLOW) == 0
+                   ? 0
+                   : errno;
+  ::close(named);
+  return reason;
 }
 
 } // namespace attnc

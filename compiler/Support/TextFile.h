@@ -35,6 +35,13 @@ readUserFile(const std::string &path, const std::string &where,
 /// the errno of the call that failed.
 int writeSyncAndClose(int fd, std::string_view bytes);
 
+/// Writes `bytes` to a new file at `path` (replacing one there), synced,
+/// that has its name only once complete: written unnamed (O_TMPFILE) in
+/// the directory and then linked, so that even SIGKILL, which no handler
+/// sees, cannot leave a partial file under `path`. Where the file system
+/// has no O_TMPFILE, written under `path` directly. Returns 0 or an errno.
+int writeFileWhole(const std::string &path, std::string_view bytes);
+
 } // namespace attnc
 
 #endif // ATTNC_SUPPORT_TEXTFILE_H
