@@ -23,9 +23,10 @@ namespace {
 /// (whole vectors of `lanes`) × `rows` along `across`; each block's sum over
 /// `reduced` is the Func `sum`, computed per block and unrolled so that its
 /// width/lanes × rows accumulators stay in registers. Q·Kᵀ blocks queries ×
-/// keys over the head dim, P·V head dim × queries over the keys.
-void registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
-                    int rows, RVar reduced, int lanes) {
+/// keys over the head dim, P·V head dim × queries over the keys. Returns
+/// the loop over blocks along `across`.
+Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
+                   int rows, RVar reduced, int lanes) {
   const TailStrategy up = TailStrategy::RoundUp;
   Var wideOuter("wo"), wideInner("wi"), acrossOuter("ao"), acrossInner("ai"),
       vector("v"), lane("lane");
@@ -41,6 +42,7 @@ void registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
       .vectorize(lane)
       .unroll(vector)
       .unroll(across);
+  return acrossOuter;
 }
 
 void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
@@ -68,8 +70,9 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   // Q·Kᵀ in register blocks of scoreVectors query vectors × scoreKeys keys.
   RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
   c.scores.compute_at(c.result, io);
-  registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
-                 int(s.scoreKeys), reduced, vw);
+  Var keyBlocks =
+      registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
+                     int(s.scoreKeys), reduced, vw);
   // 16-bit keys widened once per block of keys: broadcast from memory as
   // f32, not widened in a general register at every use (on Intel cores a
   // broadcast from a register takes an FMA port). Cosine key norms and
@@ -79,7 +82,7 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   if (c.keyRows.defined() && keysOnlyInBlocks)
     // Guarded: K's head dim is read unclamped, and may be no multiple of a
     // vector.
-    c.keyRows.compute_at(c.scores, Var("ao"))
+    c.keyRows.compute_at(c.scores, keyBlocks)
         .vectorize(d, vw, TailStrategy::GuardWithIf);
 
   if (c.queryRows.defined()) {
