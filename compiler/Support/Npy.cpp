@@ -27,7 +27,6 @@
 #include <utility>
 #include <vector>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace attnc {
@@ -626,25 +625,16 @@ void writeNpy(const std::string &path, const Tensor &t) {
 
   // The temporary sits in the same directory as `path`, so that rename() is
   // atomic; a short hidden name cannot exceed NAME_MAX when `path`'s does
-  // not. O_EXCL with mode 0666 gives the permissions (after umask) that a
-  // plain create would.
+  // not, and the process id and a counter keep it apart from other writers'.
+  // Written whole (writeFileWhole), so that not even SIGKILL leaves it
+  // partial.
   static std::atomic<unsigned> counter{0};
   size_t slash = path.rfind('/');
   std::string directory =
       slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
-    temp = directory + ".attnc-" + std::to_string(::getpid()) + "-" +
-           std::to_string(counter++) + ".npy.tmp";
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST)
-      break;
-  }
-  if (fd < 0)
-    throw UserError(path + ": cannot write: " + errnoMessage(errno));
-
-  if (int code = writeSyncAndClose(fd, bytes)) {
+  std::string temp = directory + ".attnc-" + std::to_string(::getpid()) + "-" +
+                     std::to_string(counter++) + ".npy.tmp";
+  if (int code = writeFileWhole(temp, bytes)) {
     ::unlink(temp.c_str());
     throw UserError(path + ": cannot write: " + errnoMessage(code));
   }

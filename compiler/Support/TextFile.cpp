@@ -65,11 +65,10 @@ int writeFileWhole(const std::string &path, std::string_view bytes) {
   std::string directory = std::filesystem::path(path).parent_path().string();
   int fd = ::open(directory.empty() ? "." : directory.c_str(),
                   O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
-  if (fd < 0) // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels).
-    return (fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0666)) < 0
-               ? errno
-               : writeSyncAndClose(fd, bytes);
+  if (fd < 0) { // No O_TMPFILE here (EOPNOTSUPP, EISDIR on old kernels).
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    return fd < 0 ? errno : writeSyncAndClose(fd, bytes);
+  }
   // Written and synced before it is named; writeSyncAndClose closes, so
   // the descriptor is duplicated for the link.
   int named = ::dup(fd);

@@ -1,6 +1,6 @@
 # Unit tests of compiler/Support (.npy I/O, f16/bf16 conversions, writing
-# files whole). Included
-# from tests/unit; paths are relative to this file's directory.
+# files whole). Included from tests/unit; paths are relative to this file's
+# directory.
 add_executable(support-tests
   ${CMAKE_CURRENT_LIST_DIR}/NpyTest.cpp
   ${CMAKE_CURRENT_LIST_DIR}/Float16Test.cpp
