@@ -541,6 +541,7 @@ int Tuner::run() {
     parameterNames = {"schedule",
                       "task queries",
                       "query tile",
+                      "key tile",
                       "score block (query vectors x keys)",
                       "P.V block (rows x vectors)",
                       "decode score block (heads x keys)",

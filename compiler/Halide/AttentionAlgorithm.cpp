@@ -1,8 +1,9 @@
 //===- AttentionAlgorithm.cpp - attn.attention as a Halide algorithm ------===//
 //
 // What one fused attention computes, with no scheduling: for each query row,
-// every score against all keys, the masks, the row max, exp, the row sum and
-// P·V, as docs/graph-format.md and compiler/Reference/AttentionReference.cpp
+// its scores against the keys it can see, the masks, and the softmax-weighted
+// sum of V, online over tiles of keys (or, for the decode form, the row max
+// first), as docs/graph-format.md and compiler/Reference/AttentionReference.cpp
 // define it. Halide's dim 0 is the innermost (last graph) dim, so a bhsd
 // tensor [B, H, S, D] is indexed (d, s, h, b).
 //
@@ -70,6 +71,15 @@ Expr exp2Polynomial(Expr x) {
 constexpr float kDropped = -3.0e38f;
 constexpr float kDroppedBelow = -1.0e38f;
 
+/// A K or V element as f32 at (head dim, key, kv head, batch).
+using Element = std::function<Expr(Expr, Expr, Expr, Expr)>;
+/// A softmax weight: exp(s - m) with the chain's shift, 0 for dropped keys.
+using Weight = std::function<Expr(Expr s, Expr m)>;
+/// A row's max and sum over its visible keys (the lse is max + log sum).
+struct RowTotals {
+  Expr max, sum;
+};
+
 class AlgorithmBuilder {
 public:
   AlgorithmBuilder(const KernelPlan &plan, const PlannedKernel &kernel,
@@ -80,6 +90,10 @@ public:
 
 private:
   void chain(AttentionFuncs::Chain &c);
+  RowTotals wholeRows(AttentionFuncs::Chain &c, const Weight &weight,
+                      const Element &value, Expr kvHead);
+  RowTotals onlineRows(AttentionFuncs::Chain &c, const Weight &weight,
+                       const Element &value, Expr kvHead, Expr T);
   const KernelPlan &plan;
   const PlannedKernel &kernel;
   const AttentionPlan &op;
@@ -185,6 +199,11 @@ void AlgorithmBuilder::build() {
              {&c.rowMax, "row_max"},
              {&c.probabilities, "probabilities"},
              {&c.rowSum, "row_sum"},
+             {&c.tileScores, "tile_scores"},
+             {&c.tileMax, "tile_max"},
+             {&c.tileSum, "tile_sum"},
+             {&c.tileValues, "tile_values"},
+             {&c.online, "online"},
              {&c.accumulator, "accumulator"},
              {&c.normalized, "normalized"},
              {&c.result, c.isLse ? "lse" : "output"}})
@@ -231,14 +250,13 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
                                  0, Hkv - 1);
   c.overDepth = RDom(0, Dk, "rd");
   c.overKeys = keysOfCrop(T, S);
-  RVar rd = c.overDepth.x, rj = c.overKeys.x;
+  RVar rd = c.overDepth.x;
 
   auto query = [&](Expr dd, Expr ii, Expr hh, Expr bb) {
     return f32(at(q, clampD(dd), clampQ(ii), clampH(hh), clampB(bb)));
   };
   // K and V elements as f32; 16-bit ones through Funcs of their own
   // (AttentionFuncs::Chain::keyRows, valueRows).
-  using Element = std::function<Expr(Expr, Expr, Expr, Expr)>;
   Element key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
     return f32(at(k, dd, clampK(jj), clampG(gg), clampB(bb)));
   };
@@ -365,10 +383,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   c.scores(i, j, h, b) = score;
   c.masked(i, j, h, b) = select(keep, c.scores(i, j, h, b), kDropped);
 
-  c.rowMax(i, h, b) = kDropped;
-  c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.masked(i, rj, h, b));
-  Expr s = c.masked(i, j, h, b);
-  // IEEE propagation: a NaN score, a NaN row max or +inf against a +inf max
+  // IEEE propagation: a NaN score, a NaN max or +inf against a +inf max
   // makes s - m NaN, and its weight NaN, so the row's output is NaN. The
   // exp2's clamp does not keep NaN, hence the explicit test, and Halide
   // marks float arithmetic fast-math (no NaN), hence strict_float for it.
@@ -379,23 +394,20 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   // the shift, a row of one key read m + log T + log(1/T), off by a rounding
   // of log T, which is all of an lse near 0.
   Expr logKeys = c.isLse ? Expr(0.0f) : log(cast<float>(max(T, 1)));
-  Expr shifted = strict_float(s - (c.rowMax(i, h, b) + logKeys));
-  c.probabilities(i, j, h, b) =
-      select(is_nan(shifted), shifted,
-             select(s > kDroppedBelow, exp2Polynomial(shifted * float(M_LOG2E)),
-                    0.0f));
-  c.rowSum(i, h, b) = 0.0f;
-  c.rowSum(i, h, b) += c.probabilities(i, rj, h, b);
+  auto weight = [&](Expr s, Expr m) {
+    Expr shifted = strict_float(s - (m + logKeys));
+    return select(is_nan(shifted), shifted,
+                  select(s > kDroppedBelow,
+                         exp2Polynomial(shifted * float(M_LOG2E)), 0.0f));
+  };
   // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
   // that saw a NaN score has sum NaN, which passes the l == 0 test.
-  Expr sum = c.rowSum(i, h, b);
-  if (!c.isLse) {
-    c.accumulator(d, i, h, b) = 0.0f;
-    c.accumulator(d, i, h, b) +=
-        c.probabilities(i, rj, h, b) * value(d, rj, kvHead, b);
+  RowTotals totals = options.decode ? wholeRows(c, weight, value, kvHead)
+                                    : onlineRows(c, weight, value, kvHead, T);
+  Expr sum = totals.sum;
+  if (!c.isLse)
     c.normalized(d, i, h, b) =
         select(sum == 0.0f, 0.0f, c.accumulator(d, i, h, b) / sum);
-  }
 
   Var x = f.x, y = f.y;
   if (!c.isLse) {
@@ -405,11 +417,100 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   } else {
     Expr negativeInfinity =
         reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
-    c.result(i, h, b) =
-        strict_float(select(sum == 0.0f, negativeInfinity,
-                            select(is_nan(sum), sum,
-                                   c.rowMax(i, h, b) + logKeys + log(sum))));
+    c.result(i, h, b) = strict_float(
+        select(sum == 0.0f, negativeInfinity,
+               select(is_nan(sum), sum, totals.max + logKeys + log(sum))));
   }
+}
+
+/// The decode form's softmax: the row max over every visible key, then the
+/// weights, their sum and P·V against it (the schedule keeps the crop's
+/// scores, keys in the lanes).
+RowTotals AlgorithmBuilder::wholeRows(AttentionFuncs::Chain &c,
+                                      const Weight &weight,
+                                      const Element &value, Expr kvHead) {
+  Var d = f.d, i = f.i, j = f.j, h = f.h, b = f.b;
+  RVar rj = c.overKeys.x;
+  c.rowMax(i, h, b) = kDropped;
+  c.rowMax(i, h, b) = max(c.rowMax(i, h, b), c.masked(i, rj, h, b));
+  c.probabilities(i, j, h, b) = weight(c.masked(i, j, h, b), c.rowMax(i, h, b));
+  c.rowSum(i, h, b) = 0.0f;
+  c.rowSum(i, h, b) += c.probabilities(i, rj, h, b);
+  if (!c.isLse) {
+    c.accumulator(d, i, h, b) = 0.0f;
+    c.accumulator(d, i, h, b) +=
+        c.probabilities(i, rj, h, b) * value(d, rj, kvHead, b);
+  }
+  return {c.rowMax(i, h, b), c.rowSum(i, h, b)};
+}
+
+/// Online softmax over tiles of keyTile keys: each tile's max, weights
+/// (against that max), sum and P·V, folded into a running max, sum and
+/// output, rescaled whenever the max grows. The running values are one
+/// Tuple Func updated over the tiles, so the schedule computes a tile's
+/// scores inside that loop and keeps only queryTile × keyTile of them.
+/// Against its own tile's max rather than the running one, a tile's
+/// weights need not wait for the fold (a Func cannot read the update it
+/// feeds); the fold then scales both sides, by one exp2.
+RowTotals AlgorithmBuilder::onlineRows(AttentionFuncs::Chain &c,
+                                       const Weight &weight,
+                                       const Element &value, Expr kvHead,
+                                       Expr T) {
+  Var d = f.d, i = f.i, h = f.h, b = f.b, t = f.t, u = f.u;
+  const int tile = int(options.keyTile);
+  Expr first = c.overKeys.x.min(), count = c.overKeys.x.extent();
+  c.overTiles = RDom(0, (count + (tile - 1)) / tile, "rt");
+  // The last tile stops at the crop's last visible key: Halide narrows the
+  // tile's loops to the predicate, and the keys' reads to the clamp below,
+  // so a causal diagonal computes no scores past it.
+  c.overTileKeys = RDom(0, tile, "ru");
+  c.overTileKeys.where(c.overTileKeys.x + t * tile < count);
+  RVar rt = c.overTiles.x, ru = c.overTileKeys.x;
+  // Key u of tile t, clamped to the last visible key (a key of the last
+  // tile past it is dropped), and into [0, T): a crop with no visible key
+  // has no tiles, but Halide still bounds the reads of its empty loops.
+  auto key = [&](Expr u, Expr t) {
+    return clamp(min(first + t * tile + u, first + count - 1), 0, T - 1);
+  };
+  c.tileScores(i, u, t, h, b) =
+      select(u + t * tile < count, c.masked(i, key(u, t), h, b), kDropped);
+  c.tileMax(i, t, h, b) = kDropped;
+  c.tileMax(i, t, h, b) =
+      max(c.tileMax(i, t, h, b), c.tileScores(i, ru, t, h, b));
+  c.probabilities(i, u, t, h, b) =
+      weight(c.tileScores(i, u, t, h, b), c.tileMax(i, t, h, b));
+  c.tileSum(i, t, h, b) = 0.0f;
+  c.tileSum(i, t, h, b) += c.probabilities(i, ru, t, h, b);
+
+  // Folding tile rt in: of the running max m and the tile's max, the
+  // smaller one's side is scaled by exp(smaller - larger), the other by 1.
+  Expr tileMax = c.tileMax(i, rt, h, b);
+  auto fold = [&](Expr running, Expr runningSide, Expr tileSide) {
+    Expr runningLarger = running >= tileMax;
+    Expr scale =
+        exp2Polynomial(strict_float(-abs(running - tileMax)) * float(M_LOG2E));
+    return strict_float(runningSide * select(runningLarger, 1.0f, scale) +
+                        tileSide * select(runningLarger, scale, 1.0f));
+  };
+  Expr tileSum = c.tileSum(i, rt, h, b);
+  if (c.isLse) {
+    c.online(i, h, b) = Tuple(Expr(kDropped), 0.0f);
+    Expr m = c.online(i, h, b)[0], l = c.online(i, h, b)[1];
+    c.online(i, h, b) = Tuple(max(m, tileMax), fold(m, l, tileSum));
+    return {c.online(i, h, b)[0], c.online(i, h, b)[1]};
+  }
+  c.tileValues(d, i, t, h, b) = 0.0f;
+  c.tileValues(d, i, t, h, b) +=
+      c.probabilities(i, ru, t, h, b) * value(d, key(ru, t), kvHead, b);
+  // The running max and sum ride along every head-dim element of the
+  // output, so that one update carries all three.
+  c.online(d, i, h, b) = Tuple(0.0f, Expr(kDropped), 0.0f);
+  Expr o = c.online(d, i, h, b)[0], m = c.online(d, i, h, b)[1],
+       l = c.online(d, i, h, b)[2];
+  c.online(d, i, h, b) = Tuple(fold(m, o, c.tileValues(d, i, rt, h, b)),
+                               max(m, tileMax), fold(m, l, tileSum));
+  c.accumulator(d, i, h, b) = c.online(d, i, h, b)[0];
+  return {c.online(d, i, h, b)[1], c.online(d, i, h, b)[2]};
 }
 
 } // namespace

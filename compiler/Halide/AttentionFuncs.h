@@ -19,10 +19,11 @@ namespace attnc {
 
 struct AttentionFuncs {
   /// Loop variables: d (head dim), i (query), j (key), a (additive unit),
-  /// h (query head), g (kv head), b (batch); x, y are the output's two middle
-  /// dims (i, h for bhsd; h, i for bshd).
-  Halide::Var d{"d"}, i{"i"}, j{"j"}, a{"a"}, h{"h"}, g{"g"}, b{"b"},
-      x{"x"}, y{"y"};
+  /// h (query head), g (kv head), b (batch); t a tile of keys and u a key
+  /// in it (the online softmax); x, y are the output's two middle dims (i, h
+  /// for bhsd; h, i for bshd).
+  Halide::Var d{"d"}, i{"i"}, j{"j"}, a{"a"}, h{"h"}, g{"g"}, b{"b"}, t{"t"},
+      u{"u"}, x{"x"}, y{"y"};
   bool bshd = false;
   /// The decode form: NAME_entry's crop is every query head of one kv head
   /// and fewer queries than a vector, scheduled with keys in the lanes
@@ -38,8 +39,15 @@ struct AttentionFuncs {
   struct Chain {
     bool isLse = false;
     /// Per query tile: q as (i, d) rows (projected for general), query norms
-    /// or projections, raw products, scores, masked scores, row max, probabilities,
-    /// row sum, the P·V accumulator and the normalised output.
+    /// or projections, raw products, scores, masked scores, the weights
+    /// (probabilities), the P·V accumulator and the normalised output.
+    /// The decode form's softmax is over all keys at once: row max, weights
+    /// (i, j, h, b), row sum, accumulator. The rows form's is online over
+    /// tiles of keys: the scores of key u of tile t (i, u, t, h, b), the
+    /// tile's max, weights against it (i, u, t, h, b), sum and P·V (d, i, t,
+    /// h, b), folded over the tiles into `online`: (output, running max,
+    /// running sum) at (d, i, h, b), or (running max, running sum) at (i, h,
+    /// b) for the lse; the accumulator reads its output.
     Halide::Func queryRows, queryNorm, queryProjection;
     /// Per kv head: key norms (cosine) or projections (additive).
     Halide::Func keyNorm, keyProjection;
@@ -47,11 +55,14 @@ struct AttentionFuncs {
     /// or V is f16 or bf16, so that the hand schedule widens each element
     /// once per block or tile rather than at every use in the products.
     Halide::Func keyRows, valueRows;
-    Halide::Func product, scores, masked, rowMax, probabilities, rowSum, accumulator,
+    Halide::Func product, scores, masked, rowMax, probabilities, rowSum,
+        tileScores, tileMax, tileSum, tileValues, online, accumulator,
         normalized;
     /// The output, (d, x, y, b), or the lse, (i, h, b).
     Halide::Func result;
-    Halide::RDom overDepth, overKeys, overUnits;
+    /// overKeys: the crop's visible keys; overTiles: tiles of them;
+    /// overTileKeys: the keys of one tile.
+    Halide::RDom overDepth, overKeys, overUnits, overTiles, overTileKeys;
   };
   std::vector<Chain> chains; ///< In the order of the pipeline's outputs.
   std::vector<int> resultValues; ///< Plan value of each chain's result.
@@ -83,6 +94,8 @@ struct AlgorithmOptions {
   bool depthInWholeVectors = true;
   /// The decode form (AttentionFuncs::decode).
   bool decode = false;
+  /// Keys per tile of the rows form's online softmax (HalideSchedule).
+  int64_t keyTile = 128;
 };
 
 /// Builds the algorithm of `kernel` (an attention of `plan`): every score,

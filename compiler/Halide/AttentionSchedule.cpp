@@ -4,10 +4,11 @@
 // computes a crop of the output that NAME_entry hands it (a few query rows
 // of one head of one batch; attnrt_parallel_for spreads the crops over
 // threads), so nothing here is parallel. Within the crop, queries go in
-// tiles of queryTile rows; each tile's scores against all keys (queryTile ×
-// T floats, never the whole S × T matrix) are kept, with queries innermost so
-// that a vector of queries meets one broadcast key element and the row max
-// and sum stay vectors.
+// tiles of queryTile rows, and for each, keys in tiles of keyTile (the
+// online softmax): a key tile's scores (queryTile × keyTile floats) are
+// kept, with queries innermost so that a vector of queries meets one
+// broadcast key element and the tile's max and sum stay vectors. The
+// decode form (scheduleDecodeChain) puts keys in the lanes instead.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,21 +20,38 @@ using namespace Halide;
 
 namespace {
 
-/// Computes `consumer` in register blocks of `width` elements along `wide`
-/// (whole vectors of `lanes`) × `rows` along `across`; each block's sum over
-/// `reduced` is the Func `sum`, computed per block and unrolled so that its
-/// width/lanes × rows accumulators stay in registers. Q·Kᵀ blocks queries ×
-/// keys over the head dim, P·V head dim × queries over the keys. Returns
-/// the loop over blocks along `across`.
+/// Computes `consumer` (its last stage) in register blocks of `width`
+/// elements along `wide` (whole vectors of `lanes`) × `rows` along `across`;
+/// each block's sum over `reduced` is the Func `sum`, computed per block and
+/// unrolled so that its width/lanes × rows accumulators stay in registers.
+/// Q·Kᵀ blocks queries × keys over the head dim, P·V head dim × queries
+/// over the keys. Returns the loop over blocks along `across`.
 Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
-                   int rows, RVar reduced, int lanes) {
+                   int rows, RVar reduced, int lanes,
+                   bool alignAcross = false) {
   const TailStrategy up = TailStrategy::RoundUp;
   Var wideOuter("wo"), wideInner("wi"), acrossOuter("ao"), acrossInner("ai"),
       vector("v"), lane("lane");
-  consumer.split(wide, wideOuter, wideInner, width, up)
-      .split(across, acrossOuter, acrossInner, rows, up)
+  // Halide refuses to round up the loops of an update (they would update
+  // some points twice): guarded instead, with the region aligned to whole
+  // blocks so that the guards are always true and simplified away. Along
+  // `across` only when `alignAcross`: rows past the query tile would widen
+  // what every producer computes (a Q·Kᵀ block of 64 queries for 66 rows of
+  // P·V blocks of 6 computes 128), so blocks that do not divide the tile
+  // stay guarded, and their accumulators in memory.
+  bool update = consumer.has_update_definition();
+  Stage stage = update ? consumer.update() : Stage(consumer);
+  TailStrategy tail = up;
+  if (update) {
+    consumer.align_bounds(wide, width);
+    if (alignAcross)
+      consumer.align_bounds(across, rows);
+    tail = TailStrategy::GuardWithIf;
+  }
+  stage.split(wide, wideOuter, wideInner, width, tail)
+      .split(across, acrossOuter, acrossInner, rows, tail)
       .reorder(wideInner, acrossInner, wideOuter, acrossOuter)
-      .vectorize(wideInner, lanes, up)
+      .vectorize(wideInner, lanes, tail)
       .unroll(acrossInner);
   sum.compute_at(consumer, wideOuter).vectorize(wide, lanes, up).unroll(across);
   sum.update()
@@ -67,9 +85,16 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
         .vectorize(ii, vw, TailStrategy::GuardWithIf);
   }
 
+  // The online softmax: per query tile, a loop over tiles of keys that
+  // updates the running values, with each tile's scores, max, weights, sum
+  // and P·V computed inside it, so that only queryTile × keyTile scores are
+  // kept.
+  RVar rt = c.overTiles.x, ru = c.overTileKeys.x;
+  c.online.compute_at(c.result, io);
+
   // Q·Kᵀ in register blocks of scoreVectors query vectors × scoreKeys keys.
   RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
-  c.scores.compute_at(c.result, io);
+  c.scores.compute_at(c.online, rt);
   Var keyBlocks =
       registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
                      int(s.scoreKeys), reduced, vw);
@@ -103,27 +128,31 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
     c.keyProjection.update().reorder(a, j, c.overDepth.x).vectorize(a, vw, up);
   }
 
-  // Row max, probabilities and row sum: vectors of queries, keys outside.
-  RVar rj = c.overKeys.x;
-  c.rowMax.compute_at(c.result, io).vectorize(i, vw, up);
-  c.rowMax.update().reorder(i, rj).vectorize(i, vw, up);
-  c.probabilities.compute_at(c.result, io).vectorize(i, vw, up);
-  c.rowSum.compute_at(c.result, io).vectorize(i, vw, up);
-  c.rowSum.update().reorder(i, rj).vectorize(i, vw, up);
-  if (c.isLse)
+  // A tile's max, weights and sum: vectors of queries, keys outside.
+  for (Func perTile : {c.tileMax, c.tileSum}) {
+    perTile.compute_at(c.online, rt).vectorize(i, vw, up);
+    perTile.update().reorder(i, ru).vectorize(i, vw, up);
+  }
+  c.probabilities.compute_at(c.online, rt).vectorize(i, vw, up);
+  if (c.isLse) {
+    c.online.vectorize(i, vw, up);
+    c.online.update().reorder(i, rt).vectorize(i, vw, up);
     return;
+  }
 
-  // P·V in register blocks of pvRows queries × pvVectors vectors of d.
-  // Unclamped V reads (exactValueDepth) need blocks that divide Dv.
+  // The tile's P·V in register blocks of pvRows queries × pvVectors vectors
+  // of d, each folded into the running output at once. Unclamped V reads
+  // (exactValueDepth) need blocks that divide Dv.
   int vectors = int(s.pvVectors);
   while (f.exactValueDepth && f.exactValueDepth % (vw * vectors) != 0)
     --vectors;
-  c.normalized.compute_at(c.result, io);
-  registerBlocks(c.normalized, c.accumulator, d, vw * vectors, i, int(s.pvRows),
-                 rj, vw);
-  // 16-bit values widened once per query tile, not once per block of rows.
+  c.online.vectorize(d, vw, up);
+  c.online.update().reorder(d, i, rt);
+  registerBlocks(c.online, c.tileValues, d, vw * vectors, i, int(s.pvRows), ru,
+                 vw, /*alignAcross=*/qt % s.pvRows == 0);
+  // 16-bit values widened once per tile of keys, not once per block of rows.
   if (c.valueRows.defined())
-    c.valueRows.compute_at(c.result, io).vectorize(d, vw, up);
+    c.valueRows.compute_at(c.online, rt).vectorize(d, vw, up);
 }
 
 /// A sum (or max) over `reduced` computed as `lanes` partial results, one

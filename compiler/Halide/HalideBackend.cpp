@@ -127,6 +127,7 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
   AlgorithmOptions options;
   options.depthInWholeVectors = !schedule.isAuto();
   options.decode = decode;
+  options.keyTile = schedule.keyTile;
   AttentionFuncs funcs = defineAttention(plan, kernel, options);
   HalideLibrary library;
   library.function = function;

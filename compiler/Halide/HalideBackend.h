@@ -23,6 +23,7 @@ struct HalideSchedule {
   std::string kind = "hand"; ///< "hand" or "auto:<autoscheduler>".
   int64_t taskQueries = 0;   ///< Queries per attnrt_parallel_for task.
   int64_t queryTile = 0;     ///< Queries whose scores are kept at once.
+  int64_t keyTile = 0; ///< Keys per tile of the online softmax (rows form).
   int64_t vectorWidth = 0;   ///< f32 lanes.
   int64_t scoreVectors = 0, scoreKeys = 0; ///< QKᵀ register block.
   int64_t pvRows = 0, pvVectors = 0;       ///< P·V register block.

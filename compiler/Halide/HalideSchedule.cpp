@@ -73,8 +73,8 @@ HalideSchedule parse(const std::string &text, const std::string &file,
   };
   for (const auto &[key, value] : document.items())
     if (key != "attnc_halide_schedule" && key != "target_class" &&
-        key != "task_queries" && key != "query_tile" && key != "vector_width" &&
-        key != "score_block" && key != "pv_block" &&
+        key != "task_queries" && key != "query_tile" && key != "key_tile" &&
+        key != "vector_width" && key != "score_block" && key != "pv_block" &&
         key != "decode_score_block" && key != "decode_pv_block" &&
         key != "measured")
       fail("/" + key, "unknown key");
@@ -102,8 +102,13 @@ HalideSchedule parse(const std::string &text, const std::string &file,
     fail("/task_queries", "must be a multiple of query_tile");
   std::tie(s.scoreVectors, s.scoreKeys) = pair("score_block");
   std::tie(s.pvRows, s.pvVectors) = pair("pv_block");
-  // The decode blocks came later: a file without them takes the target's.
+  // The key tile and the decode blocks came later: a file without them
+  // takes the target's.
   const HalideSchedule &fallback = defaults ? *defaults : HalideSchedule();
+  s.keyTile =
+      document.contains("key_tile") || !defaults
+          ? integer(document.value("key_tile", json()), "/key_tile", 1, 4096)
+          : fallback.keyTile;
   auto optionalPair = [&](const char *key, int64_t first, int64_t second) {
     return document.contains(key) || !defaults ? pair(key)
                                                : std::make_pair(first, second);
@@ -146,6 +151,7 @@ std::string HalideSchedule::toJson() const {
                      {"kind", kind},
                      {"autoscheduler", autoscheduler},
                      {"task_queries", taskQueries},
+                     {"key_tile", keyTile},
                      {"machine_params",
                       {{"parallelism", parallelism},
                        {"last_level_cache_bytes", lastLevelCacheBytes},
@@ -159,6 +165,7 @@ std::string HalideSchedule::toJson() const {
                    {"kind", kind},
                    {"task_queries", taskQueries},
                    {"query_tile", queryTile},
+                   {"key_tile", keyTile},
                    {"vector_width", vectorWidth},
                    {"score_block", {scoreVectors, scoreKeys}},
                    {"pv_block", {pvRows, pvVectors}},
@@ -210,6 +217,8 @@ HalideSchedule autoHalideSchedule(const std::string &name,
   s.kind = "auto:" + name;
   s.autoscheduler = name;
   s.taskQueries = hand.taskQueries;
+  // The key tile belongs to the algorithm (how the online softmax folds).
+  s.keyTile = hand.keyTile;
   // Halide's generic cache size and load cost (MachineParams::generic()),
   // but one thread: attnrt runs the tasks, each call is serial.
   s.parallelism = 1;

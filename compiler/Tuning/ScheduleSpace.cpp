@@ -30,13 +30,15 @@ public:
   HalideScheduleSpace readHalide(const std::string &text) {
     json document = object(
         text, {"attnc_schedule_space", "version", "task_queries", "query_tile",
-               "score_block", "pv_block", "decode_score_block",
+               "key_tile", "score_block", "pv_block", "decode_score_block",
                "decode_pv_block", "autoschedulers", "notes"});
     HalideScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
     space.taskQueries = integers(document, "task_queries");
     space.queryTiles = integers(document, "query_tile");
+    if (document.contains("key_tile"))
+      space.keyTiles = integers(document, "key_tile");
     space.scoreBlocks = pairs(document, "score_block");
     space.pvBlocks = pairs(document, "pv_block");
     if (document.contains("decode_score_block"))
@@ -206,6 +208,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
   auto hand = [&](const HalideSchedule &s) {
     json key = {{"decode_pv_block", {s.decodePvHeads, s.decodePvVectors}},
                 {"decode_score_block", {s.decodeScoreHeads, s.decodeScoreKeys}},
+                {"key_tile", s.keyTile},
                 {"pv_block", {s.pvRows, s.pvVectors}},
                 {"query_tile", s.queryTile},
                 {"score_block", {s.scoreVectors, s.scoreKeys}},
@@ -217,17 +220,18 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
     std::string decodeScore = by(s.decodeScoreHeads, s.decodeScoreKeys);
     std::string decodePv = by(s.decodePvHeads, s.decodePvVectors);
     std::string description =
-        decodeForm ? "decode score " + decodeScore + ", decode pv " + decodePv
-                   : "task " + std::to_string(s.taskQueries) + ", query " +
-                         std::to_string(s.queryTile) + ", score " + score +
-                         ", pv " + pv;
-    return TuneCandidate{key.dump(),
-                         description,
-                         {"hand", std::to_string(s.taskQueries),
-                          std::to_string(s.queryTile), score, pv, decodeScore,
-                          decodePv},
-                         s.toFileJson(),
-                         ""};
+        decodeForm
+            ? "decode score " + decodeScore + ", decode pv " + decodePv
+            : "task " + std::to_string(s.taskQueries) + ", query " +
+                  std::to_string(s.queryTile) + ", key " +
+                  std::to_string(s.keyTile) + ", score " + score + ", pv " + pv;
+    return TuneCandidate{
+        key.dump(),
+        description,
+        {"hand", std::to_string(s.taskQueries), std::to_string(s.queryTile),
+         std::to_string(s.keyTile), score, pv, decodeScore, decodePv},
+        s.toFileJson(),
+        ""};
   };
   std::vector<TuneCandidate> result = {hand(defaults)};
   std::set<std::string> seen = {result.front().key};
@@ -259,29 +263,34 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
         add(s);
       }
   } else {
+    std::vector<int64_t> keyTiles = space.keyTiles;
+    if (keyTiles.empty())
+      keyTiles.push_back(defaults.keyTile);
     for (int64_t task : space.taskQueries)
       for (int64_t query : space.queryTiles)
-        for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
-          for (auto [pvRows, pvVectors] : space.pvBlocks) {
-            if (task % query != 0)
-              continue;
-            HalideSchedule s = defaults;
-            s.taskQueries = task;
-            s.queryTile = query;
-            s.scoreVectors = scoreVectors;
-            s.scoreKeys = scoreKeys;
-            s.pvRows = pvRows;
-            s.pvVectors = pvVectors;
-            if (s.blocksOutsideTile().empty())
-              add(s);
-          }
+        for (int64_t keys : keyTiles)
+          for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
+            for (auto [pvRows, pvVectors] : space.pvBlocks) {
+              if (task % query != 0)
+                continue;
+              HalideSchedule s = defaults;
+              s.taskQueries = task;
+              s.queryTile = query;
+              s.keyTile = keys;
+              s.scoreVectors = scoreVectors;
+              s.scoreKeys = scoreKeys;
+              s.pvRows = pvRows;
+              s.pvVectors = pvVectors;
+              if (s.blocksOutsideTile().empty())
+                add(s);
+            }
   }
   for (const std::string &name : space.autoschedulers) {
     json key = {{"autoscheduler", name},
                 {"target_class", defaults.targetClass}};
     result.push_back({key.dump(),
                       "autoscheduler " + name,
-                      {"auto:" + name, "", "", "", "", "", ""},
+                      {"auto:" + name, "", "", "", "", "", "", ""},
                       "",
                       "auto:" + name});
   }

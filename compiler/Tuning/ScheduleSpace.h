@@ -38,6 +38,7 @@ struct ScheduleSpace {
 struct HalideScheduleSpace {
   int64_t version = 0;
   std::vector<int64_t> taskQueries, queryTiles;
+  std::vector<int64_t> keyTiles; ///< Empty: the default's.
   std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
   /// The decode form's blocks; empty: the default's.
   std::vector<std::pair<int64_t, int64_t>> decodeScoreBlocks, decodePvBlocks;

@@ -135,19 +135,20 @@ def schedule_for(kind, target_class):
 
 def halide_schedule_for(kind, target_class):
     """The Halide backend's counterpart of schedule_for: `small` tiles or `odd`
-    ones that divide nothing evenly."""
+    ones that divide nothing evenly (key tiles of 7 keys: the online softmax
+    folds many tiles, the last one partial)."""
     lanes = LANES[target_class]
     if kind == "small":
         # The decode form (fewer queries than 4) in blocks of one head.
-        s = {"task_queries": 16, "query_tile": 8, "vector_width": 4,
+        s = {"task_queries": 16, "query_tile": 8, "key_tile": 8, "vector_width": 4,
              "score_block": [1, 2], "pv_block": [2, 1],
              "decode_score_block": [1, 2], "decode_pv_block": [1, 1]}
     else:
         # Blocks of 3 heads, which round a kv head's query heads up (padded
         # heads) or split them unevenly.
         vw = min(8, lanes)
-        s = {"task_queries": 3 * 3 * vw, "query_tile": 3 * vw, "vector_width": vw,
-             "score_block": [1, 3], "pv_block": [3, 1],
+        s = {"task_queries": 3 * 3 * vw, "query_tile": 3 * vw, "key_tile": 7,
+             "vector_width": vw, "score_block": [1, 3], "pv_block": [3, 1],
              "decode_score_block": [3, 3], "decode_pv_block": [3, 3]}
     s.update({"attnc_halide_schedule": 1, "target_class": target_class,
               "measured": "test schedule of tests/codegen/matrix.py"})

@@ -171,7 +171,7 @@ TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
   HalideScheduleSpace space;
   space.version = 1;
   space.taskQueries = {32, 64};
-  space.queryTiles = {16, 48};
+  space.queryTiles = {16, 40};
   space.scoreBlocks = {{1, 8}};
   space.pvBlocks = {{4, 1}};
   space.autoschedulers = {"adams2019", "li2018"};
@@ -180,10 +180,10 @@ TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
       halideCandidates(space, defaults, /*decodeForm=*/false);
   ASSERT_GE(all.size(), 3u);
   EXPECT_EQ(all[0].parameters[0], "hand");
-  // 48 divides neither task size: only query tile 16, twice, plus the
+  // 40 divides neither task size: only query tile 16, twice, plus the
   // default (if it is not one of them) and the two autoschedulers.
   for (const TuneCandidate &candidate : all)
-    EXPECT_NE(candidate.parameters[2], "48") << candidate.key;
+    EXPECT_NE(candidate.parameters[2], "40") << candidate.key;
   EXPECT_EQ(all[all.size() - 2].scheduleFlag, "auto:adams2019");
   EXPECT_EQ(all.back().scheduleFlag, "auto:li2018");
   EXPECT_TRUE(all.back().scheduleText.empty());
@@ -211,11 +211,11 @@ TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
                      std::to_string(defaults.queryTile);
   std::set<std::string> decodeBlocks;
   for (const TuneCandidate &candidate : decode) {
-    ASSERT_EQ(candidate.parameters.size(), 7u);
+    ASSERT_EQ(candidate.parameters.size(), 8u);
     // The rows form's parameters stay the default's: they do not run.
     EXPECT_EQ(candidate.parameters[1] + "," + candidate.parameters[2], rows);
-    decodeBlocks.insert(candidate.parameters[5] + " " +
-                        candidate.parameters[6]);
+    decodeBlocks.insert(candidate.parameters[6] + " " +
+                        candidate.parameters[7]);
   }
   EXPECT_EQ(decodeBlocks.size(), decode.size());
   EXPECT_TRUE(decodeBlocks.count("4x4 8x2"));
@@ -223,9 +223,9 @@ TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
   std::vector<TuneCandidate> prefill =
       halideCandidates(space, defaults, /*decodeForm=*/false);
   std::string defaultDecode =
-      decode.front().parameters[5] + " " + decode.front().parameters[6];
+      decode.front().parameters[6] + " " + decode.front().parameters[7];
   for (const TuneCandidate &candidate : prefill)
-    EXPECT_EQ(candidate.parameters[5] + " " + candidate.parameters[6],
+    EXPECT_EQ(candidate.parameters[6] + " " + candidate.parameters[7],
               defaultDecode);
   // A decode candidate's text is a schedule file with its blocks.
   EXPECT_NE(decode.back().scheduleText.find("decode_pv_block"),
