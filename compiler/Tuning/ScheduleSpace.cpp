@@ -267,12 +267,12 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
     if (keyTiles.empty())
       keyTiles.push_back(defaults.keyTile);
     for (int64_t task : space.taskQueries)
-      for (int64_t query : space.queryTiles)
+      for (int64_t query : space.queryTiles) {
+        if (task % query != 0)
+          continue;
         for (int64_t keys : keyTiles)
           for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
             for (auto [pvRows, pvVectors] : space.pvBlocks) {
-              if (task % query != 0)
-                continue;
               HalideSchedule s = defaults;
               s.taskQueries = task;
               s.queryTile = query;
@@ -284,6 +284,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
               if (s.blocksOutsideTile().empty())
                 add(s);
             }
+      }
   }
   for (const std::string &name : space.autoschedulers) {
     json key = {{"autoscheduler", name},
