@@ -81,6 +81,8 @@ void writeAll(const std::string &directory,
     throw UserError(flag + " " + directory + ": cannot create the directory" +
                     (error ? " (" + error.message() + ")" : ""));
   std::vector<fs::path> temporaries, finals, createdDirectories;
+  std::vector<StagedFile> staged;
+  staged.reserve(files.size());
   auto cleanUp = [&] {
     for (const fs::path &path : temporaries) {
       fs::remove(path, error);
@@ -104,8 +106,10 @@ void writeAll(const std::string &directory,
     // would leave it.
     temporaries.push_back(temporary);
     llvm::sys::RemoveFileOnSignal(temporary.string());
-    // Named only when complete: SIGKILL mid-write leaves nothing either.
-    if (int reason = writeFileWhole(temporary.string(), contents)) {
+    // Written and synced but unnamed until every file is: SIGKILL, which no
+    // handler sees, finds nothing in the directory while files are written.
+    staged.emplace_back();
+    if (int reason = staged.back().write(temporary.string(), contents)) {
       cleanUp();
       throw UserError(flag + " " + directory + ": cannot write " +
                       final.string() + ": " + std::strerror(reason));
@@ -113,14 +117,19 @@ void writeAll(const std::string &directory,
     finals.push_back(final);
   }
   // SIGINT or SIGTERM between two renames would leave some of the files;
-  // held back until every rename is done, it finds the whole set.
+  // held back until every rename is done, it finds the whole set. Naming
+  // each file and renaming it over the final name takes moments, the only
+  // time SIGKILL can leave a temporary or a part of the set.
   sigset_t interrupts, previous;
   sigemptyset(&interrupts);
   sigaddset(&interrupts, SIGINT);
   sigaddset(&interrupts, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &interrupts, &previous);
   for (size_t i = 0; i < finals.size(); ++i) {
-    fs::rename(temporaries[i], finals[i], error);
+    if (int reason = staged[i].name())
+      error = std::error_code(reason, std::generic_category());
+    else
+      fs::rename(temporaries[i], finals[i], error);
     if (error) {
       std::string reason = error.message(); // Before cleanUp reuses `error`.
       cleanUp();

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
+#include <utility>
 
 namespace attnc {
 
@@ -61,7 +62,18 @@ int writeSyncAndClose(int fd, std::string_view bytes) {
   return ::close(fd) == 0 ? 0 : errno;
 }
 
-int writeFileWhole(const std::string &path, std::string_view bytes) {
+StagedFile::StagedFile(StagedFile &&other) noexcept
+    : path(std::move(other.path)), unnamed(other.unnamed) {
+  other.unnamed = -1;
+}
+
+StagedFile::~StagedFile() {
+  if (unnamed >= 0)
+    ::close(unnamed);
+}
+
+int StagedFile::write(const std::string &target, std::string_view bytes) {
+  path = target;
   std::string directory = std::filesystem::path(path).parent_path().string();
   int fd = ::open(directory.empty() ? "." : directory.c_str(),
                   O_WRONLY | O_TMPFILE | O_CLOEXEC, 0666);
@@ -69,29 +81,38 @@ int writeFileWhole(const std::string &path, std::string_view bytes) {
     fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     return fd < 0 ? errno : writeSyncAndClose(fd, bytes);
   }
-  // Written and synced before it is named; writeSyncAndClose closes, so
-  // the descriptor is duplicated for the link.
-  int named = ::dup(fd);
-  if (named < 0) {
+  // writeSyncAndClose closes, so the descriptor is duplicated for naming.
+  unnamed = ::dup(fd);
+  if (unnamed < 0) {
     int reason = errno;
     ::close(fd);
     return reason;
   }
-  if (int reason = writeSyncAndClose(fd, bytes)) {
-    ::close(named);
-    return reason;
-  }
+  return writeSyncAndClose(fd, bytes);
+}
+
+int StagedFile::name() {
+  if (unnamed < 0)
+    return 0; // Written under its path already.
   // linkat does not replace: a file left under `path` by an earlier run
   // goes first. /proc/self/fd names the unnamed file without the
   // privilege AT_EMPTY_PATH needs.
   ::unlink(path.c_str());
-  std::string self = "/proc/self/fd/" + std::to_string(named);
+  std::string self = "/proc/self/fd/" + std::to_string(unnamed);
   int reason = ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(),
                         AT_SYMLINK_FOLLOW) == 0
                    ? 0
                    : errno;
-  ::close(named);
+  ::close(unnamed);
+  unnamed = -1;
   return reason;
+}
+
+int writeFileWhole(const std::string &path, std::string_view bytes) {
+  StagedFile file;
+  if (int reason = file.write(path, bytes))
+    return reason;
+  return file.name();
 }
 
 } // namespace attnc

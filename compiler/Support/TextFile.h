@@ -35,11 +35,33 @@ readUserFile(const std::string &path, const std::string &where,
 /// the errno of the call that failed.
 int writeSyncAndClose(int fd, std::string_view bytes);
 
+/// A file written and synced before it has its name, so that even SIGKILL,
+/// which no handler sees, cannot leave a partial file under that name. The
+/// bytes go to an unnamed file (O_TMPFILE) in the directory of the path;
+/// where the file system has no O_TMPFILE, to the path directly. Naming is
+/// a separate step, so that a caller with several files can write them all
+/// first and then name them together in a moment.
+class StagedFile {
+public:
+  StagedFile() = default;
+  StagedFile(StagedFile &&other) noexcept;
+  StagedFile &operator=(StagedFile &&) = delete;
+  ~StagedFile();
+
+  /// Writes `bytes` to be named `path`. Returns 0 or an errno.
+  int write(const std::string &path, std::string_view bytes);
+  /// Gives the written file its path, replacing a file there. Returns 0 or
+  /// an errno.
+  int name();
+
+private:
+  std::string path;
+  int unnamed = -1; // Open on the unnamed file until it is named.
+};
+
 /// Writes `bytes` to a new file at `path` (replacing one there), synced,
-/// that has its name only once complete: written unnamed (O_TMPFILE) in
-/// the directory and then linked, so that even SIGKILL, which no handler
-/// sees, cannot leave a partial file under `path`. Where the file system
-/// has no O_TMPFILE, written under `path` directly. Returns 0 or an errno.
+/// that has its name only once complete (a StagedFile named at once).
+/// Returns 0 or an errno.
 int writeFileWhole(const std::string &path, std::string_view bytes);
 
 } // namespace attnc

@@ -57,4 +57,22 @@ TEST_F(WriteFileWhole, MissingDirectoryIsAnErrno) {
   EXPECT_FALSE(fs::exists(path));
 }
 
+TEST_F(WriteFileWhole, StagedFileHasNoNameUntilNamed) {
+  fs::path path = directory / "out.txt";
+  {
+    StagedFile dropped;
+    ASSERT_EQ(dropped.write(path.string(), "never named"), 0);
+  }
+  StagedFile file;
+  ASSERT_EQ(file.write(path.string(), "contents"), 0);
+  // Where O_TMPFILE works (every file system the tests run on), nothing is
+  // in the directory yet, and a file dropped unnamed leaves nothing.
+  EXPECT_TRUE(fs::is_empty(directory));
+  ASSERT_EQ(file.name(), 0);
+  EXPECT_EQ(contentsOf(path), "contents");
+  EXPECT_EQ(std::distance(fs::directory_iterator(directory),
+                          fs::directory_iterator()),
+            1);
+}
+
 } // namespace
