@@ -47,6 +47,7 @@ struct AttentionTiling {
   bool bf16Dot = false; ///< AttentionSchedule::bf16Dot.
   int64_t valuePrefetchBytes = 4; ///< AttentionSchedule::valuePrefetchBytes.
   int64_t decodeStep = 0;         ///< AttentionSchedule::decodeStep.
+  int64_t decodePrefetchLevel = 1; ///< AttentionSchedule::decodePrefetchLevel.
   static AttentionTiling from(const AttentionSchedule &schedule);
 };
 

@@ -980,6 +980,7 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
     schedule.bf16Dot = bf16Dot;
     schedule.valuePrefetchBytes = valuePrefetchBytes;
     schedule.decodeStep = decodeStep;
+    schedule.decodePrefetchLevel = decodePrefetchLevel;
     for (int64_t value :
          {queryTile.getValue(), keyTile.getValue(), vectorWidth.getValue(),
           scoreVectors.getValue(), scoreKeys.getValue(), pvRows.getValue(),
@@ -989,6 +990,11 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
                                  "option must be >= 1");
         return signalPassFailure();
       }
+    if (decodePrefetchLevel != 1 && decodePrefetchLevel != 2) {
+      getOperation().emitError("attn-build-entry: decode-prefetch-level must "
+                               "be 1 or 2");
+      return signalPassFailure();
+    }
     if (primitiveGrid < 0) {
       getOperation().emitError("attn-build-entry: primitive-grid must be "
                                ">= 0");
@@ -1080,6 +1086,7 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
   options.bf16Dot = schedule.bf16Dot;
   options.valuePrefetchBytes = schedule.valuePrefetchBytes;
   options.decodeStep = schedule.decodeStep;
+  options.decodePrefetchLevel = schedule.decodePrefetchLevel;
   return options;
 }
 

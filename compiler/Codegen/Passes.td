@@ -60,6 +60,9 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
     Option<"decodeStep", "decode-step", "int64_t", /*default=*/"16",
            "Keys per online-softmax step of a decode tile (rounded up to "
            "vector-width / min(vector-width, 4))">,
+    Option<"decodePrefetchLevel", "decode-prefetch-level", "int64_t",
+           /*default=*/"1",
+           "The cache a decode step's prefetches fill: 1 = L1, 2 = L2">,
     Option<"primitiveGrid", "primitive-grid", "int64_t", /*default=*/"0",
            "Run each op outside attention as this many tasks of the code "
            "its CUDA kernel runs (task t a thread of a grid of that many, "

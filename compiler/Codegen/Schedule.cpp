@@ -53,10 +53,18 @@ public:
     }
     if (!document.is_object())
       fail("", "expected a schedule object");
-    static const char *const known[] = {
-        "attnc_schedule",       "target_class", "query_tile", "key_tile",
-        "vector_width",         "score_block",  "pv_block",   "threads",
-        "value_prefetch_bytes", "decode_step",  "measured"};
+    static const char *const known[] = {"attnc_schedule",
+                                        "target_class",
+                                        "query_tile",
+                                        "key_tile",
+                                        "vector_width",
+                                        "score_block",
+                                        "pv_block",
+                                        "threads",
+                                        "value_prefetch_bytes",
+                                        "decode_step",
+                                        "decode_prefetch_level",
+                                        "measured"};
     for (const auto &item : document.items())
       if (std::find(std::begin(known), std::end(known), item.key()) ==
           std::end(known))
@@ -126,6 +134,16 @@ public:
       // Optional, as value_prefetch_bytes.
       schedule.decodeStep = defaultDecodeStep(schedule.vectorWidth);
     }
+    if (document.contains("decode_prefetch_level")) {
+      schedule.decodePrefetchLevel =
+          integer(document, "decode_prefetch_level", 1);
+      if (schedule.decodePrefetchLevel > 2)
+        fail("/decode_prefetch_level", "must be 1 (L1) or 2 (L2)");
+    } else {
+      // Optional, as value_prefetch_bytes.
+      schedule.decodePrefetchLevel =
+          defaultSchedule(target).decodePrefetchLevel;
+    }
     if (document.contains("measured"))
       schedule.measured = string(document, "measured");
     schedule.source = file;
@@ -188,6 +206,7 @@ std::string AttentionSchedule::toJson() const {
                    {"threads", threads},
                    {"value_prefetch_bytes", valuePrefetchBytes},
                    {"decode_step", decodeStep},
+                   {"decode_prefetch_level", decodePrefetchLevel},
                    {"measured", measured}};
   return document.dump(2);
 }

@@ -32,6 +32,9 @@ struct AttentionSchedule {
   /// L1 from the products to P·V, and the next step's K rows are prefetched.
   /// A multiple of decodeKeyBlock(vectorWidth).
   int64_t decodeStep = 0;
+  /// The cache a decode step's prefetches fill: 1 = L1 (prefetcht0), 2 =
+  /// L2 (prefetcht1).
+  int64_t decodePrefetchLevel = 1;
   /// bf16 Q·Kᵀ and P·V through AVX512-BF16 dot products (vdpbf16ps): set
   /// from the target's features when compiling, never read from a file.
   bool bf16Dot = false;

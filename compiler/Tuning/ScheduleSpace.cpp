@@ -77,10 +77,10 @@ public:
   }
 
   ScheduleSpace read(const std::string &text) {
-    json document = object(text, {"attnc_schedule_space", "version",
-                                  "query_tile", "key_tile", "score_block",
-                                  "pv_block", "value_prefetch_bytes",
-                                  "decode_step", "registers", "notes"});
+    json document = object(
+        text, {"attnc_schedule_space", "version", "query_tile", "key_tile",
+               "score_block", "pv_block", "value_prefetch_bytes", "decode_step",
+               "decode_prefetch_level", "registers", "notes"});
     ScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -102,6 +102,14 @@ public:
     }
     if (document.contains("decode_step"))
       space.decodeSteps = integers(document, "decode_step");
+    if (document.contains("decode_prefetch_level")) {
+      space.decodePrefetchLevels = integers(document, "decode_prefetch_level");
+      for (size_t i = 0; i < space.decodePrefetchLevels.size(); ++i)
+        if (space.decodePrefetchLevels[i] > 2)
+          fail("/decode_prefetch_level/" + std::to_string(i),
+               "expected 1 (L1) or 2 (L2), got " +
+                   std::to_string(space.decodePrefetchLevels[i]));
+    }
     const json &registers = member(document, "registers");
     if (!registers.is_object() || registers.empty())
       fail("/registers", "expected an object of register counts");
@@ -193,7 +201,8 @@ std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
          {std::to_string(s.queryTile), std::to_string(s.keyTile),
           std::to_string(s.scoreVectors) + "x" + std::to_string(s.scoreKeys),
           std::to_string(s.pvRows) + "x" + std::to_string(s.pvVectors),
-          std::to_string(s.valuePrefetchBytes), std::to_string(s.decodeStep)},
+          std::to_string(s.valuePrefetchBytes), std::to_string(s.decodeStep),
+          std::to_string(s.decodePrefetchLevel)},
          s.toJson(),
          ""});
   return result;
@@ -318,27 +327,32 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
   std::vector<int64_t> steps = space.decodeSteps;
   if (steps.empty())
     steps = {defaults.decodeStep};
+  std::vector<int64_t> levels = space.decodePrefetchLevels;
+  if (levels.empty())
+    levels = {defaults.decodePrefetchLevel};
   for (int64_t queryTile : space.queryTiles)
     for (int64_t keyTile : space.keyTiles)
       for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
         for (auto [pvRows, pvVectors] : space.pvBlocks)
           for (int64_t prefetch : prefetches)
-            for (int64_t step : steps) {
-              AttentionSchedule schedule = defaults;
-              schedule.queryTile = queryTile;
-              schedule.keyTile = keyTile;
-              schedule.scoreVectors = scoreVectors;
-              schedule.scoreKeys = scoreKeys;
-              schedule.pvRows = pvRows;
-              schedule.pvVectors = pvVectors;
-              schedule.valuePrefetchBytes = prefetch;
-              schedule.decodeStep = step;
-              if (!legalSchedule(schedule) ||
-                  !fitsRegisters(schedule, registers->second) ||
-                  !seen.insert(candidateKey(schedule)).second)
-                continue;
-              result.push_back(schedule);
-            }
+            for (int64_t step : steps)
+              for (int64_t level : levels) {
+                AttentionSchedule schedule = defaults;
+                schedule.queryTile = queryTile;
+                schedule.keyTile = keyTile;
+                schedule.scoreVectors = scoreVectors;
+                schedule.scoreKeys = scoreKeys;
+                schedule.pvRows = pvRows;
+                schedule.pvVectors = pvVectors;
+                schedule.valuePrefetchBytes = prefetch;
+                schedule.decodeStep = step;
+                schedule.decodePrefetchLevel = level;
+                if (!legalSchedule(schedule) ||
+                    !fitsRegisters(schedule, registers->second) ||
+                    !seen.insert(candidateKey(schedule)).second)
+                  continue;
+                result.push_back(schedule);
+              }
   return result;
 }
 
@@ -351,11 +365,13 @@ std::string describeSchedule(const AttentionSchedule &s) {
          (s.valuePrefetchBytes == 0   ? std::string("off")
           : s.valuePrefetchBytes == 2 ? std::string("f16/bf16")
                                       : std::string("all")) +
-         ", decode step " + std::to_string(s.decodeStep);
+         ", decode step " + std::to_string(s.decodeStep) +
+         ", decode prefetch into L" + std::to_string(s.decodePrefetchLevel);
 }
 
 std::string candidateKey(const AttentionSchedule &s) {
-  json key = {{"decode_step", s.decodeStep},
+  json key = {{"decode_prefetch_level", s.decodePrefetchLevel},
+              {"decode_step", s.decodeStep},
               {"key_tile", s.keyTile},
               {"pv_block", {s.pvRows, s.pvVectors}},
               {"query_tile", s.queryTile},

@@ -30,6 +30,8 @@ struct ScheduleSpace {
   std::vector<int64_t> valuePrefetchBytes;
   /// AttentionSchedule::decodeStep values; empty: the default's.
   std::vector<int64_t> decodeSteps;
+  /// AttentionSchedule::decodePrefetchLevel values; empty: the default's.
+  std::vector<int64_t> decodePrefetchLevels;
   std::map<std::string, int64_t> registers; ///< Vector registers per class.
 };
 

@@ -114,20 +114,23 @@ LANES = {"x86-64": 4, "x86-64-avx2": 8, "x86-64-avx512": 16}
 
 def schedule_for(kind, target_class):
     """A valid non-default schedule for target_class: `small` tiles (4 lanes,
-    8 queries, 8 keys, decode steps of 4 keys, no V prefetch) or `odd` ones
-    (3 query rows per P.V block, 9 keys, decode steps of 3 score blocks)."""
+    8 queries, 8 keys, decode steps of 4 keys, no V prefetch, K prefetched
+    into L2) or `odd` ones (3 query rows per P.V block, 9 keys, decode steps
+    of 3 score blocks, prefetched into L1)."""
     lanes = LANES[target_class]
     if kind == "small":
         s = {"query_tile": 8, "key_tile": 8, "vector_width": 4,
              "score_block": [2, 4], "pv_block": [2, 2],
-             "value_prefetch_bytes": 0, "decode_step": 4}
+             "value_prefetch_bytes": 0, "decode_step": 4,
+             "decode_prefetch_level": 2}
     else:
         vw = min(8, lanes)
         # Decode steps of 3 score blocks (6 keys at 8 lanes): the key tile of
         # 9 ends with a partial step.
         s = {"query_tile": 3 * vw, "key_tile": 9, "vector_width": vw,
              "score_block": [1, 3], "pv_block": [3, 1],
-             "value_prefetch_bytes": 2, "decode_step": 3 * (vw // min(vw, 4))}
+             "value_prefetch_bytes": 2, "decode_step": 3 * (vw // min(vw, 4)),
+             "decode_prefetch_level": 1}
     s.update({"attnc_schedule": 1, "target_class": target_class, "threads": 0,
               "measured": "test schedule of tests/codegen/matrix.py"})
     return s

@@ -175,24 +175,40 @@ TEST(Schedules, RoundTrip) {
 }
 
 // Tests that value_prefetch_bytes is optional: a file without it takes its
-// class's default (f16/bf16 rows only on AVX-512, every row elsewhere).
+// class's default (none on AVX-512, every row elsewhere).
 TEST(Schedules, ValuePrefetchDefaultsToTheClass) {
-  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).valuePrefetchBytes, 2);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).valuePrefetchBytes, 0);
   EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx2")).valuePrefetchBytes, 4);
   CpuTarget target = cpuTarget("x86-64-avx512");
   std::string text =
       "{\"attnc_schedule\": 1, \"target_class\": \"x86-64-avx512\", "
       "\"query_tile\": 64, \"key_tile\": 64, \"vector_width\": 16, "
       "\"score_block\": [2, 8], \"pv_block\": [4, 4], \"threads\": 0}";
-  EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 2);
-  text.insert(text.size() - 1, ", \"value_prefetch_bytes\": 0");
   EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 0);
+  text.insert(text.size() - 1, ", \"value_prefetch_bytes\": 2");
+  EXPECT_EQ(parseSchedule(text, "s.json", target).valuePrefetchBytes, 2);
+}
+
+// Tests that decode_prefetch_level is optional likewise: L2 on AVX-512, L1
+// elsewhere.
+TEST(Schedules, DecodePrefetchLevelDefaultsToTheClass) {
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).decodePrefetchLevel, 2);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx2")).decodePrefetchLevel, 1);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64")).decodePrefetchLevel, 1);
+  CpuTarget target = cpuTarget("x86-64-avx2");
+  std::string text =
+      "{\"attnc_schedule\": 1, \"target_class\": \"x86-64-avx2\", "
+      "\"query_tile\": 32, \"key_tile\": 64, \"vector_width\": 8, "
+      "\"score_block\": [2, 8], \"pv_block\": [4, 2], \"threads\": 0}";
+  EXPECT_EQ(parseSchedule(text, "s.json", target).decodePrefetchLevel, 1);
+  text.insert(text.size() - 1, ", \"decode_prefetch_level\": 2");
+  EXPECT_EQ(parseSchedule(text, "s.json", target).decodePrefetchLevel, 2);
 }
 
 // Tests that decode_step is optional (two vectors of keys) and stated by
-// every default.
+// every default (AVX-512: the whole key tile, measured on Zen 4).
 TEST(Schedules, DecodeStepDefaultsToTwoVectors) {
-  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).decodeStep, 32);
+  EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx512")).decodeStep, 64);
   EXPECT_EQ(defaultSchedule(cpuTarget("x86-64-avx2")).decodeStep, 16);
   EXPECT_EQ(defaultSchedule(cpuTarget("x86-64")).decodeStep, 8);
   CpuTarget target = cpuTarget("x86-64-avx512");
@@ -273,7 +289,13 @@ INSTANTIATE_TEST_SUITE_P(
                              "\"key_tile\": 64, " GOOD_BLOCKS
                              ", \"decode_step\": 6"),
                     "s.json: /decode_step: must be a multiple of 4 (the keys "
-                    "of a decode score block at vector_width 16)"}),
+                    "of a decode score block at vector_width 16)"},
+        BadSchedule{
+            "DecodePrefetchLevel",
+            SCHEDULE("\"vector_width\": 16, \"query_tile\": 64, "
+                     "\"key_tile\": 64, " GOOD_BLOCKS
+                     ", \"decode_prefetch_level\": 3"),
+            "s.json: /decode_prefetch_level: must be 1 (L1) or 2 (L2)"}),
     [](const auto &info) { return std::string(info.param.name); });
 
 } // namespace
