@@ -71,7 +71,10 @@ if(KERNEL_TARGET)
 endif()
 if(TUNED)
   set(space "${WORK_DIR}/space.json")
-  file(WRITE "${space}" "{\"attnc_schedule_space\": 1, \"version\": 3, \"query_tile\": [16, 32], \"key_tile\": [48], \"score_block\": [[2, 6]], \"pv_block\": [[4, 2]], \"registers\": {\"x86-64\": 16, \"x86-64-avx2\": 16, \"x86-64-avx512\": 32}}")
+  # The compiled-in space's version, so that compile uses the records.
+  file(READ "${CMAKE_CURRENT_LIST_DIR}/../../schedules/space/cpu.json" builtin)
+  string(JSON version GET "${builtin}" version)
+  file(WRITE "${space}" "{\"attnc_schedule_space\": 1, \"version\": ${version}, \"query_tile\": [16, 32], \"key_tile\": [48], \"score_block\": [[2, 6]], \"pv_block\": [[4, 2]], \"registers\": {\"x86-64\": 16, \"x86-64-avx2\": 16, \"x86-64-avx512\": 32}}")
   step(tune "${prefix}/bin/attnc" tune "${EXAMPLE_SOURCE_DIR}/toy_attention.json"
        --dim S=1 --dim T=64 --db "${WORK_DIR}/tuning.db" --space "${space}"
        --repeat 3)
