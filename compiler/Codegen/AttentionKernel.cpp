@@ -2049,7 +2049,7 @@ void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
   auto pairType = VectorType::get({2 * W}, b.getBF16Type());
   auto wordsType = VectorType::get({W}, b.getI32Type());
-  SmallVector<Value> init = rescaledAccumulators(row0, d0, t.pvRows, vectors);
+  SmallVector<Value> init = rescaledAccumulators(row0, d0, R, vectors);
   ValueRange sums = e.loop(
       e.index(0), e.ceilDiv(nk, 2), 1, init, [&](Value m, ValueRange accs) {
         SmallVector<Value> values;
