@@ -1572,7 +1572,9 @@ mlir::Value deviceThreadCount(
     mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
     llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands, int64_t lanes) {
   Emitter e(builder, loc);
-  SmallVector<Value> result = primitiveResultSizes(e, op, operands);
+  // resultSizes, not primitiveResultSizes: a reshape's static dims are
+  // constants only there.
+  SmallVector<Value> result = resultSizes(builder, loc, op, operands).front();
   // A softmax, a reduce_sum in 32 bits: a warp per row, per sum.
   if (auto softmax = dyn_cast<attn::SoftmaxOp>(op)) {
     result.erase(result.begin() + softmax.getAxis());

@@ -43,7 +43,7 @@ TARGETS = {"cuda-sm80": "sm_80", "cuda-sm90": "sm_90", "cuda-sm90a": "sm_90a"}
 REFUSED = {"p_additive_runtime_width"}
 # Graphs with nodes outside attention: the host entry launches their kernels.
 WITH_ENTRY = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
-              "g_identity", "g_lse_only"}
+              "g_identity", "g_lse_only", "g_reshape_output"}
 
 
 def generated():
@@ -204,6 +204,15 @@ def identity():
             "outputs": ["y"]}
 
 
+def reshape_output():
+    """A reshape whose result is an output: a copy kernel whose thread count
+    comes from the result's static sizes (once a crash)."""
+    return {"attnc": 1, "name": "g_reshape_output", "dims": {},
+            "inputs": {"x": {"shape": [2, 3, 4, 6], "dtype": "f32"}},
+            "nodes": [{"name": "y", "op": "reshape", "x": "x", "shape": [2, 3, 24]}],
+            "outputs": ["y"]}
+
+
 def lse_only():
     """Attention whose output is no graph output (lse is): the entry
     allocates the output."""
@@ -224,7 +233,8 @@ def main():
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
     for name, graph in (list(generated()) + list(tensor_core()) + list(biased_masked())
                         + list(projected()) + [("g_identity", identity()),
-                                               ("g_lse_only", lse_only())]):
+                                               ("g_lse_only", lse_only()),
+                                               ("g_reshape_output", reshape_output())]):
         path = os.path.join(work, name + ".json")
         with open(path, "w") as f:
             json.dump(graph, f)
@@ -253,7 +263,7 @@ def main():
             functions = manifest.get("entry", {}).get("functions", [])
             if ".target %s" % chip not in ptx:
                 problem = "PTX is not for %s" % chip
-            elif not kernels and name != "g_identity":
+            elif not kernels and name not in ("g_identity", "g_reshape_output"):
                 problem = "no kernel in the manifest"
             elif (name in WITH_ENTRY) != ("entry" in manifest):
                 problem = "a host entry where none is due, or none where one is"
