@@ -392,9 +392,11 @@ class Attnrt:
         if status:
             raise RuntimeError("attnrt_context_create_on_device: status %d" % status)
 
-    def bind(self, so_path, name, manifest, device):
+    def bind(self, so_path, name, manifest, device, results=None):
         """A call(stream=None) that runs NAME_kernel of `so_path` on `device`
-        (name -> cupy array) through attnrt_invoke, or queued on `stream`
+        (name -> cupy array; the outputs from `results` when given, so that
+        an output named as an input has its own memory, as libattnrt
+        requires) through attnrt_invoke, or queued on `stream`
         (a CUstream handle) through attnrt_invoke_on_stream; its arguments
         are built once, so a call costs what the C call costs."""
         ct = self.ct
@@ -402,16 +404,17 @@ class Attnrt:
         keep = [library]
         kernel = ct.c_void_p(ct.addressof(ct.c_char.in_dll(library, name + "_kernel")))
 
-        def tensors(args):
+        def tensors(args, arrays):
             array = (self.Tensor * max(len(args), 1))()
             for i, arg in enumerate(args):
-                a = device[arg["name"]]
+                a = arrays[arg["name"]]
                 shape = (ct.c_int64 * a.ndim)(*a.shape)
                 keep.append(shape)
                 array[i] = self.Tensor(a.data.ptr, ATTNRT_DTYPES[arg["dtype"]], a.ndim,
                                        shape, None)
             return array
-        inputs, outputs = tensors(manifest["inputs"]), tensors(manifest["outputs"])
+        inputs = tensors(manifest["inputs"], device)
+        outputs = tensors(manifest["outputs"], device if results is None else results)
         counts = (ct.c_size_t(len(manifest["inputs"])), ct.c_size_t(len(manifest["outputs"])))
 
         def call(stream=None):
@@ -429,9 +432,10 @@ class Attnrt:
                     self.lib.attnrt_context_last_error(self.context).decode()))
         return call
 
-    def invoke(self, so_path, name, manifest, device):
-        """Runs NAME_kernel of `so_path` on `device` (name -> cupy array)."""
-        self.bind(so_path, name, manifest, device)()
+    def invoke(self, so_path, name, manifest, device, results):
+        """Runs NAME_kernel of `so_path` on `device` (name -> cupy array),
+        its outputs into `results`."""
+        self.bind(so_path, name, manifest, device, results)()
 
 
 def check_case(cp, root, d, entry, rule=None, tensor_core=True, attnrt=None):
@@ -450,24 +454,28 @@ def check_case(cp, root, d, entry, rule=None, tensor_core=True, attnrt=None):
               for n, arr in arrays.items()}
     ref = oracle.evaluate_typed(graph, inputs, dims, floors)
     device = {n: cp.asarray(np.ascontiguousarray(arr)) for n, arr in arrays.items()}
+    # The outputs apart from the inputs: a graph may return an input, which
+    # the host entry copies.
+    results = {}
     for oname, (rval, dt) in ref.items():
         buf = cp.empty(rval.shape, dtype=np.dtype(oracle.NPY_DTYPE[dt]))
         buf.view(cp.uint8).fill(0xFF)       # NaN in every float dtype
-        device[oname] = buf
+        results[oname] = buf
     try:
         if attnrt:
             attnrt.invoke(os.path.join(d, entry["name"] + ".so"), entry["name"], manifest,
-                          device)
+                          device, results)
             cp.cuda.Device().synchronize()
             splits = ["attnrt"]
         else:
-            splits = launch_all(cp, d, manifest, device, rule, tensor_core)
+            # Without a host entry every output is an attention node's.
+            splits = launch_all(cp, d, manifest, {**device, **results}, rule, tensor_core)
     except Exception as e:      # a launch or JIT error: this case fails, the run goes on
         return False, "launch failed: %s" % str(e).splitlines()[0]
     problems, worst = [], 0.0
     outdir = tempfile.mkdtemp(prefix="attnc_cuda_")
     for oname, (rval, dt) in ref.items():
-        got = cp.asnumpy(device[oname])
+        got = cp.asnumpy(results[oname])
         np.save(os.path.join(outdir, oname + ".npy"), got)
         good, err, msg = check_reference.compare(got, rval, dt, floors.get(oname))
         if not good:
