@@ -81,7 +81,7 @@ def tensor_core():
     """Graphs with the tensor-core kernel: fixed head dims up to 128, staged
     (multiples of 16) and not, with the masks and GQA."""
     for dtype, (dk, dv), mask in itertools.product(
-            ["f16", "bf16"], [(64, 64), (128, 128), (40, 72), (16, 112)],
+            ["f16", "bf16"], [(64, 64), (128, 128), (96, 80), (40, 72), (16, 112)],
             [None, "causal_window_key_length"]):
         inputs = {"q": {"shape": ["B", 8, "S", dk], "dtype": dtype},
                   "k": {"shape": ["B", 2, "T", dk], "dtype": dtype},
@@ -283,9 +283,11 @@ def main():
                     problem = "a tensor-core kernel exactly for f16/bf16 dot scores"
                 elif name.startswith("tc_"):
                     # cuda-sm90a's staged kernel (head dims multiples of
-                    # 16) multiplies by wgmma, every other by mma.sync.
+                    # 16) multiplies by wgmma where both are past 64, every
+                    # other by mma.sync.
                     dk, dv = (int(x) for x in name.split("_")[2:4])
-                    wgmma = chip == "sm_90a" and dk % 16 == 0 and dv % 16 == 0
+                    wgmma = chip == "sm_90a" and dk % 16 == 0 and dv % 16 == 0 \
+                        and dk > 64 and dv > 64
                     body = ptx.split(".entry %s(" % kernel["tensor_core"]["name"], 1)[-1]
                     body = body.split(".entry ", 1)[0]
                     if ("wgmma.mma_async" in body) != wgmma \

@@ -87,6 +87,16 @@ int64_t headDim(Value tensor) {
 bool mmaStaged(AttentionOp op) {
   return headDim(op.getQuery()) % 16 == 0 && headDim(op.getValue()) % 16 == 0;
 }
+/// Whether cuda-sm90a's tensor-core kernel multiplies by wgmma: staged, and
+/// both head dims past 64. At 64 (both products m64n64k16) an H200 gave
+/// wrong outputs once rows saw more than two blocks of keys, where mma.sync
+/// was right on the same cases; 80 to 128 were right at up to 256 blocks,
+/// narrower dims never ran past one. Until that is understood those stay
+/// on mma.sync.
+bool wgmmaTrusted(AttentionOp op) {
+  return mmaStaged(op) && headDim(op.getQuery()) > 64 &&
+         headDim(op.getValue()) > 64;
+}
 /// Columns of O per warp in the tensor-core kernel: all of Dv when staged
 /// (ldmatrix reads fragments just before their mma, so O's 64 registers at
 /// 128 fit beside Q's); else, past 64, warps side by side take chunks of 64
@@ -1191,18 +1201,19 @@ private:
     return b.create<arith::OrIOp>(
         start, i64((leading >> 4) << 16 | (stride >> 4) << 32));
   }
-  /// Issues D += A·B, wgmma.mma_async m64nNk16 with N = 2·d.size(): A this
+  /// Issues D += A·B, wgmma.mma_async m64nNk16 with N = 2·count: A this
   /// warp's 4 registers, B at `descriptor`, transposed (MN-major) when
-  /// `transposeB`. Done only after wgmmaWait().
+  /// `transposeB`; D = A·B (scale-d 0) when `d` is empty, so that no
+  /// instruction writes the accumulators between wgmma.fence and the MMA.
+  /// Done only after wgmmaWait().
   SmallVector<Value> wgmmaAsync(Type element, ArrayRef<Value> aRegs,
                                 Value descriptor, bool transposeB,
-                                ArrayRef<Value> d) {
-    int64_t count = d.size();
+                                int64_t count, ArrayRef<Value> d) {
     StringRef type = element.isBF16() ? "bf16" : "f16";
     std::string text;
     llvm::raw_string_ostream os(text);
-    // $0 .. the accumulators, then A's 4 registers, B's descriptor and the
-    // accumulate flag (a predicate: 1).
+    // $0 .. the accumulators, then A's 4 registers, B's descriptor and
+    // whether to accumulate (an i32 made a predicate).
     os << "{\n.reg .pred p;\nsetp.ne.b32 p, $" << count + 5 << ", 0;\n"
        << "wgmma.mma_async.sync.aligned.m64n" << 2 * count << "k16.f32." << type
        << "." << type << " {";
@@ -1213,25 +1224,45 @@ private:
        << (transposeB ? 1 : 0) << ";\n}";
     SmallVector<Value> operands(aRegs);
     operands.push_back(descriptor);
-    operands.push_back(i32(1));
-    operands.append(d.begin(), d.end());
-    return fields(inlinePtx(f32Struct(count), os.str(),
-                            accumulatorConstraints(count, "r,r,r,r,l,r"),
-                            operands),
+    operands.push_back(i32(d.empty() ? 0 : 1));
+    std::string constraints;
+    if (d.empty()) {
+      for (int64_t i = 0; i < count; ++i)
+        constraints += "=f,";
+      constraints += "r,r,r,r,l,r";
+    } else {
+      operands.append(d.begin(), d.end());
+      constraints = accumulatorConstraints(count, "r,r,r,r,l,r");
+    }
+    return fields(inlinePtx(f32Struct(count), os.str(), constraints, operands),
                   count);
   }
+  /// `values` (f32 or i32) through an empty asm with side effects: every
+  /// instruction that computes them stays before it and every use after it,
+  /// as wgmma needs around wgmma.fence (the registers it reads are written
+  /// before the fence) and wgmma.wait_group (its results read after).
+  void pinRegisters(SmallVectorImpl<Value> &values) {
+    if (values.empty())
+      return;
+    SmallVector<Type> types;
+    std::string constraints;
+    for (Value v : values) {
+      types.push_back(v.getType());
+      constraints += v.getType().isF32() ? "=f," : "=r,";
+    }
+    for (size_t i = 0; i < values.size(); ++i)
+      constraints += (i ? "," : "") + std::to_string(i);
+    auto all = LLVM::LLVMStructType::getLiteral(b.getContext(), types);
+    Value pinned = inlinePtx(all, "", constraints, values);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = b.create<LLVM::ExtractValueOp>(pinned, i);
+  }
   /// Commits the MMAs issued since the last wgmma fence and waits for them;
-  /// `accumulators`, their results, then pass through an empty asm after
-  /// the wait, which no use of them can move above.
+  /// `accumulators`, their results, are pinned after the wait.
   void wgmmaWait(SmallVectorImpl<Value> &accumulators) {
     ptx("wgmma.commit_group.sync.aligned;");
     ptx("wgmma.wait_group.sync.aligned 0;");
-    int64_t count = accumulators.size();
-    SmallVector<Value> after =
-        fields(inlinePtx(f32Struct(count), "",
-                         accumulatorConstraints(count, ""), accumulators),
-               count);
-    accumulators.assign(after.begin(), after.end());
+    pinRegisters(accumulators);
   }
   /// S = Q·Kᵀ for the staged block by wgmma: a k-step's B is K's core
   /// matrices at depths 16ks and 16ks + 8 (128 bytes apart) of every 8
@@ -1239,11 +1270,11 @@ private:
   SmallVector<SmallVector<Value>>
   wgmmaScores(ArrayRef<SmallVector<Value>> qRegs, Type element, int64_t dk) {
     ptx("wgmma.fence.sync.aligned;");
-    SmallVector<Value> d(kStagedBlockKeys / 2, f32(0.0));
+    SmallVector<Value> d;
     for (int64_t ks = 0; ks < dk / 16; ++ks)
       d = wgmmaAsync(element, qRegs[ks],
                      matrixDescriptor(2 * ks * 64, 128, dk / 8 * 128),
-                     /*transposeB=*/false, d);
+                     /*transposeB=*/false, kStagedBlockKeys / 2, d);
     wgmmaWait(d);
     SmallVector<SmallVector<Value>> scores;
     for (int64_t j = 0; j < kStagedBlockKeys / 8; ++j)
@@ -1256,14 +1287,19 @@ private:
   /// columns (128 bytes apart), read transposed.
   void wgmmaValues(ArrayRef<SmallVector<Value>> pSteps, Type element,
                    int64_t valueOffset, int64_t dv, SmallVectorImpl<Value> &o) {
-    // O was rescaled and P computed by ordinary instructions.
+    // O was rescaled and P computed by ordinary instructions: both pinned
+    // before the fence.
+    SmallVector<Value> d(o.begin(), o.end()), pRegs;
+    for (ArrayRef<Value> step : pSteps)
+      pRegs.append(step.begin(), step.end());
+    pinRegisters(d);
+    pinRegisters(pRegs);
     ptx("wgmma.fence.sync.aligned;");
-    SmallVector<Value> d(o.begin(), o.end());
-    for (auto [step, pRegs] : llvm::enumerate(pSteps))
-      d = wgmmaAsync(element, pRegs,
+    for (int64_t step = 0; step < int64_t(pSteps.size()); ++step)
+      d = wgmmaAsync(element, ArrayRef<Value>(pRegs).slice(4 * step, 4),
                      matrixDescriptor(valueOffset + 2 * step * (dv / 8) * 64,
                                       dv / 8 * 128, 128),
-                     /*transposeB=*/true, d);
+                     /*transposeB=*/true, d.size(), d);
     wgmmaWait(d);
     o.assign(d.begin(), d.end());
   }
@@ -1754,11 +1790,12 @@ struct LowerToGpuPass
           /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
           Attribute(), /*alignment=*/16, /*addrSpace=*/3);
     }
+    bool byWgmma = wgmma && wgmmaTrusted(op);
     if (role == KernelRole::TensorCore && mmaStaged(op)) {
       // K's and V's staged blocks, 16-byte aligned for the copies and
       // wgmma's descriptors.
-      int64_t elements = stagedBlockElements(headDim(op.getQuery()), wgmma) +
-                         stagedBlockElements(headDim(op.getValue()), wgmma);
+      int64_t elements = stagedBlockElements(headDim(op.getQuery()), byWgmma) +
+                         stagedBlockElements(headDim(op.getValue()), byWgmma);
       sharedSymbol = (name + "_shared").str();
       builder.create<LLVM::GlobalOp>(
           op.getLoc(),
@@ -1766,7 +1803,7 @@ struct LowerToGpuPass
           /*isConstant=*/false, LLVM::Linkage::Internal, sharedSymbol,
           Attribute(), /*alignment=*/16, /*addrSpace=*/3);
     }
-    KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol, wgmma)
+    KernelBuilder(body, op, kernel.getArguments(), role, sharedSymbol, byWgmma)
         .build();
     body.setInsertionPointToEnd(&kernel.getBody().front());
     body.create<gpu::ReturnOp>();

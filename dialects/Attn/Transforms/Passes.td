@@ -151,7 +151,8 @@ def LowerToGpuPass : Pass<"attn-lower-to-gpu", "::mlir::ModuleOp"> {
            "The staged tensor-core kernel's two products by Hopper's "
            "warpgroup MMA (wgmma.mma_async, sm_90a only; A from registers, "
            "K and V from shared memory through matrix descriptors) instead "
-           "of mma.sync and ldmatrix">,
+           "of mma.sync and ldmatrix, where both head dims are past 64 (at "
+           "64 its results were wrong on a GPU)">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect",
