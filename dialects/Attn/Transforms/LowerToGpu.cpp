@@ -1176,19 +1176,6 @@ private:
     return LLVM::LLVMStructType::getLiteral(
         b.getContext(), SmallVector<Type>(count, b.getF32Type()));
   }
-  /// The constraints of an asm whose `count` f32 accumulators are both its
-  /// results ($0 ..) and, tied to them, its last operands, with the
-  /// operands `between` (a constraint list) before those.
-  static std::string accumulatorConstraints(int64_t count, StringRef between) {
-    std::string constraints;
-    llvm::raw_string_ostream cs(constraints);
-    for (int64_t i = 0; i < count; ++i)
-      cs << "=f,";
-    cs << between;
-    for (int64_t i = 0; i < count; ++i)
-      cs << (i || !between.empty() ? "," : "") << i;
-    return constraints;
-  }
   /// The matrix descriptor of core matrices from shared element `offset`
   /// on, `leading` bytes apart along the product's depth and `stride`
   /// bytes apart along M or N (no swizzle; the start address and both
@@ -1226,14 +1213,14 @@ private:
     operands.push_back(descriptor);
     operands.push_back(i32(d.empty() ? 0 : 1));
     std::string constraints;
-    if (d.empty()) {
-      for (int64_t i = 0; i < count; ++i)
-        constraints += "=f,";
-      constraints += "r,r,r,r,l,r";
-    } else {
-      operands.append(d.begin(), d.end());
-      constraints = accumulatorConstraints(count, "r,r,r,r,l,r");
-    }
+    for (int64_t i = 0; i < count; ++i)
+      constraints += "=f,";
+    constraints += "r,r,r,r,l,r";
+    // Accumulating: the accumulators are also the last operands, tied to
+    // the results.
+    operands.append(d.begin(), d.end());
+    for (int64_t i = 0; i < static_cast<int64_t>(d.size()); ++i)
+      constraints += "," + std::to_string(i);
     return fields(inlinePtx(f32Struct(count), os.str(), constraints, operands),
                   count);
   }
