@@ -18,7 +18,11 @@ where the CUDA toolkit's ptxas is installed, each kernel's report must show
 no spills, at most 255 registers and at most 48 KB of static shared memory
 (else the manifest must say there is no ptxas). A graph it does not take
 must exit 1 with one line naming the file and what is missing, and write
-nothing. Numerics need a GPU (ctest label gpu).
+nothing. Then the numpy oracle's random graphs (--family-cases of each family,
+the cases tests/gpu/cuda_oracle.py runs on a GPU) for every target: each
+compiles, or is refused in one line with nothing written, never a crash, and
+where ptxas is installed every kernel and host-entry function is without
+spills. Numerics need a GPU (ctest label gpu).
 """
 
 import argparse
@@ -33,6 +37,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "oracle"))
 SIZES = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv", "splits"]
 # Static shared memory a kernel may declare on every architecture (more
 # needs cuFuncSetAttribute at launch).
@@ -227,6 +232,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--attnc", required=True)
     ap.add_argument("--keep")
+    ap.add_argument("--family-cases", type=int, default=3,
+                    help="graphs of each oracle family per target (default 3)")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="cuda-ptx-")
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
@@ -315,8 +322,58 @@ def main():
         if problem:
             failures += 1
             print("FAIL %s %s: %s" % (target, name, problem))
+    family_failures, family_checked = family_sweep(a.attnc, work, a.family_cases)
+    failures += family_failures
+    checked += family_checked
     print("%d compiles checked, %d failed" % (checked, failures))
     sys.exit(1 if failures else 0)
+
+
+def ptxas_problem(report):
+    if not (shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas")):
+        return None
+    if not isinstance(report, dict):
+        return "no ptxas report although ptxas is installed: %r" % report
+    if report["spill_store_bytes"] or report["spill_load_bytes"] or report["registers"] > 255 \
+            or report["shared_bytes"] > STATIC_SHARED_LIMIT:
+        return "ptxas: %s" % report
+    return None
+
+
+def family_sweep(attnc, work, count):
+    """(failures, checked) over the oracle's families for every target."""
+    import cases
+    failures = checked = 0
+    for family, index, target in itertools.product(cases.FAMILIES, range(count), TARGETS):
+        graph = cases.make_case(family, index, 0).graph
+        name = "f_%s_%d" % (family, index)
+        path = os.path.join(work, name + ".json")
+        with open(path, "w") as f:
+            json.dump(graph, f)
+        out = os.path.join(work, "out", target, name)
+        r = subprocess.run([attnc, "compile", path, "--target", target, "-o", out],
+                           capture_output=True, text=True, timeout=300)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        problem = None
+        if r.returncode == 1:
+            if len(lines) != 1 or path not in lines[0]:
+                problem = "refused without one line naming the file: %r" % r.stderr
+            elif os.path.exists(out) and os.listdir(out):
+                problem = "wrote files although it failed: %s" % os.listdir(out)
+        elif r.returncode != 0:
+            problem = "exit %d: %s" % (r.returncode, r.stderr.strip()[:500])
+        else:
+            manifest = json.load(open(os.path.join(out, graph["name"] + ".json")))
+            kernels = manifest.get("kernels", [])
+            entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
+                                 if x in k] + manifest.get("entry", {}).get("functions", [])
+            for kernel in entries:
+                problem = problem or ptxas_problem(kernel["ptxas"])
+        checked += 1
+        if problem:
+            failures += 1
+            print("FAIL %s %s: %s" % (target, name, problem))
+    return failures, checked
 
 
 if __name__ == "__main__":
