@@ -254,29 +254,21 @@ def main():
         problem = None
         graph_name = json.load(open(path))["name"]
         if name in REFUSED:
-            lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-            if r.returncode != 1 or len(lines) != 1 or path not in lines[0] \
-                    or "CUDA" not in lines[0]:
-                problem = "expected exit 1 and one line naming the file: exit %d, %r" % (
-                    r.returncode, r.stderr)
-            elif os.path.exists(out) and os.listdir(out):
-                problem = "wrote files although it failed: %s" % os.listdir(out)
+            problem = refusal_problem(r, path, out)
+            if not problem and "CUDA" not in r.stderr:
+                problem = "the refusal does not say what CUDA lacks: %r" % r.stderr
         elif r.returncode != 0:
             problem = "exit %d: %s" % (r.returncode, r.stderr.strip())
         else:
             ptx = open(os.path.join(out, graph_name + ".ptx")).read()
             manifest = json.load(open(os.path.join(out, graph_name + ".json")))
             kernels = manifest.get("kernels", [])
-            functions = manifest.get("entry", {}).get("functions", [])
             if ".target %s" % chip not in ptx:
                 problem = "PTX is not for %s" % chip
             elif not kernels and name not in ("g_identity", "g_reshape_output"):
                 problem = "no kernel in the manifest"
             elif (name in WITH_ENTRY) != ("entry" in manifest):
                 problem = "a host entry where none is due, or none where one is"
-            # each attention kernel and the merge of its key splits
-            entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
-                                 if x in k]
             for kernel in kernels:
                 if "merge" not in kernel or "key_split" not in kernel \
                         or "workspace_bytes" not in kernel:
@@ -301,7 +293,7 @@ def main():
                             or ("mma.sync" in body) == wgmma:
                         problem = "the tensor-core kernel should use %s" % (
                             "wgmma" if wgmma else "mma.sync")
-            for kernel in entries + functions:
+            for kernel in launched(manifest):
                 if problem:
                     break
                 if ".entry %s(" % kernel["name"] not in ptx:
@@ -319,6 +311,27 @@ def main():
     checked += family_checked
     print("%d compiles checked, %d failed" % (checked, failures))
     sys.exit(1 if failures else 0)
+
+
+def refusal_problem(r, path, out):
+    """What is wrong with a compile that should be refused, or None: exit 1,
+    one line naming the graph's file, nothing written."""
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    if r.returncode != 1 or len(lines) != 1 or path not in lines[0]:
+        return "expected exit 1 and one line naming the file: exit %d, %r" % (
+            r.returncode, r.stderr)
+    if os.path.exists(out) and os.listdir(out):
+        return "wrote files although it failed: %s" % os.listdir(out)
+    return None
+
+
+def launched(manifest):
+    """Every function a manifest launches: each attention kernel, the merge
+    of its key splits and its tensor-core kernel, and a host entry's
+    functions."""
+    kernels = manifest.get("kernels", [])
+    return kernels + [k[x] for k in kernels for x in ("merge", "tensor_core") if x in k] \
+        + manifest.get("entry", {}).get("functions", [])
 
 
 def ptxas_problem(report):
@@ -349,21 +362,14 @@ def family_sweep(attnc, work, count):
         out = os.path.join(work, "out", target, name)
         r = subprocess.run([attnc, "compile", path, "--target", target, "-o", out],
                            capture_output=True, text=True, timeout=300)
-        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
         problem = None
         if r.returncode == 1:
-            if len(lines) != 1 or path not in lines[0]:
-                problem = "refused without one line naming the file: %r" % r.stderr
-            elif os.path.exists(out) and os.listdir(out):
-                problem = "wrote files although it failed: %s" % os.listdir(out)
+            problem = refusal_problem(r, path, out)
         elif r.returncode != 0:
             problem = "exit %d: %s" % (r.returncode, r.stderr.strip()[:500])
         else:
             manifest = json.load(open(os.path.join(out, graph["name"] + ".json")))
-            kernels = manifest.get("kernels", [])
-            entries = kernels + [k[x] for k in kernels for x in ("merge", "tensor_core")
-                                 if x in k] + manifest.get("entry", {}).get("functions", [])
-            for kernel in entries:
+            for kernel in launched(manifest):
                 problem = problem or ptxas_problem(kernel["ptxas"])
         checked += 1
         if problem:
