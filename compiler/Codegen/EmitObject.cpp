@@ -20,9 +20,11 @@
 #include "mlir/Target/LLVMIR/Dialect/X86Vector/X86VectorToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
@@ -44,6 +46,14 @@ void registerOnce() {
   });
 }
 
+} // namespace
+
+namespace {
+/// Optimises `module` at -O3 for `target` (its CPU and features on every
+/// function) and emits it as an object file.
+std::string compileModule(llvm::Module &module, const CpuTarget &target,
+                          std::string *llvmIR,
+                          const std::function<void(llvm::Module &)> &extend);
 } // namespace
 
 void lowerToLLVMDialect(mlir::ModuleOp module) {
@@ -89,7 +99,29 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
   });
   if (!llvmModule)
     throw std::logic_error("translation to LLVM IR failed: " + diagnostics);
+  return compileModule(*llvmModule, target, llvmIR, extend);
+}
 
+std::string emitBitcodeObject(const std::string &bitcode,
+                              const CpuTarget &target) {
+  registerOnce();
+  llvm::LLVMContext llvmContext;
+  llvm::Expected<std::unique_ptr<llvm::Module>> module = llvm::parseBitcodeFile(
+      llvm::MemoryBufferRef(bitcode, "halide"), llvmContext);
+  if (!module)
+    throw std::logic_error("reading Halide's bitcode failed: " +
+                           llvm::toString(module.takeError()));
+  // Halide named a CPU of its own choosing; the target's replaces it.
+  for (llvm::Function &function : **module)
+    function.removeFnAttr("target-features");
+  return compileModule(**module, target, nullptr, nullptr);
+}
+
+namespace {
+std::string compileModule(llvm::Module &module, const CpuTarget &target,
+                          std::string *llvmIR,
+                          const std::function<void(llvm::Module &)> &extend) {
+  llvm::Module *llvmModule = &module;
   std::string error;
   const llvm::Target *llvmTarget =
       llvm::TargetRegistry::lookupTarget(target.triple, error);
@@ -116,7 +148,7 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
   auto optimize =
       mlir::makeOptimizingTransformer(/*optLevel=*/3,
                                       /*sizeLevel=*/0, machine.get());
-  if (llvm::Error failure = optimize(llvmModule.get()))
+  if (llvm::Error failure = optimize(llvmModule))
     throw std::logic_error("LLVM optimisation failed: " +
                            llvm::toString(std::move(failure)));
   if (llvmIR) {
@@ -133,5 +165,6 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
   codegen.run(*llvmModule);
   return std::string(object.begin(), object.end());
 }
+} // namespace
 
 } // namespace attnc

@@ -38,6 +38,11 @@ emitObject(mlir::ModuleOp module, const CpuTarget &target,
            std::string *llvmIR = nullptr,
            const std::function<void(llvm::Module &)> &extend = nullptr);
 
+/// Compiles LLVM bitcode another compiler wrote (the Halide backend's) at
+/// -O3 for `target`, its CPU and features replacing the bitcode's.
+std::string emitBitcodeObject(const std::string &bitcode,
+                              const CpuTarget &target);
+
 } // namespace attnc
 
 #endif // ATTNC_CODEGEN_EMITOBJECT_H

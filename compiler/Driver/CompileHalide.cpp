@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Codegen/EmitObject.h"
 #include "Codegen/HalideEntry.h"
 #include "Codegen/KernelInterface.h"
 #include "Driver/Compile.h"
@@ -215,7 +216,10 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       if (rows) {
         std::vector<int> decodeArguments = library.arguments;
         library = compileHalideAttention(plan, kernel, schedule, targetClass,
-                                         function);
+                                         function, /*decode=*/false,
+                                         prefersBf16Dot(result.target));
+        if (library.bitcode)
+          library.object = emitBitcodeObject(library.object, result.target);
         if (!entryKernel.decodeFunction.empty() &&
             decodeArguments != library.arguments)
           throw std::logic_error("halide backend: the decode and rows "

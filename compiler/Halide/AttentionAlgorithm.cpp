@@ -93,7 +93,8 @@ private:
   RowTotals wholeRows(AttentionFuncs::Chain &c, const Weight &weight,
                       const Element &value, Expr kvHead);
   RowTotals onlineRows(AttentionFuncs::Chain &c, const Weight &weight,
-                       const Element &value, Expr kvHead, Expr T);
+                       const Element &value, const Element &rawValue,
+                       Expr kvHead, Expr T);
   const KernelPlan &plan;
   const PlannedKernel &kernel;
   const AttentionPlan &op;
@@ -263,13 +264,26 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   Element value = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
     return f32(at(v, valueDepth(dd, Dv), jj, gg, clampB(bb)));
   };
-  if (plan.values[op.key].dtype != DType::F32) {
+  // bf16 products read q and k as they are, in pairs of depths.
+  bool pairs = options.bf16Products && !f.decode &&
+               op.score == ScoreKind::Dot &&
+               plan.values[op.query].dtype == DType::BF16 &&
+               plan.values[op.key].dtype == DType::BF16;
+  if (plan.values[op.key].dtype != DType::F32 && !pairs) {
     c.keyRows(d, j, g, b) = key(d, j, g, b);
     key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return c.keyRows(dd, jj, gg, bb);
     };
   }
-  if (plan.values[op.value].dtype != DType::F32) {
+  // P·V too when v is bf16: the weights rounded to bf16, as the MLIR
+  // kernel's bf16 path does.
+  bool valuePairs = pairs && plan.values[op.value].dtype == DType::BF16;
+  Element rawValue;
+  if (valuePairs)
+    rawValue = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
+      return at(v, valueDepth(dd, Dv), jj, gg, clampB(bb));
+    };
+  if (plan.values[op.value].dtype != DType::F32 && !valuePairs) {
     c.valueRows(d, j, g, b) = value(d, j, g, b);
     value = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return c.valueRows(dd, jj, gg, bb);
@@ -282,7 +296,8 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   switch (op.score) {
   case ScoreKind::Dot:
   case ScoreKind::Cosine:
-    c.queryRows(i, d, h, b) = query(d, i, h, b);
+    if (!pairs)
+      c.queryRows(i, d, h, b) = query(d, i, h, b);
     break;
   case ScoreKind::General: {
     // qᵀW: W is [Dk, Dk] row-major, so W[d][e] is (e, d) here.
@@ -294,7 +309,31 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   case ScoreKind::Additive:
     break;
   }
-  if (op.score != ScoreKind::Additive) {
+  if (pairs) {
+    // Both halves of a pair exact bf16 (0 past Dk, never the next row's
+    // first element), multiplied pairwise and summed in f32.
+    Var pair("pair"), m("m");
+    Expr zero = Halide::cast(Halide::BFloat(16), 0.0f);
+    Expr depth = 2 * m + pair;
+    c.queryPairs(pair, i, m, h, b) =
+        select(depth < Dk,
+               at(q, clampD(depth), clampQ(i), clampH(h), clampB(b)), zero);
+    c.overDepthPairs = RDom(0, 2, 0, (Dk + 1) / 2, "rp");
+    RVar rp = c.overDepthPairs.x, rm = c.overDepthPairs.y;
+    Expr keyDepth = 2 * rm + rp;
+    // A fixed even Dk has no odd last depth: no test in the inner loop.
+    const Dim &depthDim = plan.values[op.key].shape.back();
+    bool evenDepth = depthDim.isFixed() && depthDim.size % 2 == 0;
+    Expr keyPair = evenDepth
+                       ? at(k, keyDepth, clampK(j), clampG(kvHead), clampB(b))
+                       : select(keyDepth < Dk,
+                                at(k, min(keyDepth, Dk - 1), clampK(j),
+                                   clampG(kvHead), clampB(b)),
+                                zero);
+    c.product(i, j, h, b) = 0.0f;
+    c.product(i, j, h, b) += f32(c.queryPairs(rp, i, rm, h, b)) * f32(keyPair);
+    raw = c.product(i, j, h, b);
+  } else if (op.score != ScoreKind::Additive) {
     c.product(i, j, h, b) = 0.0f;
     c.product(i, j, h, b) +=
         c.queryRows(i, rd, h, b) * key(rd, j, kvHead, b);
@@ -402,8 +441,9 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   };
   // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
   // that saw a NaN score has sum NaN, which passes the l == 0 test.
-  RowTotals totals = options.decode ? wholeRows(c, weight, value, kvHead)
-                                    : onlineRows(c, weight, value, kvHead, T);
+  RowTotals totals = options.decode
+                         ? wholeRows(c, weight, value, kvHead)
+                         : onlineRows(c, weight, value, rawValue, kvHead, T);
   Expr sum = totals.sum;
   if (!c.isLse)
     c.normalized(d, i, h, b) =
@@ -454,7 +494,8 @@ RowTotals AlgorithmBuilder::wholeRows(AttentionFuncs::Chain &c,
 /// feeds); the fold then scales both sides, by one exp2.
 RowTotals AlgorithmBuilder::onlineRows(AttentionFuncs::Chain &c,
                                        const Weight &weight,
-                                       const Element &value, Expr kvHead,
+                                       const Element &value,
+                                       const Element &rawValue, Expr kvHead,
                                        Expr T) {
   Var d = f.d, i = f.i, h = f.h, b = f.b, t = f.t, u = f.u;
   const int tile = int(options.keyTile);
@@ -500,8 +541,30 @@ RowTotals AlgorithmBuilder::onlineRows(AttentionFuncs::Chain &c,
     return {c.online(i, h, b)[0], c.online(i, h, b)[1]};
   }
   c.tileValues(d, i, t, h, b) = 0.0f;
-  c.tileValues(d, i, t, h, b) +=
-      c.probabilities(i, ru, t, h, b) * value(d, key(ru, t), kvHead, b);
+  if (rawValue) {
+    // Pairs of the tile's keys; a pair's missing second key (past the tile
+    // or the crop's keys) is 0 on both sides, never a clamped key's V.
+    // Indices affine in the pair, so that both read whole rows (a clamped
+    // key per lane would be a gather).
+    Var pair("pair"), m("m");
+    Expr key2 = 2 * m + pair;
+    Expr inTile = key2 < tile && key2 + t * tile < count;
+    Expr zero = Halide::cast(Halide::BFloat(16), 0.0f);
+    c.probabilityPairs(pair, i, m, t, h, b) = select(
+        inTile,
+        Halide::cast(Halide::BFloat(16), c.probabilities(i, key2, t, h, b)),
+        zero);
+    c.valueTileRows(d, u, t, h, b) = rawValue(d, key(u, t), kvHead, b);
+    c.valuePairs(pair, d, m, t, h, b) =
+        select(inTile, c.valueTileRows(d, key2, t, h, b), zero);
+    c.overTilePairs = RDom(0, 2, 0, (tile + 1) / 2, "rq");
+    RVar rq = c.overTilePairs.x, rn = c.overTilePairs.y;
+    c.tileValues(d, i, t, h, b) += f32(c.probabilityPairs(rq, i, rn, t, h, b)) *
+                                   f32(c.valuePairs(rq, d, rn, t, h, b));
+  } else {
+    c.tileValues(d, i, t, h, b) +=
+        c.probabilities(i, ru, t, h, b) * value(d, key(ru, t), kvHead, b);
+  }
   // The running max and sum ride along every head-dim element of the
   // output, so that one update carries all three.
   c.online(d, i, h, b) = Tuple(0.0f, Expr(kDropped), 0.0f);

@@ -55,6 +55,17 @@ struct AttentionFuncs {
     /// or V is f16 or bf16, so that the hand schedule widens each element
     /// once per block or tile rather than at every use in the products.
     Halide::Func keyRows, valueRows;
+    /// bf16 products (AlgorithmOptions::bf16Products): q as depth pairs,
+    /// (pair, i, m, h, b) = q[2m + pair][i] (0 past Dk), so that one vector
+    /// of 2W bf16 holds W queries' pairs; overDepthPairs is (pair, m).
+    Halide::Func queryPairs;
+    Halide::RDom overDepthPairs;
+    /// And with bf16 v, P·V over pairs of a tile's keys: the weights rounded
+    /// to bf16, (pair, i, m, t, h, b), and V, (pair, d, m, t, h, b), both 0
+    /// past the tile's keys, V interleaved from the tile's rows as they lie,
+    /// (d, u, t, h, b); overTilePairs is (pair, m).
+    Halide::Func probabilityPairs, valuePairs, valueTileRows;
+    Halide::RDom overTilePairs;
     Halide::Func product, scores, masked, rowMax, probabilities, rowSum,
         tileScores, tileMax, tileSum, tileValues, online, accumulator,
         normalized;
@@ -96,6 +107,9 @@ struct AlgorithmOptions {
   bool decode = false;
   /// Keys per tile of the rows form's online softmax (HalideSchedule).
   int64_t keyTile = 128;
+  /// Q·Kᵀ of bf16 q and k as sums over pairs of depths of bf16 products,
+  /// which Halide turns into vdpbf16ps (rows form, dot scores).
+  bool bf16Products = false;
 };
 
 /// Builds the algorithm of `kernel` (an attention of `plan`): every score,

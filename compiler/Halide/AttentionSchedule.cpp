@@ -14,6 +14,8 @@
 
 #include "Halide/AttentionFuncs.h"
 
+#include <optional>
+
 namespace attnc {
 
 using namespace Halide;
@@ -27,8 +29,8 @@ namespace {
 /// Q·Kᵀ blocks queries × keys over the head dim, P·V head dim × queries
 /// over the keys. Returns the loop over blocks along `across`.
 Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
-                   int rows, RVar reduced, int lanes,
-                   bool alignAcross = false) {
+                   int rows, RVar reduced, int lanes, bool alignAcross = false,
+                   std::optional<RVar> pair = std::nullopt) {
   const TailStrategy up = TailStrategy::RoundUp;
   Var wideOuter("wo"), wideInner("wi"), acrossOuter("ao"), acrossInner("ai"),
       vector("v"), lane("lane");
@@ -54,12 +56,17 @@ Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
       .vectorize(wideInner, lanes, tail)
       .unroll(acrossInner);
   sum.compute_at(consumer, wideOuter).vectorize(wide, lanes, up).unroll(across);
-  sum.update()
-      .split(wide, vector, lane, lanes, up)
-      .reorder(lane, vector, across, reduced)
-      .vectorize(lane)
-      .unroll(vector)
-      .unroll(across);
+  Stage sumUpdate = sum.update();
+  sumUpdate.split(wide, vector, lane, lanes, up);
+  if (pair) {
+    // A pair of products summed into each lane: vdpbf16ps on bf16 operands.
+    sumUpdate.reorder(*pair, lane, vector, across, reduced)
+        .atomic()
+        .vectorize(*pair);
+  } else {
+    sumUpdate.reorder(lane, vector, across, reduced);
+  }
+  sumUpdate.vectorize(lane).unroll(vector).unroll(across);
   return acrossOuter;
 }
 
@@ -94,10 +101,19 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
 
   // Q·Kᵀ in register blocks of scoreVectors query vectors × scoreKeys keys.
   RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
+  std::optional<RVar> pair;
+  if (c.queryPairs.defined()) {
+    reduced = c.overDepthPairs.y;
+    pair = c.overDepthPairs.x;
+    std::vector<Var> args = c.queryPairs.args();
+    c.queryPairs.compute_at(c.result, io)
+        .vectorize(args[0])
+        .vectorize(args[1], vw, up);
+  }
   c.scores.compute_at(c.online, rt);
-  Var keyBlocks =
-      registerBlocks(c.scores, c.product, i, vw * int(s.scoreVectors), j,
-                     int(s.scoreKeys), reduced, vw);
+  Var keyBlocks = registerBlocks(c.scores, c.product, i,
+                                 vw * int(s.scoreVectors), j, int(s.scoreKeys),
+                                 reduced, vw, /*alignAcross=*/false, pair);
   // 16-bit keys widened once per block of keys: broadcast from memory as
   // f32, not widened in a general register at every use (on Intel cores a
   // broadcast from a register takes an FMA port). Cosine key norms and
@@ -148,8 +164,21 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
     --vectors;
   c.online.vectorize(d, vw, up);
   c.online.update().reorder(d, i, rt);
-  registerBlocks(c.online, c.tileValues, d, vw * vectors, i, int(s.pvRows), ru,
-                 vw, /*alignAcross=*/qt % s.pvRows == 0);
+  RVar valueKeys = ru;
+  std::optional<RVar> valuePair;
+  if (c.valuePairs.defined()) {
+    valueKeys = c.overTilePairs.y;
+    valuePair = c.overTilePairs.x;
+    c.valueTileRows.compute_at(c.online, rt).vectorize(d, vw, up);
+    for (Func pairs : {c.valuePairs, c.probabilityPairs}) {
+      std::vector<Var> args = pairs.args();
+      pairs.compute_at(c.online, rt)
+          .vectorize(args[0])
+          .vectorize(args[1], vw, up);
+    }
+  }
+  registerBlocks(c.online, c.tileValues, d, vw * vectors, i, int(s.pvRows),
+                 valueKeys, vw, /*alignAcross=*/qt % s.pvRows == 0, valuePair);
   // 16-bit values widened once per tile of keys, not once per block of rows.
   if (c.valueRows.defined())
     c.valueRows.compute_at(c.online, rt).vectorize(d, vw, up);

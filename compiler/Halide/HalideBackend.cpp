@@ -85,15 +85,27 @@ std::string readFile(const std::string &path) {
   return bytes.str();
 }
 
-/// `pipeline` as an object without Halide's runtime.
+/// `pipeline` as an object without Halide's runtime, or with `bitcode` as
+/// LLVM bitcode with Halide's AVX512-BF16 patterns enabled. Halide 14 has
+/// those only for its Sapphire Rapids feature, which also names that CPU
+/// to LLVM, and it has AVX512-FP16, which no AMD core has: the driver
+/// compiles the bitcode for the target's own CPU instead.
 std::string compileObject(Halide::Pipeline &pipeline,
                           const std::vector<Halide::Argument> &arguments,
                           const std::string &function,
-                          const std::string &targetClass, bool strictFloat) {
+                          const std::string &targetClass, bool strictFloat,
+                          bool bitcode = false) {
   Halide::Target target = Halide::Target(halideTarget(targetClass))
                               .with_feature(Halide::Target::NoRuntime);
   if (strictFloat)
     target = target.with_feature(Halide::Target::StrictFloat);
+  if (bitcode) {
+    target = target.with_feature(Halide::Target::AVX512_Cannonlake)
+                 .with_feature(Halide::Target::AVX512_SapphireRapids);
+    TemporaryFile file(".bc");
+    pipeline.compile_to_bitcode(file.path, arguments, function, target);
+    return readFile(file.path);
+  }
   TemporaryFile object(".o");
   pipeline.compile_to_object(object.path, arguments, function, target);
   return readFile(object.path);
@@ -120,7 +132,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const PlannedKernel &kernel,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
-                                     const std::string &function, bool decode) {
+                                     const std::string &function, bool decode,
+                                     bool bf16Products) {
   if (decode && schedule.isAuto())
     throw std::logic_error("halide backend: the decode form has no "
                            "autoscheduler");
@@ -128,6 +141,9 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
   options.depthInWholeVectors = !schedule.isAuto();
   options.decode = decode;
   options.keyTile = schedule.keyTile;
+  // The hand schedule's rows form only, on the 16-lane class.
+  options.bf16Products = bf16Products && !decode && !schedule.isAuto() &&
+                         targetClass == "x86-64-avx512";
   AttentionFuncs funcs = defineAttention(plan, kernel, options);
   HalideLibrary library;
   library.function = function;
@@ -162,8 +178,11 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
       std::optional<DefaultEnvironment> permitFailedUnroll;
       if (schedule.isAuto())
         permitFailedUnroll.emplace("HL_PERMIT_FAILED_UNROLL", "1");
+      library.bitcode = false;
+      for (const AttentionFuncs::Chain &chain : funcs.chains)
+        library.bitcode |= chain.queryPairs.defined();
       library.object = compileObject(pipeline, arguments, function, targetClass,
-                                     /*strictFloat=*/false);
+                                     /*strictFloat=*/false, library.bitcode);
     }
   } catch (const Halide::Error &error) {
     // An autoscheduler's schedule that Halide rejects is a limit of that

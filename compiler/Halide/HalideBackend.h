@@ -86,7 +86,10 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 /// decode form the kv head) before `arguments[cropAt]`, the first output; a
 /// primitive has no crop (-1).
 struct HalideLibrary {
-  std::string object; ///< The object file's bytes.
+  std::string object; ///< The object file's bytes, or LLVM bitcode's.
+  /// `object` is LLVM bitcode, for the driver to compile for the target's
+  /// CPU (bf16 products: Halide's Sapphire Rapids patterns, not its CPU).
+  bool bitcode = false;
   std::string function;
   std::vector<int> arguments;
   int cropAt = -1;
@@ -101,7 +104,8 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const HalideSchedule &schedule,
                                      const std::string &targetClass,
                                      const std::string &function,
-                                     bool decode = false);
+                                     bool decode = false,
+                                     bool bf16Products = false);
 
 /// A primitive kernel (kernel.primitive set; not reshape, unsqueeze or
 /// copy, whose bytes NAME_entry copies itself) as one serial pipeline.
