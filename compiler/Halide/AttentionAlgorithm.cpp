@@ -269,7 +269,10 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
                op.score == ScoreKind::Dot &&
                plan.values[op.query].dtype == DType::BF16 &&
                plan.values[op.key].dtype == DType::BF16;
-  if (plan.values[op.key].dtype != DType::F32 && !pairs) {
+  if (pairs) {
+    // Raw bf16 rows, so that the schedule can copy a block's keys together.
+    c.keyRows(d, j, g, b) = at(k, d, clampK(j), clampG(g), clampB(b));
+  } else if (plan.values[op.key].dtype != DType::F32) {
     c.keyRows(d, j, g, b) = key(d, j, g, b);
     key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return c.keyRows(dd, jj, gg, bb);
@@ -324,12 +327,11 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     // A fixed even Dk has no odd last depth: no test in the inner loop.
     const Dim &depthDim = plan.values[op.key].shape.back();
     bool evenDepth = depthDim.isFixed() && depthDim.size % 2 == 0;
-    Expr keyPair = evenDepth
-                       ? at(k, keyDepth, clampK(j), clampG(kvHead), clampB(b))
-                       : select(keyDepth < Dk,
-                                at(k, min(keyDepth, Dk - 1), clampK(j),
-                                   clampG(kvHead), clampB(b)),
-                                zero);
+    Expr keyPair =
+        evenDepth
+            ? c.keyRows(keyDepth, j, kvHead, b)
+            : select(keyDepth < Dk,
+                     c.keyRows(min(keyDepth, Dk - 1), j, kvHead, b), zero);
     c.product(i, j, h, b) = 0.0f;
     c.product(i, j, h, b) += f32(c.queryPairs(rp, i, rm, h, b)) * f32(keyPair);
     raw = c.product(i, j, h, b);
