@@ -53,7 +53,8 @@ struct AttentionFuncs {
     Halide::Func keyNorm, keyProjection;
     /// 16-bit K and V widened to f32 as (d, j, g, b), defined only when K
     /// or V is f16 or bf16, so that the hand schedule widens each element
-    /// once per block or tile rather than at every use in the products.
+    /// once per block or tile rather than at every use in the products
+    /// (keyRows stays bf16 for bf16 products, copied per block of keys).
     Halide::Func keyRows, valueRows;
     /// bf16 products (AlgorithmOptions::bf16Products): q as depth pairs,
     /// (pair, i, m, h, b) = q[2m + pair][i] (0 past Dk), so that one vector

@@ -116,7 +116,8 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
                                  reduced, vw, /*alignAcross=*/false, pair);
   // 16-bit keys widened once per block of keys: broadcast from memory as
   // f32, not widened in a general register at every use (on Intel cores a
-  // broadcast from a register takes an FMA port). Cosine key norms and
+  // broadcast from a register takes an FMA port). bf16 pairs are copied
+  // as they are: one dense block, so no per-key address in the loop. Cosine key norms and
   // additive projections read keys outside the blocks: inlined there.
   bool keysOnlyInBlocks =
       f.score == ScoreKind::Dot || f.score == ScoreKind::General;
