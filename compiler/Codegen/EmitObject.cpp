@@ -46,14 +46,55 @@ void registerOnce() {
   });
 }
 
-} // namespace
-
-namespace {
 /// Optimises `module` at -O3 for `target` (its CPU and features on every
 /// function) and emits it as an object file.
 std::string compileModule(llvm::Module &module, const CpuTarget &target,
                           std::string *llvmIR,
-                          const std::function<void(llvm::Module &)> &extend);
+                          const std::function<void(llvm::Module &)> &extend) {
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(target.triple, error);
+  if (!llvmTarget)
+    throw std::logic_error("no LLVM target for " + target.triple + ": " +
+                           error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  module.setTargetTriple(target.triple);
+  module.setDataLayout(machine->createDataLayout());
+  if (extend)
+    extend(module);
+  // Every function carries the CPU, so nothing is compiled for a lesser one.
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    function.addFnAttr("target-cpu", target.cpu);
+    if (!target.features.empty())
+      function.addFnAttr("target-features", target.features);
+  }
+
+  auto optimize =
+      mlir::makeOptimizingTransformer(/*optLevel=*/3,
+                                      /*sizeLevel=*/0, machine.get());
+  if (llvm::Error failure = optimize(&module))
+    throw std::logic_error("LLVM optimisation failed: " +
+                           llvm::toString(std::move(failure)));
+  if (llvmIR) {
+    llvm::raw_string_ostream stream(*llvmIR);
+    module.print(stream, nullptr);
+  }
+
+  llvm::SmallVector<char, 0> object;
+  llvm::raw_svector_ostream stream(object);
+  llvm::legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, stream, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    throw std::logic_error("the target cannot emit object files");
+  codegen.run(module);
+  return std::string(object.begin(), object.end());
+}
+
 } // namespace
 
 void lowerToLLVMDialect(mlir::ModuleOp module) {
@@ -116,55 +157,5 @@ std::string emitBitcodeObject(const std::string &bitcode,
     function.removeFnAttr("target-features");
   return compileModule(**module, target, nullptr, nullptr);
 }
-
-namespace {
-std::string compileModule(llvm::Module &module, const CpuTarget &target,
-                          std::string *llvmIR,
-                          const std::function<void(llvm::Module &)> &extend) {
-  llvm::Module *llvmModule = &module;
-  std::string error;
-  const llvm::Target *llvmTarget =
-      llvm::TargetRegistry::lookupTarget(target.triple, error);
-  if (!llvmTarget)
-    throw std::logic_error("no LLVM target for " + target.triple + ": " +
-                           error);
-  llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  llvmModule->setTargetTriple(target.triple);
-  llvmModule->setDataLayout(machine->createDataLayout());
-  if (extend)
-    extend(*llvmModule);
-  // Every function carries the CPU, so nothing is compiled for a lesser one.
-  for (llvm::Function &function : *llvmModule) {
-    if (function.isDeclaration())
-      continue;
-    function.addFnAttr("target-cpu", target.cpu);
-    if (!target.features.empty())
-      function.addFnAttr("target-features", target.features);
-  }
-
-  auto optimize =
-      mlir::makeOptimizingTransformer(/*optLevel=*/3,
-                                      /*sizeLevel=*/0, machine.get());
-  if (llvm::Error failure = optimize(llvmModule))
-    throw std::logic_error("LLVM optimisation failed: " +
-                           llvm::toString(std::move(failure)));
-  if (llvmIR) {
-    llvm::raw_string_ostream stream(*llvmIR);
-    llvmModule->print(stream, nullptr);
-  }
-
-  llvm::SmallVector<char, 0> object;
-  llvm::raw_svector_ostream stream(object);
-  llvm::legacy::PassManager codegen;
-  if (machine->addPassesToEmitFile(codegen, stream, nullptr,
-                                   llvm::CodeGenFileType::ObjectFile))
-    throw std::logic_error("the target cannot emit object files");
-  codegen.run(*llvmModule);
-  return std::string(object.begin(), object.end());
-}
-} // namespace
 
 } // namespace attnc

@@ -71,6 +71,9 @@ Expr exp2Polynomial(Expr x) {
 constexpr float kDropped = -3.0e38f;
 constexpr float kDroppedBelow = -1.0e38f;
 
+/// bf16 0, the partner of a pair's missing half (bf16 products).
+Expr bf16Zero() { return Halide::cast(Halide::BFloat(16), 0.0f); }
+
 /// A K or V element as f32 at (head dim, key, kv head, batch).
 using Element = std::function<Expr(Expr, Expr, Expr, Expr)>;
 /// A softmax weight: exp(s - m) with the chain's shift, 0 for dropped keys.
@@ -316,7 +319,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     // Both halves of a pair exact bf16 (0 past Dk, never the next row's
     // first element), multiplied pairwise and summed in f32.
     Var pair("pair"), m("m");
-    Expr zero = Halide::cast(Halide::BFloat(16), 0.0f);
+    Expr zero = bf16Zero();
     Expr depth = 2 * m + pair;
     c.queryPairs(pair, i, m, h, b) =
         select(depth < Dk,
@@ -551,7 +554,7 @@ RowTotals AlgorithmBuilder::onlineRows(AttentionFuncs::Chain &c,
     Var pair("pair"), m("m");
     Expr key2 = 2 * m + pair;
     Expr inTile = key2 < tile && key2 + t * tile < count;
-    Expr zero = Halide::cast(Halide::BFloat(16), 0.0f);
+    Expr zero = bf16Zero();
     c.probabilityPairs(pair, i, m, t, h, b) = select(
         inTile,
         Halide::cast(Halide::BFloat(16), c.probabilities(i, key2, t, h, b)),

@@ -109,7 +109,8 @@ struct AlgorithmOptions {
   /// Keys per tile of the rows form's online softmax (HalideSchedule).
   int64_t keyTile = 128;
   /// Q·Kᵀ of bf16 q and k as sums over pairs of depths of bf16 products,
-  /// which Halide turns into vdpbf16ps (rows form, dot scores).
+  /// and with bf16 v P·V over pairs of keys, which Halide turns into
+  /// vdpbf16ps (rows form, dot scores).
   bool bf16Products = false;
 };
 

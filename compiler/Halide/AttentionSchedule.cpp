@@ -70,6 +70,15 @@ Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
   return acrossOuter;
 }
 
+/// A bf16-products pair Func, (pair, x, ...), computed at `at`: both halves
+/// of `lanes` x's in one vector, stored pair innermost as vdpbf16ps reads
+/// them.
+void computePairsAt(Func pairs, LoopLevel at, int lanes) {
+  std::vector<Var> args = pairs.args();
+  pairs.compute_at(at).vectorize(args[0]).vectorize(args[1], lanes,
+                                                    TailStrategy::RoundUp);
+}
+
 void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
                    const HalideSchedule &s) {
   const int vw = int(s.vectorWidth), qt = int(s.queryTile);
@@ -105,10 +114,7 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   if (c.queryPairs.defined()) {
     reduced = c.overDepthPairs.y;
     pair = c.overDepthPairs.x;
-    std::vector<Var> args = c.queryPairs.args();
-    c.queryPairs.compute_at(c.result, io)
-        .vectorize(args[0])
-        .vectorize(args[1], vw, up);
+    computePairsAt(c.queryPairs, LoopLevel(c.result, io), vw);
   }
   c.scores.compute_at(c.online, rt);
   Var keyBlocks = registerBlocks(c.scores, c.product, i,
@@ -117,8 +123,9 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   // 16-bit keys widened once per block of keys: broadcast from memory as
   // f32, not widened in a general register at every use (on Intel cores a
   // broadcast from a register takes an FMA port). bf16 pairs are copied
-  // as they are: one dense block, so no per-key address in the loop. Cosine key norms and
-  // additive projections read keys outside the blocks: inlined there.
+  // as they are: one dense block, so no per-key address in the loop. Cosine
+  // key norms and additive projections read keys outside the blocks:
+  // inlined there.
   bool keysOnlyInBlocks =
       f.score == ScoreKind::Dot || f.score == ScoreKind::General;
   if (c.keyRows.defined() && keysOnlyInBlocks)
@@ -171,12 +178,8 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
     valueKeys = c.overTilePairs.y;
     valuePair = c.overTilePairs.x;
     c.valueTileRows.compute_at(c.online, rt).vectorize(d, vw, up);
-    for (Func pairs : {c.valuePairs, c.probabilityPairs}) {
-      std::vector<Var> args = pairs.args();
-      pairs.compute_at(c.online, rt)
-          .vectorize(args[0])
-          .vectorize(args[1], vw, up);
-    }
+    for (Func pairs : {c.valuePairs, c.probabilityPairs})
+      computePairsAt(pairs, LoopLevel(c.online, rt), vw);
   }
   registerBlocks(c.online, c.tileValues, d, vw * vectors, i, int(s.pvRows),
                  valueKeys, vw, /*alignAcross=*/qt % s.pvRows == 0, valuePair);
