@@ -152,10 +152,12 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
     c.keyProjection.update().reorder(a, j, c.overDepth.x).vectorize(a, vw, up);
   }
 
-  // A tile's max, weights and sum: vectors of queries, keys outside.
+  // A tile's max, weights and sum: vectors of queries. The max and sum run
+  // over the keys inside each vector of queries, so that its running value
+  // stays in a register (keys outside kept it in memory: 1-3% of prefill).
   for (Func perTile : {c.tileMax, c.tileSum}) {
     perTile.compute_at(c.online, rt).vectorize(i, vw, up);
-    perTile.update().reorder(i, ru).vectorize(i, vw, up);
+    perTile.update().vectorize(i, vw, up).reorder(ru, i);
   }
   c.probabilities.compute_at(c.online, rt).vectorize(i, vw, up);
   if (c.isLse) {
