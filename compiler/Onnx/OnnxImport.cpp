@@ -54,9 +54,33 @@ constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 /// any f32 score) is exactly 0, as for -inf, in every row with a kept key.
 constexpr double kMaskingValue = -1e4;
 
+/// The failure of one node: the importer adds the file and the node.
+struct NodeError {
+  std::string message;
+};
+
+[[noreturn]] void unsupported(const std::string &message) {
+  throw NodeError{message};
+}
+
 //===----------------------------------------------------------------------===//
 // Integers affine in the run-time sizes.
 //===----------------------------------------------------------------------===//
+
+/// x + y and x · y of integers a model computes (sizes, indices), or the
+/// node fails: a model's constants may be anything, int64 sums may not wrap.
+int64_t checkedAdd(int64_t x, int64_t y) {
+  int64_t sum;
+  if (__builtin_add_overflow(x, y, &sum))
+    unsupported("integer arithmetic overflows int64");
+  return sum;
+}
+int64_t checkedMul(int64_t x, int64_t y) {
+  int64_t product;
+  if (__builtin_mul_overflow(x, y, &product))
+    unsupported("integer arithmetic overflows int64");
+  return product;
+}
 
 struct Affine {
   int64_t constant = 0;
@@ -74,18 +98,21 @@ struct Affine {
   }
   Affine operator+(const Affine &other) const {
     Affine sum = *this;
-    sum.constant += other.constant;
-    for (const auto &[symbol, coefficient] : other.terms)
-      if ((sum.terms[symbol] += coefficient) == 0)
+    sum.constant = checkedAdd(sum.constant, other.constant);
+    for (const auto &[symbol, coefficient] : other.terms) {
+      int64_t &total = sum.terms[symbol];
+      total = checkedAdd(total, coefficient);
+      if (total == 0)
         sum.terms.erase(symbol);
+    }
     return sum;
   }
   Affine scaled(int64_t factor) const {
     if (factor == 0)
       return of(0);
-    Affine product{constant * factor, terms};
+    Affine product{checkedMul(constant, factor), terms};
     for (auto &term : product.terms)
-      term.second *= factor;
+      term.second = checkedMul(term.second, factor);
     return product;
   }
   Affine operator-(const Affine &other) const {
@@ -275,15 +302,6 @@ std::optional<double> uniformValue(const Constant &c) {
     if (c.number(i) != first)
       return std::nullopt;
   return first;
-}
-
-/// The failure of one node: the importer adds the file and the node.
-struct NodeError {
-  std::string message;
-};
-
-[[noreturn]] void unsupported(const std::string &message) {
-  throw NodeError{message};
 }
 
 //===----------------------------------------------------------------------===//
@@ -1529,6 +1547,8 @@ void Importer::importBinary(const std::string &op) {
         return std::nullopt;
       }
       if (x.isConstant() && y.isConstant() && y.constant != 0) {
+        if (y.constant == -1)
+          return Affine::of(checkedMul(x.constant, -1));
         int64_t q = x.constant / y.constant;
         if ((x.constant % y.constant != 0) &&
             ((x.constant < 0) != (y.constant < 0)))
