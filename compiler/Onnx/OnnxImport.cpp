@@ -1547,8 +1547,8 @@ void Importer::importBinary(const std::string &op) {
         return std::nullopt;
       }
       if (x.isConstant() && y.isConstant() && y.constant != 0) {
-        if (y.constant == -1)
-          return Affine::of(checkedMul(x.constant, -1));
+        if (y.constant == -1) // INT64_MIN / -1 overflows: checked.
+          return x.scaled(-1);
         int64_t q = x.constant / y.constant;
         if ((x.constant % y.constant != 0) &&
             ((x.constant < 0) != (y.constant < 0)))
