@@ -812,8 +812,11 @@ private:
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, int64_t rows, Value d0, int64_t vectors,
                   Value lastCount, const TileRows &values, Value nk);
+  void packProbabilityPairs(Value nk);
   void packPairs(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
+  void streamedValuePairBlock(Value row0, int64_t rows, int64_t d0,
+                              int64_t vectors, Value j0, Value nk);
   Value accumulatorOffset(Value row0, int64_t r, Value d0, int64_t v);
   SmallVector<Value> rescaledAccumulators(Value row0, Value d0, int64_t rows,
                                           int64_t vectors);
@@ -1976,35 +1979,30 @@ void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
   });
 }
 
-/// pPairs and vPairs of keys [j0, j0 + nk): adjacent keys interleaved, as
-/// vdpbf16ps takes them; a missing odd last key is 0 in both (never the next
-/// row of V, which may hold anything).
-void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
+/// Lanes offset + i of low and high side by side, i < W: the pairs of a
+/// vdpbf16ps operand.
+static Value interleaveHalves(OpBuilder &b, Location loc, Value low, Value high,
+                              int64_t W, int64_t offset = 0) {
+  SmallVector<int64_t> lanes;
+  int64_t other = cast<VectorType>(low.getType()).getNumElements();
+  for (int64_t lane = offset; lane < offset + W; ++lane)
+    lanes.append({lane, lane + other});
+  return b.create<vector::ShuffleOp>(loc, low, high, lanes);
+}
+
+/// pPairs of keys [0, nk) of the tile: the probabilities rounded to bf16,
+/// adjacent keys interleaved as vdpbf16ps takes them, pPairs[m][i] =
+/// p[2m][i] | p[2m + 1][i] << 16; a missing odd last key is 0.
+void AttentionTaskBuilder::packProbabilityPairs(Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
-  Type bf16 = b.getBF16Type();
-  auto halfType = VectorType::get({W}, bf16);
-  auto pairType = VectorType::get({2 * W}, bf16);
+  auto pairType = VectorType::get({2 * W}, b.getBF16Type());
   auto wordsType = VectorType::get({W}, b.getI32Type());
-  SmallVector<int64_t> interleave;
-  for (int64_t lane = 0; lane < W; ++lane)
-    interleave.append({lane, lane + W});
-  // Lanes i and W + i of (low, high) side by side: W-lane halves, or one
-  // 2W-lane vector given twice.
-  auto store = [&](Value low, Value high, Value buffer, Value at) {
-    Value pair = b.create<vector::ShuffleOp>(low, high, interleave);
-    b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pair),
-                              buffer, at);
-  };
-  Value pairs = e.ceilDiv(nk, 2);
-  Value lastKey = e.sub(T, e.index(1));
-  Value zero = b.create<arith::ConstantOp>(
-      halfType, DenseElementsAttr::get(halfType, b.getFloatAttr(bf16, 0.0)));
-  e.loop(e.index(0), pairs, 1, [&](Value m) {
+  e.loop(e.index(0), e.ceilDiv(nk, 2), 1, [&](Value m) {
     Value first = e.mul(m, 2), second = e.add(first, 1);
     Value hasSecond = e.lt(second, nk);
-    // The probabilities, rounded to bf16: vcvtne2ps2bf16 gives the first
-    // key's in lanes [0, W) and the second's in [W, 2W), which interleave.
+    // vcvtne2ps2bf16 gives the first key's in lanes [0, W) and the
+    // second's in [W, 2W), which interleave.
     Value secondRow = e.min(second, e.sub(nk, e.index(1)));
     e.loop(e.index(0), liveQueries, W, [&](Value i) {
       Value low = b.create<vector::LoadOp>(vec, scores,
@@ -2020,8 +2018,34 @@ void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
                b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
                ValueRange{high, low})
               .getResult(0);
-      store(both, both, pPairs, e.add(e.mul(m, BQ), i));
+      auto half = [&](int64_t offset) {
+        return b.create<vector::ExtractStridedSliceOp>(
+            both, ArrayRef<int64_t>{offset}, ArrayRef<int64_t>{W},
+            ArrayRef<int64_t>{1});
+      };
+      Value pairs = interleaveHalves(b, b.getLoc(), half(0), half(W), W);
+      b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pairs),
+                                pPairs, e.add(e.mul(m, BQ), i));
     });
+  });
+}
+
+/// pPairs and vPairs of keys [j0, j0 + nk): adjacent keys interleaved, as
+/// vdpbf16ps takes them; a missing odd last key is 0 in both (never the next
+/// row of V, which may hold anything).
+void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  Type bf16 = b.getBF16Type();
+  auto halfType = VectorType::get({W}, bf16);
+  auto wordsType = VectorType::get({W}, b.getI32Type());
+  packProbabilityPairs(nk);
+  Value lastKey = e.sub(T, e.index(1));
+  Value zero = b.create<arith::ConstantOp>(
+      halfType, DenseElementsAttr::get(halfType, b.getFloatAttr(bf16, 0.0)));
+  e.loop(e.index(0), e.ceilDiv(nk, 2), 1, [&](Value m) {
+    Value first = e.mul(m, 2), second = e.add(first, 1);
+    Value hasSecond = e.lt(second, nk);
     // The values, Dv padded with zeros to whole vectors.
     Value rowA = rowOffset(vRows, e.add(j0, first));
     Value rowB = rowOffset(vRows, e.min(e.add(j0, second), lastKey));
@@ -2036,8 +2060,88 @@ void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
           b.create<vector::MaskedLoadOp>(halfType, buf.value.data,
                                          e.add(rowB, d), mask, zero),
           zero);
-      store(low, high, vPairs, e.add(e.mul(m, dvPaddedValue), d));
+      Value pairs = interleaveHalves(b, b.getLoc(), low, high, W);
+      b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pairs),
+                                vPairs, e.add(e.mul(m, dvPaddedValue), d));
     });
+  });
+}
+
+/// bf16 P·V of a decode step (pPairs packed) for `rows` rows and `vectors`
+/// vectors of columns from d0: V read straight from memory, two adjacent
+/// rows of 2W bf16 interleaved in registers into two vdpbf16ps operands, so
+/// that each vdpbf16ps adds two keys' p·v to W columns of a row: half the
+/// instructions of converting V to f32 and an FMA per key.
+void AttentionTaskBuilder::streamedValuePairBlock(Value row0, int64_t rows,
+                                                  int64_t d0, int64_t vectors,
+                                                  Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  Type bf16 = b.getBF16Type();
+  auto pairType = VectorType::get({2 * W}, bf16);
+  auto wordsType = VectorType::get({W}, b.getI32Type());
+  Value zero = b.create<arith::ConstantOp>(
+      pairType, DenseElementsAttr::get(pairType, b.getFloatAttr(bf16, 0.0)));
+  // The 2W-lane chunks of a row that hold the block's columns; the last
+  // may end past Dv (masked, zeros).
+  auto loadRow = [&](Value key) {
+    SmallVector<Value> chunks;
+    Value row = rowOffset(vRows, e.add(j0, key));
+    for (int64_t v = 0; v < vectors; v += 2) {
+      int64_t column = d0 + v * W, count = std::min(2 * W, *staticDv - column);
+      Value at = e.add(row, e.index(column));
+      if (count == 2 * W) {
+        chunks.push_back(
+            b.create<vector::LoadOp>(pairType, buf.value.data, at));
+        continue;
+      }
+      Value mask = b.create<vector::CreateMaskOp>(
+          VectorType::get({2 * W}, b.getI1Type()), e.index(count));
+      chunks.push_back(b.create<vector::MaskedLoadOp>(pairType, buf.value.data,
+                                                      at, mask, zero));
+    }
+    return chunks;
+  };
+  // Keys 2m and 2m + 1 (a zero row past an odd last key: the probability
+  // is 0 there, but the memory past the tile may hold NaN).
+  auto step = [&](Value m, ValueRange accs, bool hasSecond) {
+    Value first = e.mul(m, 2);
+    SmallVector<Value> low = loadRow(first);
+    SmallVector<Value> high = hasSecond ? loadRow(e.add(first, 1))
+                                        : SmallVector<Value>(low.size(), zero);
+    SmallVector<Value> values;
+    for (int64_t v = 0; v < vectors; ++v)
+      values.push_back(interleaveHalves(b, b.getLoc(), low[v / 2], high[v / 2],
+                                        W, (v % 2) * W));
+    SmallVector<Value> next;
+    for (int64_t r = 0; r < rows; ++r) {
+      Value word = b.create<memref::LoadOp>(
+          pPairs, e.add(e.mul(m, BQ), e.add(row0, e.index(r))));
+      Value probabilities = b.create<vector::BitCastOp>(
+          pairType, b.create<vector::BroadcastOp>(wordsType, word));
+      for (int64_t v = 0; v < vectors; ++v)
+        next.push_back(
+            b.create<LLVM::CallIntrinsicOp>(
+                 vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                 ValueRange{accs[r * vectors + v], probabilities, values[v]})
+                .getResult(0));
+    }
+    return next;
+  };
+  Value columns = e.index(d0);
+  SmallVector<Value> init = rescaledAccumulators(row0, columns, rows, vectors);
+  Value wholePairs = b.create<arith::DivUIOp>(nk, e.index(2));
+  ValueRange whole =
+      e.loop(e.index(0), wholePairs, 1, init,
+             [&](Value m, ValueRange accs) { return step(m, accs, true); });
+  SmallVector<Value> sums(whole);
+  Value odd = e.lt(e.mul(wholePairs, 2), nk);
+  ValueRange withLast = e.choose(
+      odd, TypeRange(ValueRange(sums)),
+      [&] { return step(wholePairs, sums, false); }, [&] { return sums; });
+  sums.assign(withLast.begin(), withLast.end());
+  e.storeBlock(sums, rows, vectors, acc, [&](int64_t r, int64_t v) {
+    return accumulatorOffset(row0, r, columns, v);
   });
 }
 
@@ -2102,6 +2206,29 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
       }
       e.loop(e.index(0), dvPaddedValue, W,
              [&](Value d0) { valuePairBlock(row0, d0, 1, nk); });
+    });
+    return;
+  }
+  // bf16 P·V of a decode step on AVX512-BF16: V interleaved in registers.
+  // Blocks of whole rows when the accumulators hold them (as below), else
+  // blocks of pvVectors columns.
+  bool bf16Values =
+      cast<MemRefType>(buf.value.data.getType()).getElementType().isBF16();
+  if (bf16Dot && depthInLanes && staticDv && bf16Values) {
+    packProbabilityPairs(nk);
+    int64_t vectors = roundUp(*staticDv, W) / W;
+    int64_t wholeRows = llvm::bit_floor(
+        static_cast<uint64_t>(std::min<int64_t>(R * V / vectors, W)));
+    // Powers of two, so that rounding the rows up stays within the W rows
+    // pPairs holds.
+    int64_t blockRows =
+        wholeRows >= 1 ? wholeRows : llvm::bit_floor(uint64_t(R));
+    int64_t blockVectors = wholeRows >= 1 ? vectors : roundUp(V, 2);
+    Value end = e.mul(e.ceilDiv(nq, blockRows), blockRows);
+    e.loop(e.index(0), end, blockRows, [&](Value row0) {
+      for (int64_t v = 0; v < vectors; v += blockVectors)
+        streamedValuePairBlock(row0, blockRows, v * W,
+                               std::min(blockVectors, vectors - v), j0, nk);
     });
     return;
   }
