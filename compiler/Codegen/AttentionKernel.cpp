@@ -811,7 +811,9 @@ private:
   void additiveScores(Value j0, Value nk);
   Value transformScores(Value s, Value key, Value lane0, bool positionMasks);
   void valueBlock(Value row0, int64_t rows, Value d0, int64_t vectors,
-                  Value lastCount, const TileRows &values, Value nk);
+                  Value lastCount, const TileRows &values, Value nk,
+                  Value prefetchFrom = nullptr);
+  void prefetchNextStepValues(Value key);
   void packProbabilityPairs(Value nk);
   void packPairs(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
@@ -1952,15 +1954,31 @@ SmallVector<Value> AttentionTaskBuilder::rescaledAccumulators(Value row0,
 /// acc[r][d0 + v·W ...] = alpha_r · acc + sum_j p[j][r] · V[j][...] for
 /// `vectors` vectors of `R` rows; the last vector holds `lastCount` lanes
 /// when given.
+/// The V rows of key + decode_step (the same key of the next decode step)
+/// into L2, while P·V runs on this step's rows from L1: without them no
+/// read is in flight while the row blocks after the first compute, and V
+/// streams at 73% of the machine's rate instead of 87% (AMD EPYC Zen 4,
+/// P·V of Llama-3-8B f32 decode alone: 6.8 ms with two row blocks, 5.7
+/// with one).
+void AttentionTaskBuilder::prefetchNextStepValues(Value key) {
+  prefetchRow(
+      buf.value.data,
+      rowOffset(vRows, e.min(e.add(key, t.decodeStep), e.sub(T, e.index(1)))),
+      Dv, staticDv);
+}
+
 void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
                                       int64_t vectors, Value lastCount,
-                                      const TileRows &values, Value nk) {
+                                      const TileRows &values, Value nk,
+                                      Value prefetchFrom) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   SmallVector<Value> init = rescaledAccumulators(row0, d0, R, vectors);
   ValueRange sums =
       e.loop(e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
         Value row = tileRowOffset(values, j);
+        if (prefetchFrom)
+          prefetchNextStepValues(e.add(prefetchFrom, j));
         SmallVector<Value> rowVectors;
         for (int64_t v = 0; v < vectors; ++v)
           rowVectors.push_back(
@@ -2106,6 +2124,10 @@ void AttentionTaskBuilder::streamedValuePairBlock(Value row0, int64_t rows,
   // is 0 there, but the memory past the tile may hold NaN).
   auto step = [&](Value m, ValueRange accs, bool hasSecond) {
     Value first = e.mul(m, 2);
+    if (hasSecond && t.decodePrefetchLevel == 2) {
+      prefetchNextStepValues(e.add(j0, first));
+      prefetchNextStepValues(e.add(j0, e.add(first, 1)));
+    }
     SmallVector<Value> low = loadRow(first);
     SmallVector<Value> high = hasSecond ? loadRow(e.add(first, 1))
                                         : SmallVector<Value>(low.size(), zero);
@@ -2252,7 +2274,8 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
       Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
       Value end = e.mul(e.ceilDiv(nq, wholeRows), wholeRows);
       e.loop(e.index(0), end, wholeRows, [&](Value row0) {
-        valueBlock(row0, wholeRows, e.index(0), vectors, tail, values, nk);
+        valueBlock(row0, wholeRows, e.index(0), vectors, tail, values, nk,
+                   t.decodePrefetchLevel == 2 ? j0 : nullptr);
       });
       return;
     }
