@@ -1951,15 +1951,11 @@ SmallVector<Value> AttentionTaskBuilder::rescaledAccumulators(Value row0,
   return block;
 }
 
-/// acc[r][d0 + v·W ...] = alpha_r · acc + sum_j p[j][r] · V[j][...] for
-/// `vectors` vectors of `R` rows; the last vector holds `lastCount` lanes
-/// when given.
-/// The V rows of key + decode_step (the same key of the next decode step)
-/// into L2, while P·V runs on this step's rows from L1: without them no
-/// read is in flight while the row blocks after the first compute, and V
-/// streams at 73% of the machine's rate instead of 87% (AMD EPYC Zen 4,
-/// P·V of Llama-3-8B f32 decode alone: 6.8 ms with two row blocks, 5.7
-/// with one).
+/// The V row of key + decode_step (the same key of the next decode step)
+/// into L2, while P·V runs on this step's rows: without them no read is in
+/// flight while the row blocks after the first compute from L1 (AMD EPYC
+/// Zen 4, P·V of Llama-3-8B f32 decode alone: 6.8 ms with two row blocks,
+/// 5.7 with the first only).
 void AttentionTaskBuilder::prefetchNextStepValues(Value key) {
   prefetchRow(
       buf.value.data,
@@ -1967,6 +1963,10 @@ void AttentionTaskBuilder::prefetchNextStepValues(Value key) {
       Dv, staticDv);
 }
 
+/// acc[r][d0 + v·W ...] = alpha_r · acc + sum_j p[j][r] · V[j][...] for
+/// `vectors` vectors of `R` rows; the last vector holds `lastCount` lanes
+/// when given. With prefetchFrom (a decode step's first key), each key's
+/// row of the next step is prefetched.
 void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
                                       int64_t vectors, Value lastCount,
                                       const TileRows &values, Value nk,
