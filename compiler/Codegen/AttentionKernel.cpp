@@ -817,6 +817,8 @@ private:
   void packProbabilityPairs(Value nk);
   void packPairs(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
+  SmallVector<Value> pairProducts(Value m, Value row0, int64_t rows,
+                                  ArrayRef<Value> values, ValueRange accs);
   void streamedValuePairBlock(Value row0, int64_t rows, int64_t d0,
                               int64_t vectors, Value j0, Value nk);
   Value accumulatorOffset(Value row0, int64_t r, Value d0, int64_t v);
@@ -2135,20 +2137,7 @@ void AttentionTaskBuilder::streamedValuePairBlock(Value row0, int64_t rows,
     for (int64_t v = 0; v < vectors; ++v)
       values.push_back(interleaveHalves(b, b.getLoc(), low[v / 2], high[v / 2],
                                         W, (v % 2) * W));
-    SmallVector<Value> next;
-    for (int64_t r = 0; r < rows; ++r) {
-      Value word = b.create<memref::LoadOp>(
-          pPairs, e.add(e.mul(m, BQ), e.add(row0, e.index(r))));
-      Value probabilities = b.create<vector::BitCastOp>(
-          pairType, b.create<vector::BroadcastOp>(wordsType, word));
-      for (int64_t v = 0; v < vectors; ++v)
-        next.push_back(
-            b.create<LLVM::CallIntrinsicOp>(
-                 vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
-                 ValueRange{accs[r * vectors + v], probabilities, values[v]})
-                .getResult(0));
-    }
-    return next;
+    return pairProducts(m, row0, rows, values, accs);
   };
   Value columns = e.index(d0);
   SmallVector<Value> init = rescaledAccumulators(row0, columns, rows, vectors);
@@ -2165,6 +2154,34 @@ void AttentionTaskBuilder::streamedValuePairBlock(Value row0, int64_t rows,
   e.storeBlock(sums, rows, vectors, acc, [&](int64_t r, int64_t v) {
     return accumulatorOffset(row0, r, columns, v);
   });
+}
+
+/// accs[r][v] + p·v for `rows` rows from row0, key pair m: each vdpbf16ps
+/// takes the row's pair of probabilities (pPairs) against values[v], W
+/// columns of paired values; row-major.
+SmallVector<Value> AttentionTaskBuilder::pairProducts(Value m, Value row0,
+                                                      int64_t rows,
+                                                      ArrayRef<Value> values,
+                                                      ValueRange accs) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t W = t.vectorWidth;
+  auto pairType = VectorType::get({2 * W}, b.getBF16Type());
+  auto wordsType = VectorType::get({W}, b.getI32Type());
+  SmallVector<Value> next;
+  for (int64_t r = 0; r < rows; ++r) {
+    Value word = b.create<memref::LoadOp>(
+        pPairs, e.add(e.mul(m, t.queryTile), e.add(row0, r)));
+    Value probabilities = b.create<vector::BitCastOp>(
+        pairType, b.create<vector::BroadcastOp>(wordsType, word));
+    for (size_t v = 0; v < values.size(); ++v)
+      next.push_back(b.create<LLVM::CallIntrinsicOp>(
+                          vec,
+                          b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
+                          ValueRange{accs[r * values.size() + v], probabilities,
+                                     values[v]})
+                         .getResult(0));
+  }
+  return next;
 }
 
 /// valueBlock on the pairs: each vdpbf16ps adds two keys' p·v to 16 columns
@@ -2185,20 +2202,7 @@ void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
               b.create<vector::LoadOp>(
                   wordsType, vPairs,
                   e.add(e.mul(m, dvPaddedValue), e.add(d0, v * W)))));
-        SmallVector<Value> next;
-        for (int64_t r = 0; r < R; ++r) {
-          Value word = b.create<memref::LoadOp>(
-              pPairs, e.add(e.mul(m, BQ), e.add(row0, r)));
-          Value probabilities = b.create<vector::BitCastOp>(
-              pairType, b.create<vector::BroadcastOp>(wordsType, word));
-          for (int64_t v = 0; v < vectors; ++v)
-            next.push_back(
-                b.create<LLVM::CallIntrinsicOp>(
-                     vec, b.getStringAttr("llvm.x86.avx512bf16.dpbf16ps.512"),
-                     ValueRange{accs[r * vectors + v], probabilities, values[v]})
-                    .getResult(0));
-        }
-        return next;
+        return pairProducts(m, row0, R, values, accs);
       });
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
     return accumulatorOffset(row0, r, d0, v);
