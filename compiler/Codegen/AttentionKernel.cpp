@@ -2096,10 +2096,9 @@ void AttentionTaskBuilder::streamedValuePairBlock(Value row0, int64_t rows,
                                                   int64_t d0, int64_t vectors,
                                                   Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
-  int64_t BQ = t.queryTile, W = t.vectorWidth;
+  int64_t W = t.vectorWidth;
   Type bf16 = b.getBF16Type();
   auto pairType = VectorType::get({2 * W}, bf16);
-  auto wordsType = VectorType::get({W}, b.getI32Type());
   Value zero = b.create<arith::ConstantOp>(
       pairType, DenseElementsAttr::get(pairType, b.getFloatAttr(bf16, 0.0)));
   // The 2W-lane chunks of a row that hold the block's columns; the last
@@ -2189,7 +2188,7 @@ SmallVector<Value> AttentionTaskBuilder::pairProducts(Value m, Value row0,
 void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
                                           Value nk) {
   ImplicitLocOpBuilder &b = e.b;
-  int64_t BQ = t.queryTile, W = t.vectorWidth, R = t.pvRows;
+  int64_t W = t.vectorWidth, R = t.pvRows;
   auto pairType = VectorType::get({2 * W}, b.getBF16Type());
   auto wordsType = VectorType::get({W}, b.getI32Type());
   SmallVector<Value> init = rescaledAccumulators(row0, d0, R, vectors);
