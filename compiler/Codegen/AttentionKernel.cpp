@@ -821,6 +821,7 @@ private:
                                   ArrayRef<Value> values, ValueRange accs);
   void streamedValuePairBlock(Value row0, int64_t rows, int64_t d0,
                               int64_t vectors, Value j0, Value nk);
+  int64_t wholeRowBlock() const;
   Value accumulatorOffset(Value row0, int64_t r, Value d0, int64_t v);
   SmallVector<Value> rescaledAccumulators(Value row0, Value d0, int64_t rows,
                                           int64_t vectors);
@@ -2208,6 +2209,16 @@ void AttentionTaskBuilder::valuePairBlock(Value row0, Value d0, int64_t vectors,
   });
 }
 
+/// Rows of a decode step's P·V block of whole V rows (static Dv): as many
+/// as the schedule's block has accumulators for, a power of two so that
+/// rounding the rows up to blocks stays within the W rows of the buffers;
+/// 0 when one row does not fit.
+int64_t AttentionTaskBuilder::wholeRowBlock() const {
+  int64_t W = t.vectorWidth, vectors = roundUp(*staticDv, W) / W;
+  return llvm::bit_floor(static_cast<uint64_t>(
+      std::min<int64_t>(t.pvRows * t.pvVectors / vectors, W)));
+}
+
 void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
                                             bool depthInLanes) {
   int64_t W = t.vectorWidth, R = t.pvRows, V = t.pvVectors;
@@ -2242,10 +2253,9 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
   if (bf16Dot && depthInLanes && staticDv && bf16Values) {
     packProbabilityPairs(nk);
     int64_t vectors = roundUp(*staticDv, W) / W;
-    int64_t wholeRows = llvm::bit_floor(
-        static_cast<uint64_t>(std::min<int64_t>(R * V / vectors, W)));
-    // Powers of two, so that rounding the rows up stays within the W rows
-    // pPairs holds.
+    int64_t wholeRows = wholeRowBlock();
+    // A power of two either way, so that rounding the rows up stays within
+    // the W rows pPairs holds.
     int64_t blockRows =
         wholeRows >= 1 ? wholeRows : llvm::bit_floor(uint64_t(R));
     int64_t blockVectors = wholeRows >= 1 ? vectors : roundUp(V, 2);
@@ -2269,10 +2279,7 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
   // L2 (docs/design/cpu-backend.md).
   if (depthInLanes && staticDv) {
     int64_t vectors = roundUp(*staticDv, W) / W;
-    // A power of two, so that rounding the rows up to blocks stays within
-    // the W rows of the buffers.
-    int64_t wholeRows = llvm::bit_floor(
-        static_cast<uint64_t>(std::min<int64_t>(R * V / vectors, W)));
+    int64_t wholeRows = wholeRowBlock();
     if (wholeRows >= 1) {
       Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
       Value end = e.mul(e.ceilDiv(nq, wholeRows), wholeRows);
