@@ -183,6 +183,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   HalideEntrySpec spec;
   std::vector<int> intermediates;
   std::vector<std::pair<std::string, std::string>> members;
+  bool bf16Dot = prefersBf16Dot(result.target);
   for (auto [number, kernel] : llvm::enumerate(plan.kernels)) {
     HalideEntryKernel entryKernel;
     if (isByteCopy(kernel)) {
@@ -207,7 +208,9 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       if (decode && decodeBelow > 0) {
         library = compileHalideAttention(plan, kernel, schedule, targetClass,
                                          function + "_decode",
-                                         /*decode=*/true);
+                                         /*decode=*/true, bf16Dot);
+        if (library.bitcode)
+          library.object = emitBitcodeObject(library.object, result.target);
         members.push_back({library.function + ".o", std::move(library.object)});
         entryKernel.decodeFunction = library.function;
         entryKernel.decodeBelow = decodeBelow;
@@ -216,8 +219,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       if (rows) {
         std::vector<int> decodeArguments = library.arguments;
         library = compileHalideAttention(plan, kernel, schedule, targetClass,
-                                         function, /*decode=*/false,
-                                         prefersBf16Dot(result.target));
+                                         function, /*decode=*/false, bf16Dot);
         if (library.bitcode)
           library.object = emitBitcodeObject(library.object, result.target);
         if (!entryKernel.decodeFunction.empty() &&

@@ -81,6 +81,9 @@ using Weight = std::function<Expr(Expr s, Expr m)>;
 /// A row's max and sum over its visible keys (the lse is max + log sum).
 struct RowTotals {
   Expr max, sum;
+  /// P·V of keys the accumulator leaves out (the decode form's odd last
+  /// key with bf16 pairs), at (d, i, h, b).
+  Expr rest = 0.0f;
 };
 
 class AlgorithmBuilder {
@@ -94,7 +97,8 @@ public:
 private:
   void chain(AttentionFuncs::Chain &c);
   RowTotals wholeRows(AttentionFuncs::Chain &c, const Weight &weight,
-                      const Element &value, Expr kvHead);
+                      const Element &value, const Element &rawValue,
+                      Expr kvHead, Expr T);
   RowTotals onlineRows(AttentionFuncs::Chain &c, const Weight &weight,
                        const Element &value, const Element &rawValue,
                        Expr kvHead, Expr T);
@@ -268,8 +272,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     return f32(at(v, valueDepth(dd, Dv), jj, gg, clampB(bb)));
   };
   // bf16 products read q and k as they are, in pairs of depths.
-  bool pairs = options.bf16Products && !f.decode &&
-               op.score == ScoreKind::Dot &&
+  bool pairs = options.bf16Products && op.score == ScoreKind::Dot &&
                plan.values[op.query].dtype == DType::BF16 &&
                plan.values[op.key].dtype == DType::BF16;
   if (pairs) {
@@ -318,12 +321,22 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   if (pairs) {
     // Both halves of a pair exact bf16 (0 past Dk, never the next row's
     // first element), multiplied pairwise and summed in f32.
+    // Rows: a vector of queries' pairs (pair, i, m, h, b); decode: a
+    // query's pairs in a vector, as q lies (pair, m, i, h, b).
     Var pair("pair"), m("m");
     Expr zero = bf16Zero();
     Expr depth = 2 * m + pair;
-    c.queryPairs(pair, i, m, h, b) =
+    Expr queryPair =
         select(depth < Dk,
                at(q, clampD(depth), clampQ(i), clampH(h), clampB(b)), zero);
+    auto queryPairAt = [&](Expr p, Expr ii, Expr mm) {
+      return f.decode ? c.queryPairs(p, mm, ii, h, b)
+                      : c.queryPairs(p, ii, mm, h, b);
+    };
+    if (f.decode)
+      c.queryPairs(pair, m, i, h, b) = queryPair;
+    else
+      c.queryPairs(pair, i, m, h, b) = queryPair;
     c.overDepthPairs = RDom(0, 2, 0, (Dk + 1) / 2, "rp");
     RVar rp = c.overDepthPairs.x, rm = c.overDepthPairs.y;
     Expr keyDepth = 2 * rm + rp;
@@ -336,7 +349,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
             : select(keyDepth < Dk,
                      c.keyRows(min(keyDepth, Dk - 1), j, kvHead, b), zero);
     c.product(i, j, h, b) = 0.0f;
-    c.product(i, j, h, b) += f32(c.queryPairs(rp, i, rm, h, b)) * f32(keyPair);
+    c.product(i, j, h, b) += f32(queryPairAt(rp, i, rm)) * f32(keyPair);
     raw = c.product(i, j, h, b);
   } else if (op.score != ScoreKind::Additive) {
     c.product(i, j, h, b) = 0.0f;
@@ -447,12 +460,12 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
   // that saw a NaN score has sum NaN, which passes the l == 0 test.
   RowTotals totals = options.decode
-                         ? wholeRows(c, weight, value, kvHead)
+                         ? wholeRows(c, weight, value, rawValue, kvHead, T)
                          : onlineRows(c, weight, value, rawValue, kvHead, T);
   Expr sum = totals.sum;
   if (!c.isLse)
-    c.normalized(d, i, h, b) =
-        select(sum == 0.0f, 0.0f, c.accumulator(d, i, h, b) / sum);
+    c.normalized(d, i, h, b) = select(
+        sum == 0.0f, 0.0f, (c.accumulator(d, i, h, b) + totals.rest) / sum);
 
   Var x = f.x, y = f.y;
   if (!c.isLse) {
@@ -470,10 +483,14 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
 
 /// The decode form's softmax: the row max over every visible key, then the
 /// weights, their sum and P·V against it (the schedule keeps the crop's
-/// scores, keys in the lanes).
+/// scores, keys in the lanes). With `rawValue` (bf16 products), P·V runs
+/// over whole pairs of keys, the weights rounded to bf16 as the rows form
+/// does, and an odd last key on its own in f32.
 RowTotals AlgorithmBuilder::wholeRows(AttentionFuncs::Chain &c,
                                       const Weight &weight,
-                                      const Element &value, Expr kvHead) {
+                                      const Element &value,
+                                      const Element &rawValue, Expr kvHead,
+                                      Expr T) {
   Var d = f.d, i = f.i, j = f.j, h = f.h, b = f.b;
   RVar rj = c.overKeys.x;
   c.rowMax(i, h, b) = kDropped;
@@ -481,12 +498,35 @@ RowTotals AlgorithmBuilder::wholeRows(AttentionFuncs::Chain &c,
   c.probabilities(i, j, h, b) = weight(c.masked(i, j, h, b), c.rowMax(i, h, b));
   c.rowSum(i, h, b) = 0.0f;
   c.rowSum(i, h, b) += c.probabilities(i, rj, h, b);
-  if (!c.isLse) {
-    c.accumulator(d, i, h, b) = 0.0f;
+  if (c.isLse)
+    return {c.rowMax(i, h, b), c.rowSum(i, h, b)};
+  c.accumulator(d, i, h, b) = 0.0f;
+  if (!rawValue) {
     c.accumulator(d, i, h, b) +=
         c.probabilities(i, rj, h, b) * value(d, rj, kvHead, b);
+    return {c.rowMax(i, h, b), c.rowSum(i, h, b)};
   }
-  return {c.rowMax(i, h, b), c.rowSum(i, h, b)};
+  // Each pair a select between its two keys, as in onlineRows: an
+  // interleave of two whole V rows.
+  Var pair("pair"), m("m");
+  Expr first = rj.min(), count = rj.extent();
+  auto pairOf = [&](const std::function<Expr(Expr)> &ofKey) {
+    return select(pair == 0, ofKey(first + 2 * m), ofKey(first + 2 * m + 1));
+  };
+  c.probabilityPairs(pair, m, i, h, b) = pairOf([&](Expr key) {
+    return Halide::cast(Halide::BFloat(16), c.probabilities(i, key, h, b));
+  });
+  c.valuePairs(pair, d, m, b) =
+      pairOf([&](Expr key) { return rawValue(d, key, kvHead, b); });
+  c.overKeyPairs = RDom(0, 2, 0, count / 2, "rq");
+  RVar rq = c.overKeyPairs.x, rn = c.overKeyPairs.y;
+  c.accumulator(d, i, h, b) += f32(c.probabilityPairs(rq, rn, i, h, b)) *
+                               f32(c.valuePairs(rq, d, rn, b));
+  Expr last = clamp(first + count - 1, 0, T - 1);
+  Expr oddLast =
+      select(count % 2 == 1,
+             c.probabilities(i, last, h, b) * value(d, last, kvHead, b), 0.0f);
+  return {c.rowMax(i, h, b), c.rowSum(i, h, b), oddLast};
 }
 
 /// Online softmax over tiles of keyTile keys: each tile's max, weights

@@ -60,15 +60,19 @@ struct AttentionFuncs {
     Halide::Func keyRows, valueRows;
     /// bf16 products (AlgorithmOptions::bf16Products): q as depth pairs,
     /// (pair, i, m, h, b) = q[2m + pair][i] (0 past Dk), so that one vector
-    /// of 2W bf16 holds W queries' pairs; overDepthPairs is (pair, m).
+    /// of 2W bf16 holds W queries' pairs, or in the decode form (pair, m, i,
+    /// h, b), W pairs of one query; overDepthPairs is (pair, m).
     Halide::Func queryPairs;
     Halide::RDom overDepthPairs;
     /// And with bf16 v, P·V over pairs of a tile's keys: the weights rounded
     /// to bf16, (pair, i, m, t, h, b), and V, (pair, d, m, t, h, b), both 0
     /// past the tile's keys, V interleaved from the tile's rows as they lie,
-    /// (d, u, t, h, b); overTilePairs is (pair, m).
+    /// (d, u, t, h, b); overTilePairs is (pair, m). The decode form pairs
+    /// the crop's keys instead: weights (pair, m, i, h, b) and V (pair, d,
+    /// m, b) over overKeyPairs, whole pairs only (an odd last key is added
+    /// to the normalised output in f32).
     Halide::Func probabilityPairs, valuePairs, valueTileRows;
-    Halide::RDom overTilePairs;
+    Halide::RDom overTilePairs, overKeyPairs;
     Halide::Func product, scores, masked, rowMax, probabilities, rowSum,
         tileScores, tileMax, tileSum, tileValues, online, accumulator,
         normalized;
@@ -112,7 +116,7 @@ struct AlgorithmOptions {
   int64_t keyTile = 128;
   /// Q·Kᵀ of bf16 q and k as sums over pairs of depths of bf16 products,
   /// and with bf16 v P·V over pairs of keys, which Halide turns into
-  /// vdpbf16ps (rows form, dot scores).
+  /// vdpbf16ps (dot scores).
   bool bf16Products = false;
 };
 

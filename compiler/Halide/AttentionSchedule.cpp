@@ -72,7 +72,7 @@ Var registerBlocks(Func consumer, Func sum, Var wide, int width, Var across,
 
 /// A bf16-products pair Func, (pair, x, ...), computed at `at`: both halves
 /// of `lanes` x's in one vector, stored pair innermost as vdpbf16ps reads
-/// them.
+/// them (x a query for the rows form, a pair for the decode form).
 void computePairsAt(Func pairs, LoopLevel at, int lanes) {
   std::vector<Var> args = pairs.args();
   pairs.compute_at(at).vectorize(args[0]).vectorize(args[1], lanes,
@@ -199,8 +199,8 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
 /// stay in registers, and the first of them is combined as one vector
 /// reduction (a transpose-and-add tree, not a horizontal sum per result).
 void laneSums(Func sum, RVar reduced, int lanes, Func consumer, Var at,
-              const std::vector<Var> &storage,
-              const std::vector<Var> &blocked) {
+              const std::vector<Var> &storage, const std::vector<Var> &blocked,
+              std::optional<RVar> pair = std::nullopt) {
   RVar outer("rvo"), inner("rvi");
   Var lane("lane");
   Func partials =
@@ -209,9 +209,15 @@ void laneSums(Func sum, RVar reduced, int lanes, Func consumer, Var at,
   stored.insert(stored.end(), storage.begin(), storage.end());
   partials.reorder_storage(stored).compute_at(consumer, at).vectorize(lane);
   std::vector<VarOrRVar> order = {lane};
+  if (pair)
+    order.insert(order.begin(), *pair);
   order.insert(order.end(), blocked.begin(), blocked.end());
   order.push_back(outer);
-  partials.update().reorder(order).vectorize(lane);
+  partials.update().reorder(order);
+  if (pair)
+    // A pair of products summed into each lane: vdpbf16ps.
+    partials.update().atomic().vectorize(*pair);
+  partials.update().vectorize(lane);
   for (const Var &v : blocked) {
     partials.unroll(v);
     partials.update().unroll(v);
@@ -262,11 +268,18 @@ void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   c.keyRows.compute_at(c.scores, jo)
       .vectorize(d, vw, TailStrategy::GuardWithIf);
   RVar reduced = f.score == ScoreKind::Additive ? c.overUnits.x : c.overDepth.x;
+  std::optional<RVar> pair;
+  if (c.queryPairs.defined()) {
+    // bf16 products: lanes of depth pairs, q's pairs as q lies.
+    reduced = c.overDepthPairs.y;
+    pair = c.overDepthPairs.x;
+    computePairsAt(c.queryPairs, LoopLevel(c.result, crop), vw);
+  }
   c.product.compute_at(c.scores, ho)
       .reorder_storage(j, i, h, b)
       .vectorize(j)
       .unroll(h);
-  laneSums(c.product, reduced, vw, c.scores, ho, {i, j, h, b}, {j, h});
+  laneSums(c.product, reduced, vw, c.scores, ho, {i, j, h, b}, {j, h}, pair);
 
   if (c.queryRows.defined()) {
     c.queryRows.compute_at(c.result, crop)
@@ -309,9 +322,19 @@ void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   int vectors = int(s.decodePvVectors);
   while (f.exactValueDepth && f.exactValueDepth % (vw * vectors) != 0)
     --vectors;
+  RVar valueKeys = rj;
+  std::optional<RVar> valuePair;
+  if (c.valuePairs.defined()) {
+    // bf16 P·V: the weights paired once per crop, V interleaved in
+    // registers (valuePairs inlined).
+    valueKeys = c.overKeyPairs.y;
+    valuePair = c.overKeyPairs.x;
+    computePairsAt(c.probabilityPairs, LoopLevel(c.result, crop), vw);
+  }
   c.normalized.compute_at(c.result, crop).reorder(d, h, i, b);
   registerBlocks(c.normalized, c.accumulator, d, vw * vectors, h,
-                 int(s.decodePvHeads), rj, vw);
+                 int(s.decodePvHeads), valueKeys, vw, /*alignAcross=*/false,
+                 valuePair);
 }
 
 } // namespace

@@ -141,9 +141,9 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
   options.depthInWholeVectors = !schedule.isAuto();
   options.decode = decode;
   options.keyTile = schedule.keyTile;
-  // The hand schedule's rows form only, on the 16-lane class.
-  options.bf16Products = bf16Products && !decode && !schedule.isAuto() &&
-                         targetClass == "x86-64-avx512";
+  // The hand schedule only, on the 16-lane class.
+  options.bf16Products =
+      bf16Products && !schedule.isAuto() && targetClass == "x86-64-avx512";
   AttentionFuncs funcs = defineAttention(plan, kernel, options);
   HalideLibrary library;
   library.function = function;
