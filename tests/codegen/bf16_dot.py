@@ -16,9 +16,11 @@ inputs (normwise 2e-2, NaN never passes). On a CPU without avx512bf16 the
 kernels cannot run: the script says so and exits 77 (ctest: skipped), after
 checking that the compiled object holds vdpbf16ps.
 
-With `--backend halide` the same cases go through the Halide backend, whose
-rows form (tiles of more than a vector of queries) multiplies bf16 pairs in
-both products on that target; its decode form converts to f32.
+With `--backend halide` the same cases go through the Halide backend, which
+multiplies bf16 pairs in both products on that target: its rows form (tiles
+of more than a vector of queries) and its decode form (fewer queries than a
+vector: keys paired in P·V, an odd last key alone). The compile check covers
+a prefill and a decode graph.
 """
 
 import argparse
@@ -50,7 +52,11 @@ CASES = [
     ("decode-d40", 1, 2, 2, 1, 64, 40, 40, [], {"scale": 0.5}, False, "bf16"),
     ("decode-d129-dyn", 1, 8, 2, 1, 333, 129, 64, [{"kind": "causal"}], {"softcap": 30.0}, True, "bf16"),
     ("short-s", 2, 4, 1, 3, 100, 64, 64, [{"kind": "window", "left": 30, "right": 0}], {}, False, "bf16"),
+    ("decode-odd-t", 2, 6, 3, 1, 201, 64, 24, [], {}, False, "bf16"),
+    ("decode-s2", 1, 8, 2, 2, 99, 32, 32, [{"kind": "causal"}], {}, False, "bf16"),
 ]
+# What the compile check compiles: a prefill and a decode graph.
+PROBES = ("d64", "decode")
 
 
 def cpu_has_bf16():
@@ -140,31 +146,32 @@ def main():
     ap.add_argument("--keep")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="bf16dot-")
-    # Compile-only, on any machine: the object holds vdpbf16ps.
-    probe = os.path.join(work, "probe")
-    os.makedirs(probe, exist_ok=True)
-    json.dump(graph_of(CASES[0]), open(os.path.join(probe, "g.json"), "w"))
-    # The MLIR kernel's LLVM IR names the intrinsic; the Halide library is
+    # Compile-only, on any machine: the objects hold vdpbf16ps. The MLIR
+    # kernel's LLVM IR names the intrinsic; the Halide library is
     # disassembled (Halide writes no IR through attnc).
     mlir = a.backend == "mlir"
-    r = subprocess.run([a.attnc, "compile", os.path.join(probe, "g.json"), "-o", probe,
-                        "--target", TARGET, "--backend", a.backend, "--no-tuning-db"]
-                       + (["--emit", "llvm"] if mlir else []),
-                       capture_output=True, text=True)
-    found = False
-    if r.returncode == 0 and mlir:
-        ll = os.path.join(probe, "bf16dot.ll")
-        found = "llvm.x86.avx512bf16.dpbf16ps.512" in open(ll).read()
-    elif r.returncode == 0:
-        dis = subprocess.run(["objdump", "-d", os.path.join(probe, "bf16dot.a")],
-                             capture_output=True, text=True)
-        found = "vdpbf16ps" in dis.stdout
-    if not found:
-        print("FAIL: --target %s --backend %s: no vdpbf16ps in the kernel (%s)"
-              % (TARGET, a.backend, r.stderr.strip()))
-        return 1
-    print("ok   compile: the %s kernel (%s) computes bf16 products with vdpbf16ps"
-          % (TARGET, a.backend))
+    for case in (c for c in CASES if c[0] in PROBES):
+        probe = os.path.join(work, "probe-" + case[0])
+        os.makedirs(probe, exist_ok=True)
+        json.dump(graph_of(case), open(os.path.join(probe, "g.json"), "w"))
+        r = subprocess.run([a.attnc, "compile", os.path.join(probe, "g.json"), "-o", probe,
+                            "--target", TARGET, "--backend", a.backend, "--no-tuning-db"]
+                           + (["--emit", "llvm"] if mlir else []),
+                           capture_output=True, text=True)
+        found = False
+        if r.returncode == 0 and mlir:
+            ll = os.path.join(probe, "bf16dot.ll")
+            found = "llvm.x86.avx512bf16.dpbf16ps.512" in open(ll).read()
+        elif r.returncode == 0:
+            dis = subprocess.run(["objdump", "-d", os.path.join(probe, "bf16dot.a")],
+                                 capture_output=True, text=True)
+            found = "vdpbf16ps" in dis.stdout
+        if not found:
+            print("FAIL: --target %s --backend %s: no vdpbf16ps in the %s kernel (%s)"
+                  % (TARGET, a.backend, case[0], r.stderr.strip()))
+            return 1
+        print("ok   compile: the %s %s kernel (%s) computes bf16 products with vdpbf16ps"
+              % (TARGET, case[0], a.backend))
     if not cpu_has_bf16():
         print("skipped: this CPU lacks avx512_bf16, so the kernels cannot run here")
         return 77
