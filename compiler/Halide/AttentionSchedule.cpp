@@ -198,6 +198,7 @@ void scheduleChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
 /// `blocked` have constant extents there and are unrolled, so the partials
 /// stay in registers, and the first of them is combined as one vector
 /// reduction (a transpose-and-add tree, not a horizontal sum per result).
+/// With `pair` (bf16 products), each lane sums a pair of products at a time.
 void laneSums(Func sum, RVar reduced, int lanes, Func consumer, Var at,
               const std::vector<Var> &storage, const std::vector<Var> &blocked,
               std::optional<RVar> pair = std::nullopt) {
