@@ -205,12 +205,16 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       int64_t decodeBelow = schedule.decodeBelow();
       bool rows = !queries.isFixed() || queries.size >= decodeBelow;
       bool decode = !queries.isFixed() || queries.size < decodeBelow;
+      // bf16 products come as bitcode, compiled here for the target's CPU.
+      auto compileForm = [&](const std::string &name, bool decodeForm) {
+        HalideLibrary form = compileHalideAttention(
+            plan, kernel, schedule, targetClass, name, decodeForm, bf16Dot);
+        if (form.bitcode)
+          form.object = emitBitcodeObject(form.object, result.target);
+        return form;
+      };
       if (decode && decodeBelow > 0) {
-        library = compileHalideAttention(plan, kernel, schedule, targetClass,
-                                         function + "_decode",
-                                         /*decode=*/true, bf16Dot);
-        if (library.bitcode)
-          library.object = emitBitcodeObject(library.object, result.target);
+        library = compileForm(function + "_decode", /*decodeForm=*/true);
         members.push_back({library.function + ".o", std::move(library.object)});
         entryKernel.decodeFunction = library.function;
         entryKernel.decodeBelow = decodeBelow;
@@ -218,10 +222,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
       }
       if (rows) {
         std::vector<int> decodeArguments = library.arguments;
-        library = compileHalideAttention(plan, kernel, schedule, targetClass,
-                                         function, /*decode=*/false, bf16Dot);
-        if (library.bitcode)
-          library.object = emitBitcodeObject(library.object, result.target);
+        library = compileForm(function, /*decodeForm=*/false);
         if (!entryKernel.decodeFunction.empty() &&
             decodeArguments != library.arguments)
           throw std::logic_error("halide backend: the decode and rows "
