@@ -18,6 +18,8 @@
 #include <HalideRuntime.h>
 #include <attnc/attnrt.h>
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -82,6 +84,8 @@ static_assert(std::is_same_v<decltype(&attnrt_scratch_allocate),
                              void (*)(void *)>);
 static_assert(std::is_same_v<decltype(&attnrt_allocate),
                              void *(*)(attnrt_invocation *, int64_t)>);
+static_assert(std::is_same_v<decltype(&attnrt_invocation_threads),
+                             int64_t (*)(const attnrt_invocation *)>);
 static_assert(std::is_same_v<decltype(&attnrt_parallel_for),
                              void (*)(attnrt_invocation *, int64_t,
                                       void (*)(void *, int64_t), void *)>);
@@ -116,7 +120,8 @@ public:
     dimType = llvm::StructType::get(context, {i32, i32, i32, i32});
     bufferType = llvm::StructType::get(
         context, {i64, ptr, ptr, i64, i8, i8, i16, i32, ptr, ptr});
-    closureType = llvm::StructType::get(context, {ptr, ptr, i32});
+    // dims, buffers, status; the decode form's partial rows and parts.
+    closureType = llvm::StructType::get(context, {ptr, ptr, i32, ptr, i64});
     checkStructLayout(module, dimType, "halide_dimension_t",
                       {offsetof(halide_dimension_t, min),
                        offsetof(halide_dimension_t, extent),
@@ -171,14 +176,32 @@ private:
                          b.getInt64(tileQueries)),
             tileQueries};
   }
-  /// The task function of `kernel`'s `function` (rows) or decodeFunction
-  /// (decode): one crop of (batch, head group, query tile) per index.
+  /// The pipelines NAME_entry calls for an attention: the rows form, a
+  /// part of the decode form, the merge of the decode form's parts.
+  enum class Form { Rows, DecodePart, Merge };
+  /// The task function of `kernel`'s pipeline of `form`: one crop of
+  /// (batch, head group, query tile) per index, for DecodePart times the
+  /// closure's parts.
   llvm::Function *buildTask(const HalideEntryKernel &kernel, size_t number,
-                            bool decode);
-  /// Runs `kernel`'s tasks of one form through attnrt_parallel_for.
+                            Form form);
+  /// A halide_buffer_t on the stack for `host` (the element at the mins)
+  /// of `type`, with `dims` (min, extent, stride) innermost first.
+  llvm::Value *
+  halideBuffer(llvm::IRBuilder<> &b, llvm::Value *host, halide_type_t type,
+               const std::vector<std::array<llvm::Value *, 3>> &dims);
+  /// Runs `kernel`'s tasks of `form` through attnrt_parallel_for, `count`
+  /// of them.
   void runTasks(llvm::IRBuilder<> &b, llvm::Function *entry,
                 llvm::Value *closure, const HalideEntryKernel &kernel,
-                size_t number, bool decode);
+                size_t number, Form form, llvm::Value *count);
+  /// Runs the decode form: the keys split when the tasks are fewer than the
+  /// threads, every part's partial rows in scratch, then their merge.
+  void runDecode(llvm::IRBuilder<> &b, llvm::Function *entry,
+                 llvm::Value *closure, const HalideEntryKernel &kernel,
+                 size_t number);
+  /// Returns the closure's status from the entry if a task failed.
+  void returnIfFailed(llvm::IRBuilder<> &b, llvm::Function *entry,
+                      llvm::Value *closure);
   /// The bytes of a buffer of `argument`'s shape, as i64.
   llvm::Value *byteSize(llvm::IRBuilder<> &b, llvm::Value *dims,
                         const HalideEntryArgument &argument) {
@@ -232,27 +255,68 @@ void EntryBuilder::installScratchAllocator(llvm::IRBuilder<> &b) {
                  {function});
 }
 
+llvm::Value *EntryBuilder::halideBuffer(
+    llvm::IRBuilder<> &b, llvm::Value *host, halide_type_t type,
+    const std::vector<std::array<llvm::Value *, 3>> &dims) {
+  int rank = int(dims.size());
+  auto *arrayType = llvm::ArrayType::get(dimType, std::max(rank, 1));
+  llvm::Value *dimArray = b.CreateAlloca(arrayType);
+  for (int n = 0; n < rank; ++n) {
+    llvm::Value *fields[] = {b.CreateTrunc(dims[n][0], i32),
+                             b.CreateTrunc(dims[n][1], i32),
+                             b.CreateTrunc(dims[n][2], i32), b.getInt32(0)};
+    for (int field = 0; field < 4; ++field)
+      b.CreateStore(fields[field],
+                    b.CreateInBoundsGEP(
+                        arrayType, dimArray,
+                        {b.getInt32(0), b.getInt32(n), b.getInt32(field)}));
+  }
+  llvm::Value *null =
+      llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0));
+  llvm::Value *buffer = b.CreateAlloca(bufferType);
+  llvm::Value *values[] = {b.getInt64(0),
+                           null,
+                           host,
+                           b.getInt64(0),
+                           b.getInt8(type.code),
+                           b.getInt8(type.bits),
+                           b.getInt16(type.lanes),
+                           b.getInt32(rank),
+                           dimArray,
+                           null};
+  for (unsigned field = 0; field < 10; ++field)
+    b.CreateStore(values[field], b.CreateStructGEP(bufferType, buffer, field));
+  return buffer;
+}
+
 llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
-                                        size_t number, bool decode) {
+                                        size_t number, Form form) {
   auto *taskType = llvm::FunctionType::get(
       llvm::Type::getVoidTy(context), {ptr, i64}, false);
+  const char *suffix[] = {"", "_decode", "_merge"};
   auto *task = llvm::Function::Create(
       taskType, llvm::GlobalValue::InternalLinkage,
-      graph.name + "_halide_task" + std::to_string(number) +
-          (decode ? "_decode" : ""),
+      graph.name + "_halide_task" + std::to_string(number) + suffix[int(form)],
       module);
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(context, "entry", task));
   llvm::Value *closure = task->getArg(0), *index = task->getArg(1);
-  llvm::Value *dims = b.CreateLoad(ptr, b.CreateStructGEP(closureType,
-                                                          closure, 0));
-  llvm::Value *buffers = b.CreateLoad(
-      ptr, b.CreateStructGEP(closureType, closure, 1));
+  auto field = [&](llvm::Type *type, unsigned n) {
+    return b.CreateLoad(type, b.CreateStructGEP(closureType, closure, n));
+  };
+  llvm::Value *dims = field(ptr, 0), *buffers = field(ptr, 1);
+  llvm::Value *partials = field(ptr, 3), *parts = field(i64, 4);
 
-  // index = (batch · groups + group) · tiles + tile; a group is one head,
-  // or for decode the query heads of one kv head.
+  // index = ((batch · groups + group) · tiles + tile) · parts + part; a
+  // group is one head, or for decode the query heads of one kv head.
+  bool decode = form != Form::Rows;
+  llvm::Value *part = b.getInt64(0);
+  if (form == Form::DecodePart) {
+    part = b.CreateURem(index, parts);
+    index = b.CreateUDiv(index, parts);
+  }
   TaskSpace space = taskSpace(b, dims, kernel, decode);
-  llvm::Value *groupHeads =
-      b.CreateUDiv(size(b, dims, kernel.heads), space.groups);
+  llvm::Value *heads = size(b, dims, kernel.heads);
+  llvm::Value *groupHeads = b.CreateUDiv(heads, space.groups);
   llvm::Value *queries = size(b, dims, kernel.queries);
   llvm::Value *tileSize = b.getInt64(space.tileQueries);
   llvm::Value *tile = b.CreateURem(index, space.tiles);
@@ -264,34 +328,13 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
   llvm::Value *count = b.CreateSub(queries, first);
   count = b.CreateSelect(b.CreateICmpULT(count, tileSize), count, tileSize);
 
-  std::vector<llvm::Value *> arguments;
-  std::vector<llvm::Type *> types;
-  for (size_t n = 0; n < kernel.arguments.size(); ++n) {
-    const HalideEntryArgument &argument = kernel.arguments[n];
-    if (int(n) == kernel.cropAt) {
-      llvm::Value *keyLimit = b.getInt32(INT32_MAX);
-      if (kernel.keyLengthsBuffer >= 0) {
-        llvm::Value *lengths = b.CreateLoad(
-            ptr, b.CreateConstGEP1_64(ptr, buffers, kernel.keyLengthsBuffer));
-        keyLimit = b.CreateLoad(i32, b.CreateGEP(i32, lengths, batch));
-      }
-      for (llvm::Value *crop : {batch, first, count}) {
-        arguments.push_back(b.CreateTrunc(crop, i32));
-        types.push_back(i32);
-      }
-      arguments.push_back(keyLimit);
-      types.push_back(i32);
-      if (decode) {
-        arguments.push_back(b.CreateTrunc(group, i32));
-        types.push_back(i32);
-      }
-    }
+  // A plan value's buffer: Halide's dim n is graph dim rank - 1 - n, dense
+  // C order; outputs cropped to the task.
+  auto valueBuffer = [&](const HalideEntryArgument &argument) {
     int rank = int(argument.shape.size());
-    llvm::Value *dimArray =
-        b.CreateAlloca(llvm::ArrayType::get(dimType, std::max(rank, 1)));
     llvm::Value *data = b.CreateLoad(
         ptr, b.CreateConstGEP1_64(ptr, buffers, argument.buffer));
-    // Halide's dim n is graph dim rank - 1 - n; dense C order.
+    std::vector<std::array<llvm::Value *, 3>> fields;
     llvm::Value *stride = b.getInt64(1), *offset = b.getInt64(0);
     for (int n = 0; n < rank; ++n) {
       int graphDim = rank - 1 - n;
@@ -304,44 +347,78 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
       else if (graphDim == argument.queryDim)
         min = first, extent = count;
       offset = b.CreateAdd(offset, b.CreateMul(min, stride));
-      llvm::Value *fields[] = {b.CreateTrunc(min, i32),
-                               b.CreateTrunc(extent, i32),
-                               b.CreateTrunc(stride, i32), b.getInt32(0)};
-      for (int field = 0; field < 4; ++field)
-        b.CreateStore(fields[field],
-                      b.CreateInBoundsGEP(llvm::ArrayType::get(
-                                              dimType, std::max(rank, 1)),
-                                          dimArray,
-                                          {b.getInt32(0), b.getInt32(n),
-                                           b.getInt32(field)}));
+      fields.push_back({min, extent, stride});
       stride = b.CreateMul(stride, size(b, dims, argument.shape[graphDim]));
     }
     halide_type_t type = halideType(argument.dtype);
     // host is the address of the element at the mins.
     llvm::Value *host = b.CreateGEP(
         i8, data, b.CreateMul(offset, b.getInt64(type.bits / 8)));
-    llvm::Value *buffer = b.CreateAlloca(bufferType);
-    llvm::Value *values[] = {b.getInt64(0),
-                             llvm::ConstantPointerNull::get(
-                                 llvm::PointerType::get(context, 0)),
-                             host,
-                             b.getInt64(0),
-                             b.getInt8(type.code),
-                             b.getInt8(type.bits),
-                             b.getInt16(type.lanes),
-                             b.getInt32(rank),
-                             dimArray,
-                             llvm::ConstantPointerNull::get(
-                                 llvm::PointerType::get(context, 0))};
-    for (unsigned field = 0; field < 10; ++field)
-      b.CreateStore(values[field],
-                    b.CreateStructGEP(bufferType, buffer, field));
-    arguments.push_back(buffer);
-    types.push_back(ptr);
+    return halideBuffer(b, host, type, fields);
+  };
+  // The partial rows (e, i, h, b, p), [parts, B, heads, queries,
+  // valueDepth + 2] in scratch: the task's rows of its own part, or of
+  // every part for the merge.
+  auto partialsBuffer = [&] {
+    llvm::Value *rowFloats =
+        b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
+    llvm::Value *partMin = part, *partExtent = b.getInt64(1);
+    if (form == Form::Merge)
+      partExtent = parts;
+    std::array<llvm::Value *, 5> mins = {b.getInt64(0), first, head, batch,
+                                         partMin};
+    std::array<llvm::Value *, 5> extents = {rowFloats, count, groupHeads,
+                                            b.getInt64(1), partExtent};
+    std::array<llvm::Value *, 5> sizes = {rowFloats, queries, heads,
+                                          size(b, dims, kernel.batch), parts};
+    std::vector<std::array<llvm::Value *, 3>> fields;
+    llvm::Value *stride = b.getInt64(1), *offset = b.getInt64(0);
+    for (int n = 0; n < 5; ++n) {
+      offset = b.CreateAdd(offset, b.CreateMul(mins[n], stride));
+      fields.push_back({mins[n], extents[n], stride});
+      stride = b.CreateMul(stride, sizes[n]);
+    }
+    llvm::Value *host =
+        b.CreateGEP(i8, partials, b.CreateMul(offset, b.getInt64(4)));
+    return halideBuffer(b, host, halide_type_t(halide_type_float, 32), fields);
+  };
+
+  // A primitive takes its arguments alone; an attention its inputs, its
+  // crop, then its outputs (or the partial rows).
+  std::vector<llvm::Value *> arguments;
+  int outputs = std::max(kernel.cropAt, 0);
+  if (form == Form::Merge) {
+    arguments.push_back(partialsBuffer());
+    arguments.push_back(b.CreateTrunc(size(b, dims, kernel.keys), i32));
+  } else if (kernel.cropAt >= 0) {
+    for (int n = 0; n < kernel.cropAt; ++n)
+      arguments.push_back(valueBuffer(kernel.arguments[n]));
+    llvm::Value *keyLimit = b.getInt32(INT32_MAX);
+    if (kernel.keyLengthsBuffer >= 0) {
+      llvm::Value *lengths = b.CreateLoad(
+          ptr, b.CreateConstGEP1_64(ptr, buffers, kernel.keyLengthsBuffer));
+      keyLimit = b.CreateLoad(i32, b.CreateGEP(i32, lengths, batch));
+    }
+    for (llvm::Value *crop : {batch, first, count})
+      arguments.push_back(b.CreateTrunc(crop, i32));
+    arguments.push_back(keyLimit);
+    if (form == Form::DecodePart) {
+      for (llvm::Value *crop : {group, part, parts})
+        arguments.push_back(b.CreateTrunc(crop, i32));
+      arguments.push_back(partialsBuffer());
+      outputs = int(kernel.arguments.size());
+    }
   }
+  for (int n = outputs; n < int(kernel.arguments.size()); ++n)
+    arguments.push_back(valueBuffer(kernel.arguments[n]));
+
+  std::vector<llvm::Type *> types;
+  for (llvm::Value *argument : arguments)
+    types.push_back(argument->getType());
+  const std::string *function[] = {&kernel.function, &kernel.decodeFunction,
+                                   &kernel.mergeFunction};
   llvm::FunctionCallee pipeline = module.getOrInsertFunction(
-      decode ? kernel.decodeFunction : kernel.function,
-      llvm::FunctionType::get(i32, types, false));
+      *function[int(form)], llvm::FunctionType::get(i32, types, false));
   llvm::Value *result = b.CreateCall(pipeline, arguments);
   // Halide's error codes are negative: out of memory (a null from
   // halide_malloc) is ATTNRT_OUT_OF_MEMORY, any other ATTNRT_INTERNAL.
@@ -361,6 +438,22 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
   return task;
 }
 
+void EntryBuilder::returnIfFailed(llvm::IRBuilder<> &b, llvm::Function *entry,
+                                  llvm::Value *closure) {
+  // Tasks that fail store their status; any one is reported, and nothing
+  // after runs.
+  llvm::Value *status =
+      b.CreateLoad(i32, b.CreateStructGEP(closureType, closure, 2));
+  llvm::BasicBlock *failed =
+      llvm::BasicBlock::Create(context, "kernel_failed", entry);
+  llvm::BasicBlock *next =
+      llvm::BasicBlock::Create(context, "kernel_done", entry);
+  b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(ATTNRT_OK)), failed, next);
+  b.SetInsertPoint(failed);
+  b.CreateRet(status);
+  b.SetInsertPoint(next);
+}
+
 void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
                               llvm::Value *closure, llvm::Value *buffers) {
   llvm::Value *dims = entry->getArg(1);
@@ -377,8 +470,17 @@ void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
                      byteSize(b, dims, to));
       continue;
     }
-    if (kernel.function.empty() || kernel.decodeFunction.empty()) {
-      runTasks(b, entry, closure, kernel, number, kernel.function.empty());
+    auto runRows = [&] {
+      TaskSpace space = taskSpace(b, dims, kernel, /*decode=*/false);
+      runTasks(
+          b, entry, closure, kernel, number, Form::Rows,
+          b.CreateMul(b.CreateMul(size(b, dims, kernel.batch), space.groups),
+                      space.tiles));
+    };
+    if (kernel.decodeFunction.empty()) {
+      runRows();
+    } else if (kernel.function.empty()) {
+      runDecode(b, entry, closure, kernel, number);
     } else {
       // Both forms: decode below decodeBelow queries.
       llvm::BasicBlock *decode =
@@ -388,43 +490,85 @@ void EntryBuilder::runKernels(llvm::IRBuilder<> &b, llvm::Function *entry,
       b.CreateCondBr(b.CreateICmpULT(size(b, dims, kernel.queries),
                                      b.getInt64(kernel.decodeBelow)),
                      decode, rows);
-      for (auto [block, isDecode] : {std::pair{decode, true}, {rows, false}}) {
-        b.SetInsertPoint(block);
-        runTasks(b, entry, closure, kernel, number, isDecode);
-        b.CreateBr(ran);
-      }
+      b.SetInsertPoint(decode);
+      runDecode(b, entry, closure, kernel, number);
+      b.CreateBr(ran);
+      b.SetInsertPoint(rows);
+      runRows();
+      b.CreateBr(ran);
       b.SetInsertPoint(ran);
     }
-    // Tasks that fail store their status; any one is reported, and no later
-    // kernel runs.
-    llvm::Value *status =
-        b.CreateLoad(i32, b.CreateStructGEP(closureType, closure, 2));
-    llvm::BasicBlock *failed =
-        llvm::BasicBlock::Create(context, "kernel_failed", entry);
-    llvm::BasicBlock *next =
-        llvm::BasicBlock::Create(context, "kernel_done", entry);
-    b.CreateCondBr(b.CreateICmpNE(status, b.getInt32(ATTNRT_OK)), failed,
-                   next);
-    b.SetInsertPoint(failed);
-    b.CreateRet(status);
-    b.SetInsertPoint(next);
+    returnIfFailed(b, entry, closure);
   }
 }
 
 void EntryBuilder::runTasks(llvm::IRBuilder<> &b, llvm::Function *entry,
                             llvm::Value *closure,
                             const HalideEntryKernel &kernel, size_t number,
-                            bool decode) {
-  llvm::Value *dims = entry->getArg(1);
-  llvm::Function *task = buildTask(kernel, number, decode);
-  TaskSpace space = taskSpace(b, dims, kernel, decode);
-  llvm::Value *count = b.CreateMul(
-      b.CreateMul(size(b, dims, kernel.batch), space.groups), space.tiles);
+                            Form form, llvm::Value *count) {
+  llvm::Function *task = buildTask(kernel, number, form);
   b.CreateCall(module.getOrInsertFunction(
                    "attnrt_parallel_for",
                    llvm::FunctionType::get(llvm::Type::getVoidTy(context),
                                            {ptr, i64, ptr, ptr}, false)),
                {entry->getArg(0), count, task, closure});
+}
+
+void EntryBuilder::runDecode(llvm::IRBuilder<> &b, llvm::Function *entry,
+                             llvm::Value *closure,
+                             const HalideEntryKernel &kernel, size_t number) {
+  llvm::Value *invocation = entry->getArg(0), *dims = entry->getArg(1);
+  TaskSpace space = taskSpace(b, dims, kernel, /*decode=*/true);
+  llvm::Value *tasks = b.CreateMul(
+      b.CreateMul(size(b, dims, kernel.batch), space.groups), space.tiles);
+  // When the tasks are fewer than the threads, enough parts for every
+  // thread, each at least two key tiles (the MLIR kernel's rule,
+  // planKeySplit).
+  llvm::Value *threads = b.CreateCall(
+      module.getOrInsertFunction("attnrt_invocation_threads",
+                                 llvm::FunctionType::get(i64, {ptr}, false)),
+      {invocation});
+  auto umax = [&](llvm::Value *x, llvm::Value *y) {
+    return b.CreateSelect(b.CreateICmpUGT(x, y), x, y);
+  };
+  auto umin = [&](llvm::Value *x, llvm::Value *y) {
+    return b.CreateSelect(b.CreateICmpULT(x, y), x, y);
+  };
+  llvm::Value *someTasks = umax(tasks, b.getInt64(1));
+  llvm::Value *wanted = b.CreateUDiv(
+      b.CreateAdd(threads, b.CreateSub(someTasks, b.getInt64(1))), someTasks);
+  llvm::Value *keyTiles = b.CreateUDiv(
+      b.CreateAdd(size(b, dims, kernel.keys), b.getInt64(kernel.keyTile - 1)),
+      b.getInt64(kernel.keyTile));
+  llvm::Value *most =
+      umax(b.CreateUDiv(keyTiles, b.getInt64(2)), b.getInt64(1));
+  llvm::Value *parts = b.CreateSelect(b.CreateICmpULT(tasks, threads),
+                                      umin(wanted, most), b.getInt64(1));
+  llvm::Value *rowFloats =
+      b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
+  llvm::Value *bytes = b.getInt64(4);
+  for (llvm::Value *factor :
+       {parts, size(b, dims, kernel.batch), size(b, dims, kernel.heads),
+        size(b, dims, kernel.queries), rowFloats})
+    bytes = b.CreateMul(bytes, factor);
+  bytes = umax(bytes, b.getInt64(4)); // Never none: null means no memory.
+  llvm::Value *partials = b.CreateCall(
+      module.getOrInsertFunction(
+          "attnrt_allocate", llvm::FunctionType::get(ptr, {ptr, i64}, false)),
+      {invocation, bytes});
+  llvm::BasicBlock *outOfMemory =
+      llvm::BasicBlock::Create(context, "partials_out_of_memory", entry);
+  llvm::BasicBlock *allocated =
+      llvm::BasicBlock::Create(context, "partials_allocated", entry);
+  b.CreateCondBr(b.CreateIsNull(partials), outOfMemory, allocated);
+  llvm::IRBuilder<>(outOfMemory).CreateRet(b.getInt32(ATTNRT_OUT_OF_MEMORY));
+  b.SetInsertPoint(allocated);
+  b.CreateStore(partials, b.CreateStructGEP(closureType, closure, 3));
+  b.CreateStore(parts, b.CreateStructGEP(closureType, closure, 4));
+  runTasks(b, entry, closure, kernel, number, Form::DecodePart,
+           b.CreateMul(tasks, parts));
+  returnIfFailed(b, entry, closure);
+  runTasks(b, entry, closure, kernel, number, Form::Merge, tasks);
 }
 
 void EntryBuilder::build() {
@@ -456,6 +600,10 @@ void EntryBuilder::build() {
   b.CreateStore(buffers, b.CreateStructGEP(closureType, closure, 1));
   b.CreateStore(b.getInt32(ATTNRT_OK),
                 b.CreateStructGEP(closureType, closure, 2));
+  b.CreateStore(
+      llvm::ConstantPointerNull::get(llvm::PointerType::get(context, 0)),
+      b.CreateStructGEP(closureType, closure, 3));
+  b.CreateStore(b.getInt64(1), b.CreateStructGEP(closureType, closure, 4));
   runKernels(b, entry, closure, buffers);
   b.CreateRet(b.getInt32(ATTNRT_OK));
 }

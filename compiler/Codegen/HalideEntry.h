@@ -39,13 +39,21 @@ struct HalideEntryKernel {
   /// unsqueeze, copy) from arguments[0] to arguments[1], and for an
   /// attention that has only a decode pipeline.
   std::string function;
-  /// An attention's decode pipeline (the same arguments), or empty. Its
-  /// tasks are B × kvHeads, each every query head of one kv head (heads /
+  /// An attention's decode pipeline, or empty. Its tasks are B × kvHeads
+  /// (× parts of the keys), each every query head of one kv head (heads /
   /// kvHeads of them) and all the queries; it runs when the queries are
-  /// fewer than decodeBelow (always, without `function`).
-  std::string decodeFunction;
-  Dim kvHeads{1, ""};
+  /// fewer than decodeBelow (always, without `function`). It takes the
+  /// inputs, the crop, then the partial rows (in scratch: f32 [parts, B,
+  /// heads, queries, valueDepth + 2]) instead of the outputs; then the
+  /// merge pipeline, one task per decode task, takes the partial rows of
+  /// every part, the key positions (int32) and the outputs.
+  std::string decodeFunction, mergeFunction;
+  Dim kvHeads{1, ""}, keys{1, ""}, valueDepth{1, ""};
   int64_t decodeBelow = 0;
+  /// The schedule's key tile: a split decode task's parts get at least two
+  /// (FlashDecoding, as the MLIR kernel splits: parts only when the tasks
+  /// are fewer than the threads, enough to give every thread work).
+  int64_t keyTile = 1;
   bool isByteCopy() const { return function.empty() && decodeFunction.empty(); }
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
   /// An attention's crop (int32 batch, first query, query count, the

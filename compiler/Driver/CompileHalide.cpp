@@ -214,11 +214,23 @@ CompiledGraph compileGraphHalide(const Graph &graph,
         return form;
       };
       if (decode && decodeBelow > 0) {
+        // The decode form's partial rows and their merge, which writes the
+        // rows form's outputs: together they take its arguments.
         library = compileForm(function + "_decode", /*decodeForm=*/true);
         members.push_back({library.function + ".o", std::move(library.object)});
+        HalideLibrary merge = compileHalideMerge(
+            plan, kernel, schedule, targetClass, function + "_merge");
+        members.push_back({merge.function + ".o", std::move(merge.object)});
+        library.arguments.insert(library.arguments.end(),
+                                 merge.arguments.begin(),
+                                 merge.arguments.end());
         entryKernel.decodeFunction = library.function;
+        entryKernel.mergeFunction = merge.function;
         entryKernel.decodeBelow = decodeBelow;
         entryKernel.kvHeads = plan.values[attention->key].shape[bshd ? 2 : 1];
+        entryKernel.keys = plan.values[attention->key].shape[bshd ? 1 : 2];
+        entryKernel.valueDepth = plan.values[attention->value].shape.back();
+        entryKernel.keyTile = schedule.keyTile;
       }
       if (rows) {
         std::vector<int> decodeArguments = library.arguments;

@@ -67,6 +67,16 @@ Expr exp2Polynomial(Expr x) {
   return poly * reinterpret<float>(biasedExponent << Expr(uint32_t(23)));
 }
 
+/// The decode form's weights are exp(s - m) / 2^keyShift(T), so that a sum
+/// of weights is at most 1 (the accumulator then stays within f32 wherever
+/// the output does) and is scaled back exactly for the lse: ceil(log2 T).
+Expr keyShift(Expr T) { return 32 - count_leading_zeros(max(T, 1) - 1); }
+
+/// 2^n as f32 for 0 <= n < 128: the exponent field alone.
+Expr powerOfTwo(Expr n) {
+  return reinterpret<float>(cast<uint32_t>(n + 127) << Expr(uint32_t(23)));
+}
+
 /// Scores of dropped keys; any real score is far above it.
 constexpr float kDropped = -3.0e38f;
 constexpr float kDroppedBelow = -1.0e38f;
@@ -170,14 +180,25 @@ private:
     Expr lo = clamp(range.first, cast<int64_t>(0), cast<int64_t>(T));
     Expr hi = range.last;
     hi = clamp(hi, lo, cast<int64_t>(T));
+    if (f.decode) {
+      // Part keyPart of keyParts: equal shares in whole 16 keys (pairs stay
+      // whole but in the last part), the last parts empty when few.
+      Expr parts = cast<int64_t>(max(f.keyParts, 1));
+      Expr share = ((hi - lo + parts - 1) / parts + 15) / 16 * 16;
+      Expr first = min(lo + cast<int64_t>(max(f.keyPart, 0)) * share, hi);
+      hi = min(first + share, hi);
+      lo = first;
+    }
     return RDom(cast<int32_t>(lo), cast<int32_t>(hi - lo), "rj");
   }
 };
 
-void AlgorithmBuilder::build() {
-  // A result is computed when the graph returns it or another kernel reads
-  // it (then it is an intermediate buffer).
+/// The results of `op` the graph returns or another kernel reads (then an
+/// intermediate buffer), output first.
+std::vector<int> usedResults(const KernelPlan &plan, const AttentionPlan &op) {
   auto used = [&](int result) {
+    if (result < 0)
+      return false;
     if (plan.values[result].output >= 0)
       return true;
     for (const PlannedKernel &other : plan.kernels)
@@ -186,11 +207,22 @@ void AlgorithmBuilder::build() {
           return true;
     return false;
   };
-  for (int result : {op.output, op.lse}) {
-    if (result < 0 || !used(result))
-      continue;
+  std::vector<int> results;
+  for (int result : {op.output, op.lse})
+    if (used(result))
+      results.push_back(result);
+  return results;
+}
+
+void AlgorithmBuilder::build() {
+  std::vector<int> results = usedResults(plan, op);
+  // The decode form has one chain: its partial rows hold what the output
+  // and the lse need (without the output, an lse chain: no P·V).
+  if (f.decode)
+    results = {results.front()};
+  for (int result : results) {
     AttentionFuncs::Chain c;
-    c.isLse = result == op.lse;
+    c.isLse = f.decode ? result != op.output : result == op.lse;
     std::string suffix = c.isLse ? "_lse" : "";
     for (auto [func, name] :
          std::initializer_list<std::pair<Func *, const char *>>{
@@ -218,7 +250,8 @@ void AlgorithmBuilder::build() {
       *func = Func(std::string(name) + suffix);
     chain(c);
     f.chains.push_back(c);
-    f.resultValues.push_back(result);
+    if (!f.decode)
+      f.resultValues.push_back(result);
   }
 }
 
@@ -450,12 +483,16 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   // The lse chain has no accumulator and keeps exp(s - m) unshifted: with
   // the shift, a row of one key read m + log T + log(1/T), off by a rounding
   // of log T, which is all of an lse near 0.
-  Expr logKeys = c.isLse ? Expr(0.0f) : log(cast<float>(max(T, 1)));
+  // The decode form shifts by a power of two (keyShift) instead, which its
+  // merge takes back exactly for the lse.
+  Expr logKeys = c.isLse || f.decode ? Expr(0.0f) : log(cast<float>(max(T, 1)));
   auto weight = [&](Expr s, Expr m) {
     Expr shifted = strict_float(s - (m + logKeys));
+    Expr exponent = shifted * float(M_LOG2E);
+    if (f.decode)
+      exponent -= cast<float>(keyShift(T));
     return select(is_nan(shifted), shifted,
-                  select(s > kDroppedBelow,
-                         exp2Polynomial(shifted * float(M_LOG2E)), 0.0f));
+                  select(s > kDroppedBelow, exp2Polynomial(exponent), 0.0f));
   };
   // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
   // that saw a NaN score has sum NaN, which passes the l == 0 test.
@@ -463,6 +500,17 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
                          ? wholeRows(c, weight, value, rawValue, kvHead, T)
                          : onlineRows(c, weight, value, rawValue, kvHead, T);
   Expr sum = totals.sum;
+  if (f.decode) {
+    // The part's partial rows, unnormalised (e, i, h, b, p): the merge
+    // divides.
+    Var e = f.d, p = f.p;
+    if (!c.isLse)
+      c.normalized(d, i, h, b) = c.accumulator(d, i, h, b) + totals.rest;
+    Expr rows = c.isLse ? Expr(0.0f) : c.normalized(min(e, Dv - 1), i, h, b);
+    c.result(e, i, h, b, p) =
+        select(e < Dv, rows, e == Dv, totals.max, totals.sum);
+    return;
+  }
   if (!c.isLse)
     c.normalized(d, i, h, b) = select(
         sum == 0.0f, 0.0f, (c.accumulator(d, i, h, b) + totals.rest) / sum);
@@ -627,6 +675,52 @@ RowTotals AlgorithmBuilder::onlineRows(AttentionFuncs::Chain &c,
 }
 
 } // namespace
+
+MergeFuncs defineMerge(const KernelPlan &plan, const PlannedKernel &kernel) {
+  const AttentionPlan &op = *kernel.attention;
+  MergeFuncs m;
+  Var d = m.d, i = m.i, h = m.h, b = m.b, x = m.x, y = m.y, p("p");
+  ImageParam &partials = m.partials;
+  Expr Dv = partials.dim(0).extent() - kPartialSlots;
+  RDom parts(partials.dim(4).min(), partials.dim(4).extent(), "rp");
+  // Each part weighs exp(m_p - max m): 1 for the largest, 0 for a part
+  // that saw no key (its m the dropped score) beside one that did; NaN
+  // stays NaN, as in one part.
+  m.rowMax(i, h, b) = kDropped;
+  m.rowMax(i, h, b) = max(m.rowMax(i, h, b), partials(Dv, i, h, b, parts));
+  Expr gap = strict_float(partials(Dv, i, h, b, p) - m.rowMax(i, h, b));
+  m.weights(i, h, b, p) =
+      select(is_nan(gap), gap, exp2Polynomial(gap * float(M_LOG2E)));
+  m.rowSum(i, h, b) = 0.0f;
+  m.rowSum(i, h, b) +=
+      m.weights(i, h, b, parts) * partials(Dv + 1, i, h, b, parts);
+  Expr sum = m.rowSum(i, h, b);
+  bool bshd = op.layout == Layout::BSHD;
+  for (int value : usedResults(plan, op)) {
+    Func result(value == op.lse ? "lse" : "output");
+    if (value == op.output) {
+      m.merged(d, i, h, b) = 0.0f;
+      m.merged(d, i, h, b) +=
+          m.weights(i, h, b, parts) * partials(d, i, h, b, parts);
+      m.normalized(d, i, h, b) =
+          select(sum == 0.0f, 0.0f, m.merged(d, i, h, b) / sum);
+      Expr row = bshd ? m.normalized(d, y, x, b) : m.normalized(d, x, y, b);
+      result(d, x, y, b) = cast(halideType(plan.values[value].dtype), row);
+    } else {
+      // The sum times 2^keyShift(T) is exact: the lse of one key is its
+      // score.
+      Expr negativeInfinity =
+          reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
+      Expr unshifted = sum * powerOfTwo(keyShift(m.keys));
+      result(i, h, b) = strict_float(
+          select(sum == 0.0f, negativeInfinity,
+                 select(is_nan(sum), sum, m.rowMax(i, h, b) + log(unshifted))));
+    }
+    m.results.push_back(result);
+    m.resultValues.push_back(value);
+  }
+  return m;
+}
 
 AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,

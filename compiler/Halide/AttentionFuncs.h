@@ -21,13 +21,16 @@ struct AttentionFuncs {
   /// Loop variables: d (head dim), i (query), j (key), a (additive unit),
   /// h (query head), g (kv head), b (batch); t a tile of keys and u a key
   /// in it (the online softmax); x, y are the output's two middle dims (i, h
-  /// for bhsd; h, i for bshd).
+  /// for bhsd; h, i for bshd); p a part of the decode form's keys.
   Halide::Var d{"d"}, i{"i"}, j{"j"}, a{"a"}, h{"h"}, g{"g"}, b{"b"}, t{"t"},
-      u{"u"}, x{"x"}, y{"y"};
+      u{"u"}, x{"x"}, y{"y"}, p{"p"};
   bool bshd = false;
   /// The decode form: NAME_entry's crop is every query head of one kv head
   /// and fewer queries than a vector, scheduled with keys in the lanes
-  /// (scheduleAttention). The algorithm is the same.
+  /// (scheduleAttention), over part keyPart of keyParts of its visible keys
+  /// (FlashDecoding). Its one result is the part's partial rows
+  /// (defineAttention), which the merge pipeline (defineMerge) combines
+  /// into the output and the lse.
   bool decode = false;
   ScoreKind score = ScoreKind::Dot;
   /// Dv when it is a fixed multiple of 16, else 0. Only then are V reads
@@ -76,7 +79,8 @@ struct AttentionFuncs {
     Halide::Func product, scores, masked, rowMax, probabilities, rowSum,
         tileScores, tileMax, tileSum, tileValues, online, accumulator,
         normalized;
-    /// The output, (d, x, y, b), or the lse, (i, h, b).
+    /// The output, (d, x, y, b), or the lse, (i, h, b); in the decode form
+    /// the partial rows, (e, i, h, b, p) (kPartialSlots).
     Halide::Func result;
     /// overKeys: the crop's visible keys; overTiles: tiles of them;
     /// overTileKeys: the keys of one tile.
@@ -92,16 +96,43 @@ struct AttentionFuncs {
   /// key length), so a task skips what its rows mask.
   Halide::Param<int32_t> batchIndex{"batch_index"}, queryFirst{"query_first"},
       queryCount{"query_count"}, keyLimit{"key_limit"};
-  /// The decode form's crop: the kv head all its query heads read.
-  Halide::Param<int32_t> kvHeadOfCrop{"kv_head"};
+  /// The decode form's crop: the kv head all its query heads read, and
+  /// which part of its visible keys (keyPart of keyParts; 0 of 1 unsplit).
+  Halide::Param<int32_t> kvHeadOfCrop{"kv_head"}, keyPart{"key_part"},
+      keyParts{"key_parts"};
   /// The crop's parameters, in the order the pipeline takes them.
   std::vector<Halide::Argument> cropArguments() const {
     std::vector<Halide::Argument> crop = {batchIndex, queryFirst, queryCount,
                                           keyLimit};
     if (decode)
-      crop.push_back(kvHeadOfCrop);
+      for (const Halide::Param<int32_t> &param :
+           {kvHeadOfCrop, keyPart, keyParts})
+        crop.push_back(param);
     return crop;
   }
+};
+
+/// A partial row of the decode form, per (query, head, batch, part): the
+/// part's unnormalised output (Dv floats, weights 2^-keyShift(T) exp(s - m)),
+/// then its max m over the part's visible keys (kDropped when it has none)
+/// and its sum of weights. The merge rescales each part by exp(m_p - max m).
+inline constexpr int kPartialSlots = 2; ///< Floats past Dv.
+
+/// The merge of a decode form's partial rows into the attention's results.
+struct MergeFuncs {
+  Halide::Var d{"d"}, i{"i"}, h{"h"}, b{"b"}, x{"x"}, y{"y"};
+  /// f32 (e, i, h, b, p): Dv + kPartialSlots floats per row and part.
+  Halide::ImageParam partials{Halide::Float(32), 5, "partials"};
+  /// T, the key positions (the weights' shift, for the lse).
+  Halide::Param<int32_t> keys{"keys"};
+  /// Per row: the largest part max, each part's weight exp(m_p - max),
+  /// the weighted sum of the parts' sums; per output element the weighted
+  /// sum of the parts' outputs, and that over the sum (0 for no key).
+  Halide::Func rowMax{"merged_max"}, weights{"part_weights"},
+      rowSum{"merged_sum"}, merged{"merged_output"},
+      normalized{"merged_normalized"};
+  std::vector<Halide::Func> results; ///< The output and/or the lse.
+  std::vector<int> resultValues;     ///< Plan value of each result.
 };
 
 /// Choices that change how the algorithm is written, not what it computes.
@@ -125,6 +156,12 @@ struct AlgorithmOptions {
 AttentionFuncs defineAttention(const KernelPlan &plan,
                                const PlannedKernel &kernel,
                                const AlgorithmOptions &options = {});
+
+/// The merge of `kernel`'s decode-form partial rows, the results the graph
+/// uses, in the order of the rows form's outputs.
+MergeFuncs defineMerge(const KernelPlan &plan, const PlannedKernel &kernel);
+/// Its schedule: vectors along the head dim, everything else per call.
+void scheduleMerge(MergeFuncs &funcs, const HalideSchedule &schedule);
 
 /// Applies the CPU hand schedule to the Funcs defineAttention made: queries
 /// in the lanes, or keys (and head dims) in the lanes for the decode form.

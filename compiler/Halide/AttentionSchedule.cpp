@@ -244,12 +244,10 @@ void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   const int vw = int(s.vectorWidth);
   const TailStrategy up = TailStrategy::RoundUp;
   Var i = f.i, j = f.j, d = f.d, a = f.a, h = f.h, b = f.b;
-  Var query = f.bshd ? f.y : f.x, head = f.bshd ? f.x : f.y;
-  // Everything is computed once per call, at its (single) batch.
+  // Everything is computed once per call, at its (single) batch; the
+  // partial rows are (e, i, h, b, p) whatever the layout.
   Var crop = f.b;
-  if (!c.isLse)
-    c.result.reorder(d, query, head, f.b)
-        .vectorize(d, vw, TailStrategy::GuardWithIf);
+  c.result.reorder(d, i, h, b, f.p).vectorize(d, vw, TailStrategy::GuardWithIf);
 
   // Q·Kᵀ in blocks of decodeScoreKeys keys × decodeScoreHeads heads, keys
   // outermost so that a block's K rows stay in L1 for every query.
@@ -339,6 +337,23 @@ void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
 }
 
 } // namespace
+
+void scheduleMerge(MergeFuncs &m, const HalideSchedule &schedule) {
+  // A few floats per row and part: vectors of the head dim, the row totals
+  // once per call.
+  const int vw = int(schedule.vectorWidth);
+  const TailStrategy guard = TailStrategy::GuardWithIf;
+  for (Halide::Func *total : {&m.rowMax, &m.rowSum})
+    total->compute_root();
+  m.weights.compute_root();
+  if (m.merged.defined()) {
+    m.merged.compute_root().vectorize(m.d, vw, guard);
+    m.merged.update().vectorize(m.d, vw, guard);
+  }
+  for (Halide::Func &result : m.results)
+    if (result.dimensions() == 4)
+      result.vectorize(m.d, vw, guard);
+}
 
 void scheduleAttention(AttentionFuncs &funcs, const HalideSchedule &schedule) {
   for (AttentionFuncs::Chain &chain : funcs.chains)

@@ -203,6 +203,28 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
   return library;
 }
 
+HalideLibrary compileHalideMerge(const KernelPlan &plan,
+                                 const PlannedKernel &kernel,
+                                 const HalideSchedule &schedule,
+                                 const std::string &targetClass,
+                                 const std::string &function) {
+  HalideLibrary library;
+  library.function = function;
+  try {
+    MergeFuncs funcs = defineMerge(plan, kernel);
+    scheduleMerge(funcs, schedule);
+    Halide::Pipeline pipeline(funcs.results);
+    library.object = compileObject(pipeline, {funcs.partials, funcs.keys},
+                                   function, targetClass,
+                                   /*strictFloat=*/false);
+    library.arguments = funcs.resultValues;
+  } catch (const Halide::Error &error) {
+    throw std::logic_error("halide backend: compiling the merge of " +
+                           kernel.name + " failed: " + error.what());
+  }
+  return library;
+}
+
 HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
                                      const PlannedKernel &kernel,
                                      const HalideSchedule &schedule,

@@ -83,8 +83,8 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 /// runtime of compileHalideRuntime), whose arguments are halide_buffer_t
 /// pointers for the plan values in `arguments`, in order. An attention takes
 /// its crop (int32 batch, first query, query count, key length, and for the
-/// decode form the kv head) before `arguments[cropAt]`, the first output; a
-/// primitive has no crop (-1).
+/// decode form the kv head, key part and parts) before `arguments[cropAt]`,
+/// the first output; a primitive has no crop (-1).
 struct HalideLibrary {
   std::string object; ///< The object file's bytes, or LLVM bitcode's.
   /// `object` is LLVM bitcode, for the driver to compile for the target's
@@ -98,7 +98,10 @@ struct HalideLibrary {
 /// Throws UserError naming the node for what the Halide backend cannot
 /// compile, std::logic_error for Halide failures on valid input. `decode`:
 /// the pipeline for NAME_entry's decode tasks (every query head of one kv
-/// head, fewer queries than the schedule's vector), hand schedules only.
+/// head, fewer queries than the schedule's vector, one part of the keys),
+/// hand schedules only; it takes the inputs, the crop (with the key part
+/// and the number of parts after the kv head) and, instead of the outputs,
+/// the partial rows (f32, 5-D, AttentionFuncs.h) it writes.
 HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const PlannedKernel &kernel,
                                      const HalideSchedule &schedule,
@@ -106,6 +109,15 @@ HalideLibrary compileHalideAttention(const KernelPlan &plan,
                                      const std::string &function,
                                      bool decode = false,
                                      bool bf16Products = false);
+
+/// The merge of an attention's decode-form partial rows: a pipeline taking
+/// the partial rows of every part, the number of key positions T (int32),
+/// then the outputs in `arguments` (those of the rows form).
+HalideLibrary compileHalideMerge(const KernelPlan &plan,
+                                 const PlannedKernel &kernel,
+                                 const HalideSchedule &schedule,
+                                 const std::string &targetClass,
+                                 const std::string &function);
 
 /// A primitive kernel (kernel.primitive set; not reshape, unsqueeze or
 /// copy, whose bytes NAME_entry copies itself) as one serial pipeline.

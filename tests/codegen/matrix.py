@@ -699,6 +699,7 @@ def make_cases(seed, count, full):
 
 
 SCHEDULE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "schedules", "cpu")
+HALIDE_SCHEDULE_DIR = os.path.join(os.path.dirname(SCHEDULE_DIR), "halide")
 
 
 def host_class():
@@ -707,21 +708,30 @@ def host_class():
     return "x86-64-avx512" if " avx512f" in flags else "x86-64-avx2"
 
 
-def splits_keys(case):
-    """Whether the MLIR kernel splits this case's keys over threads
-    (FlashDecoding; planKeySplit in compiler/Codegen/AttentionKernel.cpp):
-    fewer tasks (batch x kv heads x row tiles) than threads, and at least two
-    key tiles per part for two parts."""
+def splits_keys(case, backend):
+    """Whether the backend's kernel splits this case's keys over threads
+    (FlashDecoding; planKeySplit in compiler/Codegen/AttentionKernel.cpp, and
+    runDecode in compiler/Codegen/HalideEntry.cpp for Halide's decode form,
+    fewer queries than its vector): fewer tasks (MLIR: batch x kv heads x row
+    tiles; Halide: batch x kv heads) than threads, and at least two key
+    tiles per part for two parts."""
     ax = case.axes
     threads = ax["threads"] or os.cpu_count()
     target = host_class() if ax["target"] == "host" else ax["target"]
+    halide = backend == "halide"
     if ax["schedule"] == "default":
-        with open(os.path.join(SCHEDULE_DIR, target + ".json")) as f:
+        directory = HALIDE_SCHEDULE_DIR if halide else SCHEDULE_DIR
+        with open(os.path.join(directory, target + ".json")) as f:
             sched = json.load(f)
     else:
-        sched = schedule_for(ax["schedule"], target)
-    query_tile, key_tile = sched["query_tile"], sched["key_tile"]
-    tasks = case.B * case.Hkv * -(-(case.Hq // case.Hkv) * case.S // query_tile)
+        sched = (halide_schedule_for if halide else schedule_for)(ax["schedule"], target)
+    key_tile = sched["key_tile"]
+    if halide:
+        if case.S >= sched["vector_width"]:
+            return False
+        tasks = case.B * case.Hkv
+    else:
+        tasks = case.B * case.Hkv * -(-(case.Hq // case.Hkv) * case.S // sched["query_tile"])
     return tasks < threads and -(-case.T // key_tile) // 2 >= 2
 
 
@@ -754,7 +764,7 @@ def main():
     ap.add_argument("--only", help="comma list of case indices to run")
     ap.add_argument("--split", type=int, metavar="N",
                     help="with 4 threads each, run the first N cases of the first %d whose "
-                         "keys the MLIR kernel splits over those threads" % FULL_COUNT)
+                         "keys the backend's kernel splits over those threads" % FULL_COUNT)
     ap.add_argument("--list", action="store_true", help="print the cases and coverage, run nothing")
     ap.add_argument("--keep", metavar="DIR", help="keep every case's files under DIR")
     ap.add_argument("-j", "--jobs", type=int, default=2, help="parallel attnc processes (default 2)")
@@ -766,7 +776,7 @@ def main():
         for c in cases:
             c.axes["threads"] = 4
             c.desc = [re.sub(r"^threads=\d+", "threads=4", d) for d in c.desc]
-        cases = [c for c in cases if splits_keys(c)][:a.split]
+        cases = [c for c in cases if splits_keys(c, a.backend)][:a.split]
     else:
         cases, n_pairwise = make_cases(a.seed, a.count, a.full)
     missing, covered, total = coverage(cases)
