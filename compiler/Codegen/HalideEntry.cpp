@@ -544,6 +544,13 @@ void EntryBuilder::runDecode(llvm::IRBuilder<> &b, llvm::Function *entry,
       umax(b.CreateUDiv(keyTiles, b.getInt64(2)), b.getInt64(1));
   llvm::Value *parts = b.CreateSelect(b.CreateICmpULT(tasks, threads),
                                       umin(wanted, most), b.getInt64(1));
+  // And at least enough that no part sees more than decodePartKeys keys,
+  // whatever the threads: a part's scores then stay in L2.
+  if (kernel.decodePartKeys > 0)
+    parts = umax(
+        parts, b.CreateUDiv(b.CreateAdd(size(b, dims, kernel.keys),
+                                        b.getInt64(kernel.decodePartKeys - 1)),
+                            b.getInt64(kernel.decodePartKeys)));
   llvm::Value *rowFloats =
       b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
   llvm::Value *bytes = b.getInt64(4);

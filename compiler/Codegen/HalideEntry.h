@@ -54,6 +54,8 @@ struct HalideEntryKernel {
   /// (FlashDecoding, as the MLIR kernel splits: parts only when the tasks
   /// are fewer than the threads, enough to give every thread work).
   int64_t keyTile = 1;
+  /// The most keys of a part (0: no bound; HalideSchedule::decodePartKeys).
+  int64_t decodePartKeys = 0;
   bool isByteCopy() const { return function.empty() && decodeFunction.empty(); }
   std::vector<HalideEntryArgument> arguments; ///< The pipeline's order.
   /// An attention's crop (int32 batch, first query, query count, the

@@ -231,6 +231,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
         entryKernel.keys = plan.values[attention->key].shape[bshd ? 1 : 2];
         entryKernel.valueDepth = plan.values[attention->value].shape.back();
         entryKernel.keyTile = schedule.keyTile;
+        entryKernel.decodePartKeys = schedule.decodePartKeys;
       }
       if (rows) {
         std::vector<int> decodeArguments = library.arguments;

@@ -31,6 +31,10 @@ struct HalideSchedule {
   /// Q·Kᵀ heads × keys, P·V heads × vectors of the value's head dim.
   int64_t decodeScoreHeads = 0, decodeScoreKeys = 0;
   int64_t decodePvHeads = 0, decodePvVectors = 0;
+  /// The most keys a decode task's part sees (0: no bound): NAME_entry
+  /// splits longer key ranges into parts, merged afterwards, so that a
+  /// part's scores and weights stay in L2.
+  int64_t decodePartKeys = 0;
   std::string measured; ///< What it measured, free text.
   std::string source;   ///< The file it came from, or "default".
 

@@ -76,7 +76,7 @@ HalideSchedule parse(const std::string &text, const std::string &file,
         key != "task_queries" && key != "query_tile" && key != "key_tile" &&
         key != "vector_width" && key != "score_block" && key != "pv_block" &&
         key != "decode_score_block" && key != "decode_pv_block" &&
-        key != "measured")
+        key != "decode_part_keys" && key != "measured")
       fail("/" + key, "unknown key");
   HalideSchedule s;
   const json &target = document.value("target_class", json());
@@ -118,6 +118,14 @@ HalideSchedule parse(const std::string &text, const std::string &file,
                    fallback.decodeScoreKeys);
   std::tie(s.decodePvHeads, s.decodePvVectors) = optionalPair(
       "decode_pv_block", fallback.decodePvHeads, fallback.decodePvVectors);
+  s.decodePartKeys = fallback.decodePartKeys;
+  if (document.contains("decode_part_keys")) {
+    // Parts of a few keys would only multiply the partial rows.
+    s.decodePartKeys = integer(document["decode_part_keys"],
+                               "/decode_part_keys", 0, int64_t(1) << 24);
+    if (s.decodePartKeys != 0 && s.decodePartKeys < 64)
+      fail("/decode_part_keys", "must be 0 (no bound) or at least 64");
+  }
   if (std::string problem = s.blocksOutsideTile(); !problem.empty())
     throw UserError(file + ": " + problem);
   const json &measured = document.value("measured", json(""));
@@ -171,6 +179,7 @@ std::string HalideSchedule::toJson() const {
                    {"pv_block", {pvRows, pvVectors}},
                    {"decode_score_block", {decodeScoreHeads, decodeScoreKeys}},
                    {"decode_pv_block", {decodePvHeads, decodePvVectors}},
+                   {"decode_part_keys", decodePartKeys},
                    {"measured", measured}};
   return document.dump(2);
 }

@@ -142,10 +142,12 @@ def halide_schedule_for(kind, target_class):
     folds many tiles, the last one partial)."""
     lanes = LANES[target_class]
     if kind == "small":
-        # The decode form (fewer queries than 4) in blocks of one head.
+        # The decode form (fewer queries than 4) in blocks of one head, its
+        # keys in parts of at most 64 (more than 64 keys split on any thread).
         s = {"task_queries": 16, "query_tile": 8, "key_tile": 8, "vector_width": 4,
              "score_block": [1, 2], "pv_block": [2, 1],
-             "decode_score_block": [1, 2], "decode_pv_block": [1, 1]}
+             "decode_score_block": [1, 2], "decode_pv_block": [1, 1],
+             "decode_part_keys": 64}
     else:
         # Blocks of 3 heads, which round a kv head's query heads up (padded
         # heads) or split them unevenly.
@@ -714,7 +716,8 @@ def splits_keys(case, backend):
     runDecode in compiler/Codegen/HalideEntry.cpp for Halide's decode form,
     fewer queries than its vector): fewer tasks (MLIR: batch x kv heads x row
     tiles; Halide: batch x kv heads) than threads, and at least two key
-    tiles per part for two parts."""
+    tiles per part for two parts; or, for Halide, more keys than the
+    schedule's decode_part_keys."""
     ax = case.axes
     threads = ax["threads"] or os.cpu_count()
     target = host_class() if ax["target"] == "host" else ax["target"]
@@ -729,6 +732,9 @@ def splits_keys(case, backend):
     if halide:
         if case.S >= sched["vector_width"]:
             return False
+        # Parts of at most decode_part_keys keys, whatever the threads.
+        if 0 < sched.get("decode_part_keys", 0) < case.T:
+            return True
         tasks = case.B * case.Hkv
     else:
         tasks = case.B * case.Hkv * -(-(case.Hq // case.Hkv) * case.S // sched["query_tile"])
