@@ -218,7 +218,7 @@ void AlgorithmBuilder::build() {
   std::vector<int> results = usedResults(plan, op);
   // The decode form has one chain: its partial rows hold what the output
   // and the lse need (without the output, an lse chain: no P·V).
-  if (f.decode)
+  if (f.decode && !results.empty())
     results = {results.front()};
   for (int result : results) {
     AttentionFuncs::Chain c;
@@ -683,8 +683,8 @@ MergeFuncs defineMerge(const KernelPlan &plan, const PlannedKernel &kernel) {
   ImageParam &partials = m.partials;
   Expr Dv = partials.dim(0).extent() - kPartialSlots;
   RDom parts(partials.dim(4).min(), partials.dim(4).extent(), "rp");
-  // Each part weighs exp(m_p - max m): 1 for the largest, 0 for a part
-  // that saw no key (its m the dropped score) beside one that did; NaN
+  // Each part weighs exp(m_p - max m), 1 for the largest; a part that saw
+  // no key (its m the dropped score, its sums 0) adds nothing, and NaN
   // stays NaN, as in one part.
   m.rowMax(i, h, b) = kDropped;
   m.rowMax(i, h, b) = max(m.rowMax(i, h, b), partials(Dv, i, h, b, parts));
