@@ -77,6 +77,25 @@ Expr powerOfTwo(Expr n) {
   return reinterpret<float>(cast<uint32_t>(n + 127) << Expr(uint32_t(23)));
 }
 
+/// A row's output from its accumulated P·V and sum, and its lse from its
+/// sum and max + log sum: a row with no kept key (sum 0) is exactly 0 and
+/// its lse -inf; a row that saw a NaN score has sum NaN, which passes the
+/// sum == 0 test and stays NaN.
+Expr normalizedRow(Expr accumulated, Expr sum) {
+  return select(sum == 0.0f, 0.0f, accumulated / sum);
+}
+Expr lseRow(Expr sum, Expr logSumExp) {
+  Expr negativeInfinity =
+      reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
+  return strict_float(select(sum == 0.0f, negativeInfinity,
+                             select(is_nan(sum), sum, logSumExp)));
+}
+/// The output element (d, x, y, b) of rows (d, i, h, b) in the layout: x, y
+/// are i, h for bhsd and h, i for bshd.
+Expr inLayout(Func rows, bool bshd, Var d, Var x, Var y, Var b) {
+  return bshd ? rows(d, y, x, b) : rows(d, x, y, b);
+}
+
 /// Scores of dropped keys; any real score is far above it.
 constexpr float kDropped = -3.0e38f;
 constexpr float kDroppedBelow = -1.0e38f;
@@ -494,8 +513,6 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     return select(is_nan(shifted), shifted,
                   select(s > kDroppedBelow, exp2Polynomial(exponent), 0.0f));
   };
-  // A row with no kept key has sum 0: it is exactly 0, its lse -inf. A row
-  // that saw a NaN score has sum NaN, which passes the l == 0 test.
   RowTotals totals = options.decode
                          ? wholeRows(c, weight, value, rawValue, kvHead, T)
                          : onlineRows(c, weight, value, rawValue, kvHead, T);
@@ -511,21 +528,14 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
         select(e < Dv, rows, e == Dv, totals.max, totals.sum);
     return;
   }
-  if (!c.isLse)
-    c.normalized(d, i, h, b) = select(
-        sum == 0.0f, 0.0f, (c.accumulator(d, i, h, b) + totals.rest) / sum);
-
   Var x = f.x, y = f.y;
   if (!c.isLse) {
-    Type type = halideType(plan.values[op.output].dtype);
-    Expr result = f.bshd ? c.normalized(d, y, x, b) : c.normalized(d, x, y, b);
-    c.result(d, x, y, b) = cast(type, result);
+    c.normalized(d, i, h, b) =
+        normalizedRow(c.accumulator(d, i, h, b) + totals.rest, sum);
+    c.result(d, x, y, b) = cast(halideType(plan.values[op.output].dtype),
+                                inLayout(c.normalized, f.bshd, d, x, y, b));
   } else {
-    Expr negativeInfinity =
-        reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
-    c.result(i, h, b) = strict_float(
-        select(sum == 0.0f, negativeInfinity,
-               select(is_nan(sum), sum, totals.max + logKeys + log(sum))));
+    c.result(i, h, b) = lseRow(sum, totals.max + logKeys + log(sum));
   }
 }
 
@@ -702,19 +712,14 @@ MergeFuncs defineMerge(const KernelPlan &plan, const PlannedKernel &kernel) {
       m.merged(d, i, h, b) = 0.0f;
       m.merged(d, i, h, b) +=
           m.weights(i, h, b, parts) * partials(d, i, h, b, parts);
-      m.normalized(d, i, h, b) =
-          select(sum == 0.0f, 0.0f, m.merged(d, i, h, b) / sum);
-      Expr row = bshd ? m.normalized(d, y, x, b) : m.normalized(d, x, y, b);
-      result(d, x, y, b) = cast(halideType(plan.values[value].dtype), row);
+      m.normalized(d, i, h, b) = normalizedRow(m.merged(d, i, h, b), sum);
+      result(d, x, y, b) = cast(halideType(plan.values[value].dtype),
+                                inLayout(m.normalized, bshd, d, x, y, b));
     } else {
       // The sum times 2^keyShift(T) is exact: the lse of one key is its
       // score.
-      Expr negativeInfinity =
-          reinterpret<float>(cast<uint32_t>(Expr(int32_t(0xff800000u))));
       Expr unshifted = sum * powerOfTwo(keyShift(m.keys));
-      result(i, h, b) = strict_float(
-          select(sum == 0.0f, negativeInfinity,
-                 select(is_nan(sum), sum, m.rowMax(i, h, b) + log(unshifted))));
+      result(i, h, b) = lseRow(sum, m.rowMax(i, h, b) + log(unshifted));
     }
     m.results.push_back(result);
     m.resultValues.push_back(value);
