@@ -161,6 +161,15 @@ private:
                names.begin();
     return b.CreateLoad(i64, b.CreateConstGEP1_64(i64, dims, k));
   }
+  /// ceil(x / y) of unsigned x, positive y.
+  llvm::Value *ceilDiv(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {
+    return b.CreateUDiv(b.CreateAdd(x, b.CreateSub(y, b.getInt64(1))), y);
+  }
+  /// Floats per partial row of the decode form: its output, max and sum.
+  llvm::Value *partialRowFloats(llvm::IRBuilder<> &b, llvm::Value *dims,
+                                const HalideEntryKernel &kernel) {
+    return b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
+  }
   /// A kernel's tasks of one form: B × groups × tiles, a group one head or
   /// (decode) the query heads of one kv head, a tile `tileQueries` queries.
   struct TaskSpace {
@@ -172,9 +181,7 @@ private:
     int64_t tileQueries = decode ? kernel.decodeBelow : kernel.taskQueries;
     llvm::Value *queries = size(b, dims, kernel.queries);
     return {size(b, dims, decode ? kernel.kvHeads : kernel.heads),
-            b.CreateUDiv(b.CreateAdd(queries, b.getInt64(tileQueries - 1)),
-                         b.getInt64(tileQueries)),
-            tileQueries};
+            ceilDiv(b, queries, b.getInt64(tileQueries)), tileQueries};
   }
   /// The pipelines NAME_entry calls for an attention: the rows form, a
   /// part of the decode form, the merge of the decode form's parts.
@@ -360,8 +367,7 @@ llvm::Function *EntryBuilder::buildTask(const HalideEntryKernel &kernel,
   // valueDepth + 2] in scratch: the task's rows of its own part, or of
   // every part for the merge.
   auto partialsBuffer = [&] {
-    llvm::Value *rowFloats =
-        b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
+    llvm::Value *rowFloats = partialRowFloats(b, dims, kernel);
     llvm::Value *partMin = part, *partExtent = b.getInt64(1);
     if (form == Form::Merge)
       partExtent = parts;
@@ -535,11 +541,9 @@ void EntryBuilder::runDecode(llvm::IRBuilder<> &b, llvm::Function *entry,
     return b.CreateSelect(b.CreateICmpULT(x, y), x, y);
   };
   llvm::Value *someTasks = umax(tasks, b.getInt64(1));
-  llvm::Value *wanted = b.CreateUDiv(
-      b.CreateAdd(threads, b.CreateSub(someTasks, b.getInt64(1))), someTasks);
-  llvm::Value *keyTiles = b.CreateUDiv(
-      b.CreateAdd(size(b, dims, kernel.keys), b.getInt64(kernel.keyTile - 1)),
-      b.getInt64(kernel.keyTile));
+  llvm::Value *wanted = ceilDiv(b, threads, someTasks);
+  llvm::Value *keyTiles =
+      ceilDiv(b, size(b, dims, kernel.keys), b.getInt64(kernel.keyTile));
   llvm::Value *most =
       umax(b.CreateUDiv(keyTiles, b.getInt64(2)), b.getInt64(1));
   llvm::Value *parts = b.CreateSelect(b.CreateICmpULT(tasks, threads),
@@ -547,12 +551,9 @@ void EntryBuilder::runDecode(llvm::IRBuilder<> &b, llvm::Function *entry,
   // And at least enough that no part sees more than decodePartKeys keys,
   // whatever the threads: a part's scores then stay in L2.
   if (kernel.decodePartKeys > 0)
-    parts = umax(
-        parts, b.CreateUDiv(b.CreateAdd(size(b, dims, kernel.keys),
-                                        b.getInt64(kernel.decodePartKeys - 1)),
-                            b.getInt64(kernel.decodePartKeys)));
-  llvm::Value *rowFloats =
-      b.CreateAdd(size(b, dims, kernel.valueDepth), b.getInt64(2));
+    parts = umax(parts, ceilDiv(b, size(b, dims, kernel.keys),
+                                b.getInt64(kernel.decodePartKeys)));
+  llvm::Value *rowFloats = partialRowFloats(b, dims, kernel);
   llvm::Value *bytes = b.getInt64(4);
   for (llvm::Value *factor :
        {parts, size(b, dims, kernel.batch), size(b, dims, kernel.heads),
