@@ -545,7 +545,8 @@ int Tuner::run() {
                       "score block (query vectors x keys)",
                       "P.V block (rows x vectors)",
                       "decode score block (heads x keys)",
-                      "decode P.V block (heads x vectors)"};
+                      "decode P.V block (heads x vectors)",
+                      "decode P.V chunk (keys)"};
   }
   MachineIdentity machine = machineIdentity(target);
   TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,

@@ -344,7 +344,8 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
     rawValue = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return at(v, valueDepth(dd, Dv), jj, gg, clampB(bb));
     };
-  if (plan.values[op.value].dtype != DType::F32 && !valuePairs) {
+  // The decode form defines them for f32 V too, to copy a chunk's rows.
+  if ((plan.values[op.value].dtype != DType::F32 || f.decode) && !valuePairs) {
     c.valueRows(d, j, g, b) = value(d, j, g, b);
     value = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return c.valueRows(dd, jj, gg, bb);

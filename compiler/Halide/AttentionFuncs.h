@@ -58,8 +58,9 @@ struct AttentionFuncs {
     /// or V is f16 or bf16, so that the hand schedule widens each element
     /// once per block or tile rather than at every use in the products
     /// (keyRows stays bf16 for bf16 products, copied per block of keys).
-    /// The decode form defines keyRows for f32 K too: copied per block of
-    /// keys, K is read in the order it lies.
+    /// The decode form defines keyRows and valueRows for f32 too: copied per
+    /// block of keys (per chunk of P·V), K and V are read in the order they
+    /// lie.
     Halide::Func keyRows, valueRows;
     /// bf16 products (AlgorithmOptions::bf16Products): q as depth pairs,
     /// (pair, i, m, h, b) = q[2m + pair][i] (0 past Dk), so that one vector

@@ -35,6 +35,11 @@ struct HalideSchedule {
   /// splits longer key ranges into parts, merged afterwards, so that a
   /// part's scores and weights stay in L2.
   int64_t decodePartKeys = 0;
+  /// Keys per chunk of the decode form's P·V (0: one pass over a part's
+  /// keys): each chunk's V rows are copied once and every P·V block reads
+  /// them from L1, so V comes from memory once however many blocks the
+  /// registers need to cover every head and Dv.
+  int64_t decodePvKeys = 0;
   std::string measured; ///< What it measured, free text.
   std::string source;   ///< The file it came from, or "default".
 

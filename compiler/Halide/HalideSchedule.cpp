@@ -76,7 +76,8 @@ HalideSchedule parse(const std::string &text, const std::string &file,
         key != "task_queries" && key != "query_tile" && key != "key_tile" &&
         key != "vector_width" && key != "score_block" && key != "pv_block" &&
         key != "decode_score_block" && key != "decode_pv_block" &&
-        key != "decode_part_keys" && key != "measured")
+        key != "decode_part_keys" && key != "decode_pv_keys" &&
+        key != "measured")
       fail("/" + key, "unknown key");
   HalideSchedule s;
   const json &target = document.value("target_class", json());
@@ -125,6 +126,14 @@ HalideSchedule parse(const std::string &text, const std::string &file,
                                "/decode_part_keys", 0, int64_t(1) << 24);
     if (s.decodePartKeys != 0 && s.decodePartKeys < 64)
       fail("/decode_part_keys", "must be 0 (no bound) or at least 64");
+  }
+  s.decodePvKeys = fallback.decodePvKeys;
+  if (document.contains("decode_pv_keys")) {
+    // Whole vectors of keys, and whole bf16 pairs.
+    s.decodePvKeys = integer(document["decode_pv_keys"], "/decode_pv_keys", 0,
+                             int64_t(1) << 16);
+    if (s.decodePvKeys % 16 != 0)
+      fail("/decode_pv_keys", "must be 0 (one pass) or a multiple of 16");
   }
   if (std::string problem = s.blocksOutsideTile(); !problem.empty())
     throw UserError(file + ": " + problem);
@@ -180,6 +189,7 @@ std::string HalideSchedule::toJson() const {
                    {"decode_score_block", {decodeScoreHeads, decodeScoreKeys}},
                    {"decode_pv_block", {decodePvHeads, decodePvVectors}},
                    {"decode_part_keys", decodePartKeys},
+                   {"decode_pv_keys", decodePvKeys},
                    {"measured", measured}};
   return document.dump(2);
 }

@@ -31,7 +31,7 @@ public:
     json document = object(
         text, {"attnc_schedule_space", "version", "task_queries", "query_tile",
                "key_tile", "score_block", "pv_block", "decode_score_block",
-               "decode_pv_block", "autoschedulers", "notes"});
+               "decode_pv_block", "decode_pv_keys", "autoschedulers", "notes"});
     HalideScheduleSpace space;
     space.version =
         integer(document, "/version", document.value("version", json()));
@@ -45,6 +45,20 @@ public:
       space.decodeScoreBlocks = pairs(document, "decode_score_block");
     if (document.contains("decode_pv_block"))
       space.decodePvBlocks = pairs(document, "decode_pv_block");
+    if (document.contains("decode_pv_keys")) {
+      const json &list = document["decode_pv_keys"];
+      if (!list.is_array() || list.empty())
+        fail("/decode_pv_keys", "expected a non-empty array");
+      for (size_t i = 0; i < list.size(); ++i) {
+        // As a schedule file's: 0 (one pass) or whole 16 keys.
+        if (!list[i].is_number_integer() || list[i] < 0 || list[i] > 4096 ||
+            list[i].get<int64_t>() % 16 != 0)
+          fail("/decode_pv_keys/" + std::to_string(i),
+               "expected 0 or a multiple of 16 up to 4096, got " +
+                   list[i].dump());
+        space.decodePvKeys.push_back(list[i].get<int64_t>());
+      }
+    }
     const json &names = member(document, "autoschedulers");
     if (!names.is_array())
       fail("/autoschedulers", "expected an array of names");
@@ -216,6 +230,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
   };
   auto hand = [&](const HalideSchedule &s) {
     json key = {{"decode_pv_block", {s.decodePvHeads, s.decodePvVectors}},
+                {"decode_pv_keys", s.decodePvKeys},
                 {"decode_score_block", {s.decodeScoreHeads, s.decodeScoreKeys}},
                 {"key_tile", s.keyTile},
                 {"pv_block", {s.pvRows, s.pvVectors}},
@@ -230,17 +245,19 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
     std::string decodePv = by(s.decodePvHeads, s.decodePvVectors);
     std::string description =
         decodeForm
-            ? "decode score " + decodeScore + ", decode pv " + decodePv
+            ? "decode score " + decodeScore + ", decode pv " + decodePv +
+                  " in chunks of " + std::to_string(s.decodePvKeys)
             : "task " + std::to_string(s.taskQueries) + ", query " +
                   std::to_string(s.queryTile) + ", key " +
                   std::to_string(s.keyTile) + ", score " + score + ", pv " + pv;
-    return TuneCandidate{
-        key.dump(),
-        description,
-        {"hand", std::to_string(s.taskQueries), std::to_string(s.queryTile),
-         std::to_string(s.keyTile), score, pv, decodeScore, decodePv},
-        s.toFileJson(),
-        ""};
+    return TuneCandidate{key.dump(),
+                         description,
+                         {"hand", std::to_string(s.taskQueries),
+                          std::to_string(s.queryTile),
+                          std::to_string(s.keyTile), score, pv, decodeScore,
+                          decodePv, std::to_string(s.decodePvKeys)},
+                         s.toFileJson(),
+                         ""};
   };
   std::vector<TuneCandidate> result = {hand(defaults)};
   std::set<std::string> seen = {result.front().key};
@@ -258,19 +275,24 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
         blocks.push_back({first, second});
       return blocks;
     };
+    std::vector<int64_t> chunks = space.decodePvKeys;
+    if (chunks.empty())
+      chunks.push_back(defaults.decodePvKeys);
     for (auto [scoreHeads, scoreKeys] :
          orDefault(space.decodeScoreBlocks, defaults.decodeScoreHeads,
                    defaults.decodeScoreKeys))
       for (auto [pvHeads, pvVectors] :
            orDefault(space.decodePvBlocks, defaults.decodePvHeads,
-                     defaults.decodePvVectors)) {
-        HalideSchedule s = defaults;
-        s.decodeScoreHeads = scoreHeads;
-        s.decodeScoreKeys = scoreKeys;
-        s.decodePvHeads = pvHeads;
-        s.decodePvVectors = pvVectors;
-        add(s);
-      }
+                     defaults.decodePvVectors))
+        for (int64_t chunkKeys : chunks) {
+          HalideSchedule s = defaults;
+          s.decodeScoreHeads = scoreHeads;
+          s.decodeScoreKeys = scoreKeys;
+          s.decodePvHeads = pvHeads;
+          s.decodePvVectors = pvVectors;
+          s.decodePvKeys = chunkKeys;
+          add(s);
+        }
   } else {
     std::vector<int64_t> keyTiles = space.keyTiles;
     if (keyTiles.empty())
@@ -300,7 +322,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
                 {"target_class", defaults.targetClass}};
     result.push_back({key.dump(),
                       "autoscheduler " + name,
-                      {"auto:" + name, "", "", "", "", "", "", ""},
+                      {"auto:" + name, "", "", "", "", "", "", "", ""},
                       "",
                       "auto:" + name});
   }

@@ -44,6 +44,8 @@ struct HalideScheduleSpace {
   std::vector<std::pair<int64_t, int64_t>> scoreBlocks, pvBlocks;
   /// The decode form's blocks; empty: the default's.
   std::vector<std::pair<int64_t, int64_t>> decodeScoreBlocks, decodePvBlocks;
+  /// HalideSchedule::decodePvKeys values; empty: the default's.
+  std::vector<int64_t> decodePvKeys;
   std::vector<std::string> autoschedulers;
 };
 

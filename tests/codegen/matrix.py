@@ -143,11 +143,12 @@ def halide_schedule_for(kind, target_class):
     lanes = LANES[target_class]
     if kind == "small":
         # The decode form (fewer queries than 4) in blocks of one head, its
-        # keys in parts of at most 64 (more than 64 keys split on any thread).
+        # keys in parts of at most 64 (more than 64 keys split on any thread),
+        # P·V in chunks of 16 keys (a part's last chunk partial).
         s = {"task_queries": 16, "query_tile": 8, "key_tile": 8, "vector_width": 4,
              "score_block": [1, 2], "pv_block": [2, 1],
              "decode_score_block": [1, 2], "decode_pv_block": [1, 1],
-             "decode_part_keys": 64}
+             "decode_part_keys": 64, "decode_pv_keys": 16}
     else:
         # Blocks of 3 heads, which round a kv head's query heads up (padded
         # heads) or split them unevenly.

@@ -211,7 +211,7 @@ TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
                      std::to_string(defaults.queryTile);
   std::set<std::string> decodeBlocks;
   for (const TuneCandidate &candidate : decode) {
-    ASSERT_EQ(candidate.parameters.size(), 8u);
+    ASSERT_EQ(candidate.parameters.size(), 9u);
     // The rows form's parameters stay the default's: they do not run.
     EXPECT_EQ(candidate.parameters[1] + "," + candidate.parameters[2], rows);
     decodeBlocks.insert(candidate.parameters[6] + " " +
