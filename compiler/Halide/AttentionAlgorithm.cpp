@@ -330,7 +330,7 @@ void AlgorithmBuilder::chain(AttentionFuncs::Chain &c) {
   if (pairs) {
     // Raw bf16 rows, so that the schedule can copy a block's keys together.
     c.keyRows(d, j, g, b) = at(k, d, clampK(j), clampG(g), clampB(b));
-  } else if (plan.values[op.key].dtype != DType::F32 || f.decode) {
+  } else {
     c.keyRows(d, j, g, b) = key(d, j, g, b);
     key = [&](Expr dd, Expr jj, Expr gg, Expr bb) {
       return c.keyRows(dd, jj, gg, bb);

@@ -54,13 +54,12 @@ struct AttentionFuncs {
     Halide::Func queryRows, queryNorm, queryProjection;
     /// Per kv head: key norms (cosine) or projections (additive).
     Halide::Func keyNorm, keyProjection;
-    /// 16-bit K and V widened to f32 as (d, j, g, b), defined only when K
-    /// or V is f16 or bf16, so that the hand schedule widens each element
-    /// once per block or tile rather than at every use in the products
-    /// (keyRows stays bf16 for bf16 products, copied per block of keys).
-    /// The decode form defines keyRows and valueRows for f32 too: copied per
-    /// block of keys (per chunk of P·V), K and V are read in the order they
-    /// lie.
+    /// K and V rows as f32, (d, j, g, b), so that the hand schedule copies
+    /// them per block of keys (per tile, per chunk of the decode form's P·V):
+    /// 16-bit elements are widened once there rather than at every use in
+    /// the products, and a block's rows are one dense buffer (keyRows stays
+    /// bf16 for bf16 products). keyRows is always defined; valueRows for
+    /// 16-bit V and in the decode form.
     Halide::Func keyRows, valueRows;
     /// bf16 products (AlgorithmOptions::bf16Products): q as depth pairs,
     /// (pair, i, m, h, b) = q[2m + pair][i] (0 past Dk), so that one vector
