@@ -266,25 +266,23 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
     if (seen.insert(candidate.key).second)
       result.push_back(candidate);
   };
+  // A parameter the space leaves out keeps the default's value.
+  auto orDefault = [](auto values, auto value) {
+    if (values.empty())
+      values.push_back(value);
+    return values;
+  };
   if (decodeForm) {
-    // Only the decode blocks change what runs; the rows form's parameters
-    // would give copies of one kernel.
-    auto orDefault = [](std::vector<std::pair<int64_t, int64_t>> blocks,
-                        int64_t first, int64_t second) {
-      if (blocks.empty())
-        blocks.push_back({first, second});
-      return blocks;
-    };
-    std::vector<int64_t> chunks = space.decodePvKeys;
-    if (chunks.empty())
-      chunks.push_back(defaults.decodePvKeys);
-    for (auto [scoreHeads, scoreKeys] :
-         orDefault(space.decodeScoreBlocks, defaults.decodeScoreHeads,
-                   defaults.decodeScoreKeys))
-      for (auto [pvHeads, pvVectors] :
-           orDefault(space.decodePvBlocks, defaults.decodePvHeads,
-                     defaults.decodePvVectors))
-        for (int64_t chunkKeys : chunks) {
+    // Only the decode parameters change what runs; the rows form's would
+    // give copies of one kernel.
+    for (auto [scoreHeads, scoreKeys] : orDefault(
+             space.decodeScoreBlocks, std::make_pair(defaults.decodeScoreHeads,
+                                                     defaults.decodeScoreKeys)))
+      for (auto [pvHeads, pvVectors] : orDefault(
+               space.decodePvBlocks, std::make_pair(defaults.decodePvHeads,
+                                                    defaults.decodePvVectors)))
+        for (int64_t chunkKeys :
+             orDefault(space.decodePvKeys, defaults.decodePvKeys)) {
           HalideSchedule s = defaults;
           s.decodeScoreHeads = scoreHeads;
           s.decodeScoreKeys = scoreKeys;
@@ -294,9 +292,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
           add(s);
         }
   } else {
-    std::vector<int64_t> keyTiles = space.keyTiles;
-    if (keyTiles.empty())
-      keyTiles.push_back(defaults.keyTile);
+    std::vector<int64_t> keyTiles = orDefault(space.keyTiles, defaults.keyTile);
     for (int64_t task : space.taskQueries)
       for (int64_t query : space.queryTiles) {
         if (task % query != 0)
