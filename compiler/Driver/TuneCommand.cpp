@@ -546,7 +546,7 @@ int Tuner::run() {
                       "P.V block (rows x vectors)",
                       "decode score block (heads x keys)",
                       "decode P.V block (heads x vectors)",
-                      "decode P.V chunk (keys)"};
+                      "decode P.V chunk (keys; 0: one pass)"};
   }
   MachineIdentity machine = machineIdentity(target);
   TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,

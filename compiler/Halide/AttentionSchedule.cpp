@@ -352,7 +352,7 @@ void scheduleDecodeChain(AttentionFuncs &f, AttentionFuncs::Chain &c,
   // registers (an rfactor over the chunks) and adds them to the crop's
   // accumulator, and the chunk's V rows are copied first, one after
   // another, so V comes from memory once and in the order it lies (blocks
-  // of 32 of Dv's 128 columns each read V from memory on AVX2, 1.35× slower
+  // of 32 of Dv's 128 columns each read V from memory on AVX2, 1.4× slower
   // at T = 32768).
   RVar chunks("chunks"), keysOfChunk("keys_of_chunk");
   Var chunk("chunk");

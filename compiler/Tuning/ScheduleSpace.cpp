@@ -246,7 +246,9 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
     std::string description =
         decodeForm
             ? "decode score " + decodeScore + ", decode pv " + decodePv +
-                  " in chunks of " + std::to_string(s.decodePvKeys)
+                  (s.decodePvKeys
+                       ? " in chunks of " + std::to_string(s.decodePvKeys)
+                       : " in one pass")
             : "task " + std::to_string(s.taskQueries) + ", query " +
                   std::to_string(s.queryTile) + ", key " +
                   std::to_string(s.keyTile) + ", score " + score + ", pv " + pv;
