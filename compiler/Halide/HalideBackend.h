@@ -40,6 +40,13 @@ struct HalideSchedule {
   /// them from L1, so V comes from memory once however many blocks the
   /// registers need to cover every head and Dv.
   int64_t decodePvKeys = 0;
+  /// The values decodePvKeys may hold (schedule files and tuning spaces):
+  /// 0, or whole 16 keys (whole vectors, whole bf16 pairs) up to
+  /// kMostDecodePvKeys.
+  static constexpr int64_t kMostDecodePvKeys = 4096;
+  static bool validDecodePvKeys(int64_t keys) {
+    return keys >= 0 && keys <= kMostDecodePvKeys && keys % 16 == 0;
+  }
   std::string measured; ///< What it measured, free text.
   std::string source;   ///< The file it came from, or "default".
 

@@ -129,10 +129,9 @@ HalideSchedule parse(const std::string &text, const std::string &file,
   }
   s.decodePvKeys = fallback.decodePvKeys;
   if (document.contains("decode_pv_keys")) {
-    // Whole vectors of keys, and whole bf16 pairs.
-    s.decodePvKeys =
-        integer(document["decode_pv_keys"], "/decode_pv_keys", 0, 4096);
-    if (s.decodePvKeys % 16 != 0)
+    s.decodePvKeys = integer(document["decode_pv_keys"], "/decode_pv_keys", 0,
+                             HalideSchedule::kMostDecodePvKeys);
+    if (!HalideSchedule::validDecodePvKeys(s.decodePvKeys))
       fail("/decode_pv_keys", "must be 0 (one pass) or a multiple of 16");
   }
   if (std::string problem = s.blocksOutsideTile(); !problem.empty())

@@ -50,9 +50,8 @@ public:
       if (!list.is_array() || list.empty())
         fail("/decode_pv_keys", "expected a non-empty array");
       for (size_t i = 0; i < list.size(); ++i) {
-        // As a schedule file's: 0 (one pass) or whole 16 keys.
-        if (!list[i].is_number_integer() || list[i] < 0 || list[i] > 4096 ||
-            list[i].get<int64_t>() % 16 != 0)
+        if (!list[i].is_number_integer() ||
+            !HalideSchedule::validDecodePvKeys(list[i].get<int64_t>()))
           fail("/decode_pv_keys/" + std::to_string(i),
                "expected 0 or a multiple of 16 up to 4096, got " +
                    list[i].dump());
