@@ -52,10 +52,13 @@ WITH_ENTRY = {"bert_encoder_attn", "gpt2_block_attn", "llama3_rotary_exporter",
 
 
 def generated():
-    """Graphs over the features the kernel takes."""
-    for dtype, layout, mask, extra in itertools.product(
-            ["f32", "f16", "bf16"], ["bhsd", "bshd"],
-            [None, "causal", "window", "key_length"], ["plain", "softcap_lse"]):
+    """Graphs over the features the kernel takes: every dtype, mask and extra
+    together, the layout alternating so that each of them meets both."""
+    dtypes, masks, extras = (["f32", "f16", "bf16"], [None, "causal", "window", "key_length"],
+                             ["plain", "softcap_lse"])
+    for (i, dtype), (j, mask), (k, extra) in itertools.product(
+            enumerate(dtypes), enumerate(masks), enumerate(extras)):
+        layout = ("bhsd", "bshd")[(i + j + k) % 2]
         hq, hkv, dk, dv = (8, 2, 300, 72) if extra == "plain" else (4, 4, 64, 300)
         def shape(h, length, d):
             return ["B", h, length, d] if layout == "bhsd" else ["B", length, h, d]

@@ -16,11 +16,11 @@ x86-64-avx2) and schedules (default, small tiles, odd tiles).  Their full
 product is far too large, so the default run is a *pairwise covering sample*
 built greedily with a fixed seed: every pair of values of every two axes
 appears in at least one case (so every value of every axis does too).  The
-default run takes 800 cases: the covering arrays of seeds S, S+1, ... (64 to
-about 70 cases each, so each pair appears about twelve times with different
-concrete sizes and values).  `--count N` takes the first N cases of that
-sequence (for seed 0 the first covering array is the first 64), and `--full`
-is `--count 2000`.
+default run takes the whole covering arrays of seeds S to S+3 (64 to about
+70 cases each, 269 for seed 0, so each pair appears at least four times with
+different concrete sizes and values).  `--count N` takes the first N cases of
+the sequence of arrays (for seed 0 the first covering array is the first 64),
+and `--full` is `--count 2000` (about thirty arrays).
 
 Each case writes its graph and every input as a .npy file (q, k, v, biases,
 weights standard normal; bool masks, key lengths, ALiBi slopes) into a
@@ -676,7 +676,7 @@ def check_files(case, out):
 
 # --------------------------------------------------------------------------
 
-DEFAULT_COUNT = 800
+DEFAULT_ARRAYS = 4
 FULL_COUNT = 2000
 
 
@@ -684,12 +684,12 @@ def make_cases(seed, count, full):
     """The first `count` rows of the pairwise covering arrays of seeds seed,
     seed + 1, ...: each complete array covers every pair once more, with
     other concrete sizes, heads and values."""
-    if count is None:
-        count = FULL_COUNT if full else DEFAULT_COUNT
+    if full:
+        count = FULL_COUNT
     rows = []
     first = None
     s = seed
-    while len(rows) < count:
+    while (len(rows) < count) if count is not None else (s < seed + DEFAULT_ARRAYS):
         # the first array is the smallest of four constructions (CI's Halide
         # run takes the first 67 cases: all of it)
         sample = pairwise_sample(s, tries=4 if first is None else 1)
@@ -697,7 +697,7 @@ def make_cases(seed, count, full):
             first = len(sample)
         rows += sample
         s += 1
-    rows = rows[:count]
+    rows = rows[:count] if count is not None else rows
     return [Case(i, r, seed) for i, r in enumerate(rows)], first
 
 
@@ -766,7 +766,7 @@ def main():
                     help="with --backend halide: --schedule for every case (an "
                          "autoscheduler), instead of the schedule axis")
     ap.add_argument("--seed", type=int, default=0, help="seed of the sample (default 0)")
-    ap.add_argument("--count", type=int, help="number of cases (default %d)" % DEFAULT_COUNT)
+    ap.add_argument("--count", type=int, help="number of cases (default: the first %d covering arrays)" % DEFAULT_ARRAYS)
     ap.add_argument("--full", action="store_true", help="run %d cases" % FULL_COUNT)
     ap.add_argument("--only", help="comma list of case indices to run")
     ap.add_argument("--split", type=int, metavar="N",
