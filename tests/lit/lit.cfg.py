@@ -9,7 +9,10 @@
 # Substitutions: %python (a Python with numpy), %examples (examples/graphs),
 # %inputs (tests/lit/Inputs), %fake_cuda (the recording stand-in for the CUDA
 # driver, tests/runtime/fake_cuda_driver.c); attnc, FileCheck, not, count and
-# split-file are on PATH.
+# split-file are on PATH. Feature `sanitize`: attnc is built with the
+# sanitizers (scripts/test.sh --sanitize); tests whose time goes to Halide's
+# uninstrumented compiles, several times slower under ASan's allocator, are
+# UNSUPPORTED there and run in the normal build.
 
 import os
 
@@ -25,6 +28,8 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
+if config.attnc_sanitize:
+    config.available_features.add("sanitize")
 
 # The tools: attnc first, then FileCheck, not, count and split-file of LLVM 19.
 for tool, directory in [("attnc", config.attnc_bin_dir),
