@@ -280,7 +280,7 @@ CompiledGraph compileGraphHalide(const Graph &graph,
   for (int id : intermediates)
     spec.intermediates.push_back(entryArgument(plan, id, intermediates));
   members.push_back(
-      {graph.name + "_halide_runtime.o", compileHalideRuntime(targetClass)});
+      {graph.name + "_halide_runtime.o", halideRuntime(targetClass)});
 
   // The manifest is the MLIR backend's with the Halide schedule in it.
   result.header = kernelHeader(graph);

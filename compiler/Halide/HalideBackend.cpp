@@ -1,6 +1,7 @@
 //===- HalideBackend.cpp - Kernels through Halide 14 ----------------------===//
 
 #include "Halide/AttentionFuncs.h"
+#include "Halide/HalideTarget.h"
 #include "Halide/PrimitiveFuncs.h"
 #include "Support/Error.h"
 
@@ -22,16 +23,6 @@
 namespace attnc {
 
 namespace {
-
-/// Halide's name for an attnc target class. Explicit features, never
-/// Halide's `host` (docs/toolchain.md, trap 9).
-std::string halideTarget(const std::string &targetClass) {
-  if (targetClass == "x86-64-avx512")
-    return "x86-64-linux-sse41-avx-f16c-fma-avx2-avx512-avx512_skylake";
-  if (targetClass == "x86-64-avx2")
-    return "x86-64-linux-sse41-avx-f16c-fma-avx2";
-  return "x86-64-linux";
-}
 
 TemporaryFileObserver temporaryFileObserver = nullptr;
 
@@ -257,17 +248,12 @@ void setTemporaryFileObserver(TemporaryFileObserver observer) {
   temporaryFileObserver = observer;
 }
 
-std::string compileHalideRuntime(const std::string &targetClass) {
-  try {
-    TemporaryFile object(".o");
-    Halide::compile_standalone_runtime(
-        object.path, Halide::Target(halideTarget(targetClass)));
-    return readFile(object.path);
-  } catch (const Halide::Error &error) {
-    throw std::logic_error(std::string("halide backend: compiling the "
-                                       "runtime failed: ") +
-                           error.what());
-  }
+std::string halideRuntime(const std::string &targetClass) {
+  std::string_view object = embeddedHalideRuntime(targetClass);
+  if (object.empty())
+    throw std::logic_error("halide backend: no runtime for the class '" +
+                           targetClass + "'");
+  return std::string(object);
 }
 
 } // namespace attnc

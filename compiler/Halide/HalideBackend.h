@@ -96,7 +96,7 @@ HalideSchedule loadHalideSchedule(const std::string &path,
 
 /// One kernel compiled by Halide: an object holding the pipeline `function`
 /// (compiled with no_runtime: every pipeline of a graph shares the one
-/// runtime of compileHalideRuntime), whose arguments are halide_buffer_t
+/// runtime of halideRuntime), whose arguments are halide_buffer_t
 /// pointers for the plan values in `arguments`, in order. An attention takes
 /// its crop (int32 batch, first query, query count, key length, and for the
 /// decode form the kv head, key part and parts) before `arguments[cropAt]`,
@@ -143,9 +143,9 @@ HalideLibrary compileHalidePrimitive(const KernelPlan &plan,
                                      const std::string &targetClass,
                                      const std::string &function);
 
-/// Halide's runtime for `targetClass` as one object
-/// (compile_standalone_runtime), shared by all pipelines of a library.
-std::string compileHalideRuntime(const std::string &targetClass);
+/// Halide's runtime for `targetClass` as one object, shared by all
+/// pipelines of a library (compiled once, when attnc was built).
+std::string halideRuntime(const std::string &targetClass);
 
 /// Told of every temporary file the backend has Halide write, with `live`
 /// true once it exists and false once it is removed, so that the driver can
