@@ -682,9 +682,10 @@ FULL_COUNT = 2000
 
 def make_cases(seed, count, full):
     """The first `count` rows of the pairwise covering arrays of seeds seed,
-    seed + 1, ...: each complete array covers every pair once more, with
+    seed + 1, ... (`full`: FULL_COUNT; neither: the first DEFAULT_ARRAYS
+    arrays whole): each complete array covers every pair once more, with
     other concrete sizes, heads and values."""
-    if full:
+    if count is None and full:
         count = FULL_COUNT
     rows = []
     first = None
