@@ -53,8 +53,9 @@ public:
         if (!list[i].is_number_integer() ||
             !HalideSchedule::validDecodePvKeys(list[i].get<int64_t>()))
           fail("/decode_pv_keys/" + std::to_string(i),
-               "expected 0 or a multiple of 16 up to 4096, got " +
-                   list[i].dump());
+               "expected 0 or a multiple of 16 up to " +
+                   std::to_string(HalideSchedule::kMostDecodePvKeys) +
+                   ", got " + list[i].dump());
         space.decodePvKeys.push_back(list[i].get<int64_t>());
       }
     }
