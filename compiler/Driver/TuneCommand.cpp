@@ -38,6 +38,7 @@
 #include <attnc/attnrt.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -53,6 +54,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sstream>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -271,6 +274,62 @@ std::vector<std::string> dimArguments(const DimBindings &dims) {
     result.push_back("--dim=" + name + "=" + std::to_string(value));
   return result;
 }
+
+// A tuner's scratch directory, `attnc-tune-XXXXXX` in TMPDIR, holds an
+// exclusive flock on its `.lock` for the tuner's life. A tuner killed with
+// SIGKILL cannot remove its directory, so each new tuner removes those whose
+// lock it can take: their owner is gone (the kernel drops a dead process's
+// locks). The lock file is created and locked under another name and then
+// renamed, so no `.lock` is ever seen unlocked while its tuner lives.
+struct ScratchDirectory {
+  std::string path;
+  int lock = -1;
+  ScratchDirectory() {
+    fs::path temp = fs::temp_directory_path();
+    removeAbandoned(temp);
+    std::string pattern = (temp / "attnc-tune-XXXXXX").string();
+    if (!mkdtemp(pattern.data()))
+      throw UserError(pattern + ": cannot create a scratch directory: " +
+                      std::strerror(errno));
+    path = pattern;
+    std::string staged = path + "/.lock.new";
+    lock = open(staged.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 ||
+        rename(staged.c_str(), (path + "/.lock").c_str()) != 0) {
+      std::string reason = std::strerror(errno);
+      std::error_code ignored;
+      fs::remove_all(path, ignored);
+      throw UserError(path + ": cannot lock the scratch directory: " + reason);
+    }
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+    close(lock);
+  }
+  static void removeAbandoned(const fs::path &temp) {
+    std::error_code error;
+    for (const fs::directory_entry &entry :
+         fs::directory_iterator(temp, error)) {
+      std::string name = entry.path().filename().string();
+      if (name.rfind("attnc-tune-", 0) != 0 || name.size() != 17)
+        continue;
+      std::string lockPath = (entry.path() / ".lock").string();
+      struct stat info;
+      if (lstat(lockPath.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
+          info.st_uid != getuid())
+        continue;
+      int fd = open(lockPath.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0)
+        continue;
+      if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        std::error_code ignored;
+        fs::remove_all(entry.path(), ignored);
+      }
+      close(fd);
+    }
+  }
+};
 
 class Tuner {
 public:
@@ -579,18 +638,8 @@ int Tuner::run() {
                budget);
 
   // Scratch: the reference outputs, candidate files, child logs.
-  std::string pattern =
-      (fs::temp_directory_path() / "attnc-tune-XXXXXX").string();
-  if (!mkdtemp(pattern.data()))
-    throw UserError(pattern + ": cannot create a scratch directory");
-  work = pattern;
-  struct Cleanup {
-    std::string path;
-    ~Cleanup() {
-      std::error_code ignored;
-      fs::remove_all(path, ignored);
-    }
-  } cleanup{work};
+  ScratchDirectory scratch;
+  work = scratch.path;
   oddDims = smallOddShape(graph, dims);
   // Timed runs rotate over three input sets where they fit in 256 MB, so
   // a kernel is not timed on inputs the previous run left in the caches.

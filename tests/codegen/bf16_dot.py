@@ -24,9 +24,11 @@ a prefill and a decode graph.
 """
 
 import argparse
+import atexit
 import concurrent.futures
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -146,6 +148,8 @@ def main():
     ap.add_argument("--keep")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="bf16dot-")
+    if not a.keep:  # --keep DIR keeps the files to look at
+        atexit.register(shutil.rmtree, work, True)
     # Compile-only, on any machine: the objects hold vdpbf16ps. The MLIR
     # kernel's LLVM IR names the intrinsic; the Halide library is
     # disassembled (Halide writes no IR through attnc).

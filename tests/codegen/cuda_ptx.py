@@ -26,6 +26,7 @@ spills. Numerics need a GPU (ctest label gpu).
 """
 
 import argparse
+import atexit
 import glob
 import itertools
 import json
@@ -239,6 +240,8 @@ def main():
                     help="graphs of each oracle family per target (default 3)")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="cuda-ptx-")
+    if not a.keep:  # --keep DIR keeps the files to look at
+        atexit.register(shutil.rmtree, work, True)
     graphs = [(os.path.splitext(os.path.basename(p))[0], p)
               for p in sorted(glob.glob(os.path.join(ROOT, "examples/graphs/*.json")))]
     for name, graph in (list(generated()) + list(tensor_core()) + list(biased_masked())

@@ -28,8 +28,10 @@ exits 1 if any fails.
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -227,6 +229,8 @@ def main():
     ap.add_argument("--keep")
     a = ap.parse_args()
     work = a.keep or tempfile.mkdtemp(prefix="nonfinite-")
+    if not a.keep:  # --keep DIR keeps the files to look at
+        atexit.register(shutil.rmtree, work, True)
     rng = np.random.default_rng(5)
     failures = 0
     for number, (name, where, index, value) in enumerate(CASES):

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """attnc tune as processes: a tuner killed with SIGKILL mid-search leaves a
 database that the next run resumes (it measures only what is missing and
-loses nothing), a tuner stopped by SIGINT says how to resume and leaves no
-scratch files, and two tuners writing one database at once both finish with
-every candidate recorded once.
+loses nothing) and removes the scratch directory the killed one left, a
+tuner stopped by SIGINT says how to resume and leaves no scratch files, and
+two tuners writing one database at once both finish with every candidate
+recorded once.
 
     tuners.py --attnc PATH
 """
@@ -63,18 +64,27 @@ def main():
                 "--space", space,
                 "--repeat", "3", "--exhaustive"]
 
-        # Kill a tuner once it has stored two candidates, then resume.
+        # Kill a tuner once it has stored two candidates, then resume. The
+        # resumed tuner removes the scratch directory the killed one left.
         db = os.path.join(work, "killed.db")
+        scratch = os.path.join(work, "tmp-killed")
+        os.mkdir(scratch)
+        in_scratch = dict(os.environ, TMPDIR=scratch)
         tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.DEVNULL)
+                                 stderr=subprocess.DEVNULL, env=in_scratch)
         wait_for_records(attnc, tuner, db, 2)
         tuner.send_signal(signal.SIGKILL)
         tuner.wait()
         before = records(attnc, db)
         if len(before) < 2:
             failures.append("the killed tuner stored %d records" % len(before))
+        abandoned = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
         again = subprocess.run(tune + ["--db", db], capture_output=True,
-                               text=True)
+                               text=True, env=in_scratch)
+        left = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
+        if len(abandoned) != 1 or left:
+            failures.append("scratch directories: %s after the kill, %s after "
+                            "resuming" % (abandoned, left))
         after = records(attnc, db)
         if again.returncode != 0:
             failures.append("resume failed: " + again.stderr.strip())
