@@ -307,7 +307,8 @@ struct ScratchDirectory {
     fs::remove_all(path, ignored);
     close(lock);
   }
-  static void removeAbandoned(const fs::path &temp) {
+  // Best effort: a directory that cannot be read or removed stays.
+  static void removeAbandoned(const fs::path &temp) try {
     std::error_code error;
     for (const fs::directory_entry &entry :
          fs::directory_iterator(temp, error)) {
@@ -315,9 +316,11 @@ struct ScratchDirectory {
       if (name.rfind("attnc-tune-", 0) != 0 || name.size() != 17)
         continue;
       std::string lockPath = (entry.path() / ".lock").string();
-      struct stat info;
-      if (lstat(lockPath.c_str(), &info) != 0 || !S_ISREG(info.st_mode) ||
-          info.st_uid != getuid())
+      struct stat directory, lockFile;
+      if (lstat(entry.path().c_str(), &directory) != 0 ||
+          !S_ISDIR(directory.st_mode) || directory.st_uid != getuid() ||
+          lstat(lockPath.c_str(), &lockFile) != 0 ||
+          !S_ISREG(lockFile.st_mode) || lockFile.st_uid != getuid())
         continue;
       int fd = open(lockPath.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
       if (fd < 0)
@@ -328,6 +331,7 @@ struct ScratchDirectory {
       }
       close(fd);
     }
+  } catch (const fs::filesystem_error &) {
   }
 };
 
