@@ -22,6 +22,7 @@
 
 #include "llvm/ADT/bit.h"
 
+#include "Attn/Transforms/Passes.h"
 #include "Attn/Transforms/SoftmaxShift.h"
 #include "Support/Exp2Polynomial.h"
 
@@ -143,6 +144,23 @@ public:
           b.create<scf::YieldOp>(body(iv, args));
         });
     return op.getResults();
+  }
+  /// loop() with step 1 and loop-carried `init` (not empty) that LLVM must
+  /// not unroll: for a register block's loop, where a second copy of the
+  /// body keeps the next step's loads beside the accumulators and spills
+  /// them (attn-lower-to-llvm carries the mark to the loop's latch).
+  ValueRange
+  registerBlockLoop(Value lb, Value ub, ValueRange init,
+                    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    ValueRange results = loop(lb, ub, 1, init, body);
+    MLIRContext *context = b.getContext();
+    auto noUnroll = LLVM::LoopUnrollAttr::get(context, b.getBoolAttr(true), {},
+                                              {}, {}, {}, {}, {});
+    results[0].getDefiningOp()->setAttr(
+        attn::kLoopAnnotationAttrName,
+        LLVM::LoopAnnotationAttr::get(context, {}, {}, {}, noUnroll, {}, {}, {},
+                                      {}, {}, {}, {}, {}, {}, {}, {}));
+    return results;
   }
   void loop(Value lb, Value ub, int64_t step, function_ref<void(Value)> body) {
     loop(lb, ub, step, {}, [&](Value iv, ValueRange) {
@@ -1977,8 +1995,8 @@ void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   SmallVector<Value> init = rescaledAccumulators(row0, d0, R, vectors);
-  ValueRange sums =
-      e.loop(e.index(0), nk, 1, init, [&](Value j, ValueRange accs) {
+  auto key =
+      [&](Value j, ValueRange accs) {
         Value row = tileRowOffset(values, j);
         if (prefetchFrom)
           prefetchNextStepValues(e.add(prefetchFrom, j));
@@ -1994,7 +2012,13 @@ void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
                                        e.add(e.mul(j, BQ), e.add(row0, r))),
               W));
         return e.outerProduct(probabilities, rowVectors, accs);
-      });
+      };
+  // Over a packed tile (vTile), LLVM's runtime unrolling keeps the next
+  // key's V vectors beside the block's accumulators and spills some; V rows
+  // read in place measured no better without it (f32, D = 64 and 128).
+  ValueRange sums = values.data == vTile
+                        ? e.registerBlockLoop(e.index(0), nk, init, key)
+                        : e.loop(e.index(0), nk, 1, init, key);
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
     return accumulatorOffset(row0, r, d0, v);
   });

@@ -11,6 +11,7 @@ include "Attn/IR/AttnDialect.td"
 include "mlir/IR/OpBase.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/LLVMIR/LLVMAttrDefs.td"
 
 //===----------------------------------------------------------------------===//
 // Products
@@ -377,5 +378,27 @@ def Attn_AttentionOp : Attn_Op<"attention", [Pure, AttrSizedOperandSegments,
 //===----------------------------------------------------------------------===//
 
 include "Attn/IR/AttnTileOps.td"
+
+//===----------------------------------------------------------------------===//
+// Lowering markers
+//===----------------------------------------------------------------------===//
+
+def Attn_LoopAnnotationOp : Attn_Op<"loop_annotation"> {
+  let summary = "an LLVM loop annotation on its way to the loop's back edge";
+  let description = [{
+    Begins the body of the loop it annotates. `attn-mark-loop-annotations`
+    writes it from an `scf.for`'s `llvm.loop_annotation` attribute, which
+    MLIR 19's `convert-scf-to-cf` drops; once the loop is LLVM control flow,
+    `attn-annotate-loop-latches` sets the annotation on the loop's latch
+    (`llvm.br` back to the header) and erases the op. No memory effects are
+    declared, so no pattern in between erases it as dead.
+
+    ```mlir
+    attn.loop_annotation #llvm.loop_annotation<unroll = <disable = true>>
+    ```
+  }];
+  let arguments = (ins LoopAnnotationAttr:$annotation);
+  let assemblyFormat = "$annotation attr-dict";
+}
 
 #endif // ATTN_OPS_TD

@@ -32,6 +32,12 @@ SmallVector<Value> gpuKernelTensors(AttentionOp op);
 /// for. An error on any other math op.
 LogicalResult lowerMathForPtx(Operation *root);
 
+/// The attribute of an `scf.for` that attn-lower-to-llvm turns into the
+/// loop's LLVM loop metadata (an LLVM::LoopAnnotationAttr, e.g. unroll
+/// disable), as later MLIR's convert-scf-to-cf does by itself.
+inline constexpr llvm::StringLiteral kLoopAnnotationAttrName =
+    "llvm.loop_annotation";
+
 #define GEN_PASS_DECL
 #include "Attn/Transforms/Passes.h.inc"
 

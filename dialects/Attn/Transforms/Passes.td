@@ -177,4 +177,29 @@ def ApproximateMathPass : Pass<"attn-approximate-math"> {
                            "::mlir::vector::VectorDialect"];
 }
 
+def MarkLoopAnnotationsPass : Pass<"attn-mark-loop-annotations"> {
+  let summary = "Turns scf.for loop annotations into attn.loop_annotation ops";
+  let description = [{
+    Moves the `llvm.loop_annotation` attribute of each `scf.for` into an
+    `attn.loop_annotation` op at the start of its body, which
+    `convert-scf-to-cf` keeps (MLIR 19 drops the attribute itself).
+    `attn-annotate-loop-latches` finishes the job after the lowering. Runs
+    just before `convert-scf-to-cf` in `attn-lower-to-llvm`.
+  }];
+  let dependentDialects = ["::mlir::attn::AttnDialect"];
+}
+
+def AnnotateLoopLatchesPass : Pass<"attn-annotate-loop-latches"> {
+  let summary = "Sets each attn.loop_annotation on its loop's latch branch";
+  let description = [{
+    For each `attn.loop_annotation` in an `llvm.func`: its block is a loop's
+    body, entered from the loop header (its only predecessor); the latch is
+    the header's predecessor that the body dominates. Sets the annotation on
+    the latch's `llvm.br` / `llvm.cond_br` (LLVM reads `!llvm.loop` there)
+    and erases the op. Fails on an op that does not begin a loop body. The
+    last step of `attn-lower-to-llvm`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // ATTN_TRANSFORMS_PASSES_TD

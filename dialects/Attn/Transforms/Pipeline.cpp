@@ -38,11 +38,13 @@ void attn::registerAttnPipeline() {
 static constexpr const char *kLowerToLLVM =
     "attn-approximate-math, convert-linalg-to-loops, "
     "arith-expand{include-bf16=true}, convert-vector-to-scf, "
-    "convert-scf-to-cf, expand-strided-metadata, lower-affine, "
+    "attn-mark-loop-annotations, convert-scf-to-cf, "
+    "expand-strided-metadata, lower-affine, "
     "convert-vector-to-llvm{enable-x86vector}, convert-math-to-llvm, "
     "convert-arith-to-llvm, finalize-memref-to-llvm, "
     "convert-func-to-llvm{use-bare-ptr-memref-call-conv=1}, "
-    "convert-cf-to-llvm, convert-index-to-llvm, reconcile-unrealized-casts";
+    "convert-cf-to-llvm, convert-index-to-llvm, reconcile-unrealized-casts, "
+    "attn-annotate-loop-latches";
 
 static void registerLoweringPasses() {
   static std::once_flag once;
@@ -52,6 +54,8 @@ static void registerLoweringPasses() {
     arith::registerArithExpandOpsPass();
     registerConvertLinalgToLoopsPass();
     attn::registerApproximateMathPass();
+    attn::registerMarkLoopAnnotationsPass();
+    attn::registerAnnotateLoopLatchesPass();
   });
 }
 
