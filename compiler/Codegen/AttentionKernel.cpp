@@ -1995,7 +1995,7 @@ void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth;
   SmallVector<Value> init = rescaledAccumulators(row0, d0, R, vectors);
-  auto key =
+  auto accumulateKey =
       [&](Value j, ValueRange accs) {
         Value row = tileRowOffset(values, j);
         if (prefetchFrom)
@@ -2016,9 +2016,10 @@ void AttentionTaskBuilder::valueBlock(Value row0, int64_t R, Value d0,
   // Over a packed tile (vTile), LLVM's runtime unrolling keeps the next
   // key's V vectors beside the block's accumulators and spills some; V rows
   // read in place measured no better without it (f32, D = 64 and 128).
-  ValueRange sums = values.data == vTile
-                        ? e.registerBlockLoop(e.index(0), nk, init, key)
-                        : e.loop(e.index(0), nk, 1, init, key);
+  ValueRange sums =
+      values.data == vTile
+          ? e.registerBlockLoop(e.index(0), nk, init, accumulateKey)
+          : e.loop(e.index(0), nk, 1, init, accumulateKey);
   e.storeBlock(sums, R, vectors, acc, [&](int64_t r, int64_t v) {
     return accumulatorOffset(row0, r, d0, v);
   });
