@@ -54,6 +54,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sstream>
+#include <string_view>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -282,12 +283,16 @@ std::vector<std::string> dimArguments(const DimBindings &dims) {
 // locks). The lock file is created and locked under another name and then
 // renamed, so no `.lock` is ever seen unlocked while its tuner lives.
 struct ScratchDirectory {
+  static constexpr std::string_view kPrefix = "attnc-tune-";
+  static constexpr size_t kRandomChars = 6; ///< mkdtemp's XXXXXX.
   std::string path;
   int lock = -1;
   ScratchDirectory() {
     fs::path temp = fs::temp_directory_path();
     removeAbandoned(temp);
-    std::string pattern = (temp / "attnc-tune-XXXXXX").string();
+    std::string pattern =
+        (temp / (std::string(kPrefix) + std::string(kRandomChars, 'X')))
+            .string();
     if (!mkdtemp(pattern.data()))
       throw UserError(pattern + ": cannot create a scratch directory: " +
                       std::strerror(errno));
@@ -313,7 +318,8 @@ struct ScratchDirectory {
     for (const fs::directory_entry &entry :
          fs::directory_iterator(temp, error)) {
       std::string name = entry.path().filename().string();
-      if (name.rfind("attnc-tune-", 0) != 0 || name.size() != 17)
+      if (name.rfind(kPrefix, 0) != 0 ||
+          name.size() != kPrefix.size() + kRandomChars)
         continue;
       std::string lockPath = (entry.path() / ".lock").string();
       struct stat directory, lockFile;
