@@ -2305,12 +2305,33 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
   if (depthInLanes && staticDv) {
     int64_t vectors = roundUp(*staticDv, W) / W;
     int64_t wholeRows = wholeRowBlock();
+    Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
+    Value prefetchFrom = t.decodePrefetchLevel == 2 ? j0 : nullptr;
     if (wholeRows >= 1) {
-      Value tail = *staticDv % W ? e.index(*staticDv % W) : nullptr;
       Value end = e.mul(e.ceilDiv(nq, wholeRows), wholeRows);
       e.loop(e.index(0), end, wholeRows, [&](Value row0) {
         valueBlock(row0, wholeRows, e.index(0), vectors, tail, values, nk,
-                   t.decodePrefetchLevel == 2 ? j0 : nullptr);
+                   prefetchFrom);
+      });
+      return;
+    }
+    // A row that does not fit (D = 128 on AVX2: 16 vectors, 12
+    // accumulators) goes in equal segments, each read in order, one row at a
+    // time. Only for f32 values: a converted vector (bf16, f16) would then
+    // feed one FMA instead of R. Measured on AMD EPYC Zen 3, Llama-3-8B f32
+    // decode T=4096: 1.2-1.5x faster than column blocks of R rows.
+    bool f32Values =
+        cast<MemRefType>(values.data.getType()).getElementType().isF32();
+    if (f32Values) {
+      int64_t parts = llvm::divideCeil(vectors, R * V);
+      int64_t segment = llvm::divideCeil(vectors, parts);
+      e.loop(e.index(0), nq, 1, [&](Value row) {
+        for (int64_t v = 0; v < vectors; v += segment) {
+          int64_t count = std::min(segment, vectors - v);
+          valueBlock(row, 1, e.index(v * W), count,
+                     v + count == vectors ? tail : nullptr, values, nk,
+                     v == 0 ? prefetchFrom : nullptr);
+        }
       });
       return;
     }
