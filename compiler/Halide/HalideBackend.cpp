@@ -26,14 +26,25 @@ namespace {
 
 TemporaryFileObserver temporaryFileObserver = nullptr;
 
-/// A file for Halide to write, in the temporary directory, removed on
-/// destruction (and on SIGINT or SIGTERM through the observer, which is told
-/// of the path before the file exists: a signal between creating and telling
-/// would leave it behind).
+/// A file for Halide to write. Where the temporary directory's file system
+/// has unnamed files (O_TMPFILE), it is one, written through /proc/self/fd:
+/// it vanishes with the process however that ends, SIGKILL included.
+/// Otherwise a named file, removed on destruction (and on SIGINT or SIGTERM
+/// through the observer, which is told of the path before the file exists:
+/// a signal between creating and telling would leave it behind).
 struct TemporaryFile {
   std::string path;
+  int unnamed = -1;
   explicit TemporaryFile(const std::string &suffix) {
     std::filesystem::path directory = std::filesystem::temp_directory_path();
+    unnamed = open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (unnamed >= 0) {
+      path = "/proc/self/fd/" + std::to_string(unnamed);
+      if (access(path.c_str(), W_OK) == 0)
+        return;
+      close(unnamed); // No /proc: a named file instead.
+      unnamed = -1;
+    }
     std::random_device random;
     for (int attempt = 0; attempt < 128; ++attempt) {
       char name[32];
@@ -57,6 +68,10 @@ struct TemporaryFile {
                              directory.string());
   }
   ~TemporaryFile() {
+    if (unnamed >= 0) {
+      close(unnamed);
+      return;
+    }
     std::error_code error;
     std::filesystem::remove(path, error);
     if (temporaryFileObserver)

@@ -1,6 +1,6 @@
 """Interrupts `attnc` at many points and checks what it leaves behind.
 
-    interrupt.py [--runs N] SIGNAL COMMAND ARGS...
+    interrupt.py [--runs N] [--clean-after-kill] SIGNAL COMMAND ARGS...
         (the command writes into -o DIR or --output-dir DIR, given in ARGS)
 
 The command is run once to learn how long it takes, then N times more (12
@@ -9,7 +9,8 @@ time, from 2% to 98%, each run with its
 own empty TMPDIR and output directory. After every run the output directory
 must hold no temporary file and either nothing or every file a whole run
 writes, each identical to the whole run's; for SIGINT and SIGTERM, TMPDIR
-must be empty too (SIGKILL cannot clean up; only the output is checked).
+must be empty too (SIGKILL cannot clean up, so only the output is checked,
+unless --clean-after-kill says the command's temporary files are unnamed).
 Prints one line per problem and exits 1 if there is any.
 """
 
@@ -55,6 +56,9 @@ def main():
     runs = 12
     if args[:1] == ["--runs"]:
         runs, args = int(args[1]), args[2:]
+    clean_after_kill = args[:1] == ["--clean-after-kill"]
+    if clean_after_kill:
+        args = args[1:]
     name, command = args[0], args[1:]
     sig = getattr(signal, name)
     root = tempfile.mkdtemp(prefix="interrupt-")
@@ -83,7 +87,7 @@ def main():
                                        os.path.join(whole, "out", name), shallow=False):
                         problems.append("%s: %s differs from a whole run's" % (where, name))
             left = os.listdir(os.path.join(workdir, "tmp"))
-            if sig != signal.SIGKILL and left:
+            if (sig != signal.SIGKILL or clean_after_kill) and left:
                 problems.append("%s: left in TMPDIR: %s" % (where, sorted(left)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
