@@ -1576,7 +1576,7 @@ void AttentionTaskBuilder::forEachScoreBlock(
 
 /// Decoding streams K and V once, so it is bound by memory: asks for the
 /// next step's K rows and (schedule's valuePrefetchBytes) this step's V rows,
-/// read by P·V after the softmax a column block at a time, for the
+/// read by P·V after the softmax a block at a time, for the
 /// depthKeys(W) keys from j0 + jb, while their products run. Each measured
 /// 10-30% faster on Zen 3; V a step ahead during P·V, slower. On Zen 5 the V
 /// prefetches cost f32 rows 15-20% (docs/design/cpu-backend.md).
