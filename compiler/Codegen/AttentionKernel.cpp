@@ -2273,9 +2273,8 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
   // bf16 P·V of a decode step on AVX512-BF16: V interleaved in registers.
   // Blocks of whole rows when the accumulators hold them (as below), else
   // blocks of pvVectors columns.
-  bool bf16Values =
-      cast<MemRefType>(buf.value.data.getType()).getElementType().isBF16();
-  if (bf16Dot && depthInLanes && staticDv && bf16Values) {
+  Type valueType = cast<MemRefType>(buf.value.data.getType()).getElementType();
+  if (bf16Dot && depthInLanes && staticDv && valueType.isBF16()) {
     packProbabilityPairs(nk);
     int64_t vectors = roundUp(*staticDv, W) / W;
     int64_t wholeRows = wholeRowBlock();
@@ -2320,9 +2319,7 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
     // time. Only for f32 values: a converted vector (bf16, f16) would then
     // feed one FMA instead of R. Measured on AMD EPYC Zen 3, Llama-3-8B f32
     // decode T=4096: 1.2-1.5x faster than column blocks of R rows.
-    bool f32Values =
-        cast<MemRefType>(values.data.getType()).getElementType().isF32();
-    if (f32Values) {
+    if (valueType.isF32()) {
       int64_t parts = llvm::divideCeil(vectors, R * V);
       int64_t segment = llvm::divideCeil(vectors, parts);
       e.loop(e.index(0), nq, 1, [&](Value row) {
