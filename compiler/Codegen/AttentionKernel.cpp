@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Codegen/AttentionKernel.h"
+#include "Codegen/MatrixTiles.h"
 
 #include "llvm/ADT/bit.h"
 
@@ -81,6 +82,7 @@ AttentionTiling AttentionTiling::from(const AttentionSchedule &schedule) {
   tiling.queryTile = roundUp(schedule.queryTile, queryBlock);
   tiling.keyTile = roundUp(schedule.keyTile, schedule.scoreKeys);
   tiling.bf16Dot = schedule.bf16Dot && schedule.vectorWidth == 16;
+  tiling.matrixTiles = schedule.matrixTiles;
   tiling.valuePrefetchBytes = schedule.valuePrefetchBytes;
   tiling.decodePrefetchLevel = schedule.decodePrefetchLevel;
   // The default when unset (a schedule built in code).
@@ -709,6 +711,14 @@ private:
   // with zeros to qPairRowLength words (ceil(Dk / 2) rounded up to W): the
   // raw queries as depthInLanesScores reads them with bf16Dot.
   Value qRowPairs, qPairRowLength;
+  // Prefill products on AMX tiles (t.matrixTiles, usesMatrixTiles): Q·Kᵀ
+  // from qPairs and K rows, P·V from pRows and vPairs, whose rows past the
+  // tile's keys are 0 up to tileKeys (BK rounded up to the 32 keys of a
+  // tile product). pRows[i][j] = bf16 p[j][i], rows of tileKeys; keyBlock:
+  // a last block of fewer than 16 K rows, copied (words, [16][Dk / 2]).
+  bool amxTiles = false;
+  int64_t tileKeys = 0;
+  Value pRows, keyBlock;
   // The prescaled queries in row layout, qRows[i][d] for one vector of rows,
   // each row padded with zeros to dkPaddedValue floats.
   Value qRows;
@@ -769,11 +779,31 @@ private:
     return e.b.create<memref::CastOp>(
         MemRefType::get({ShapedType::kDynamic}, e.f32), fixed);
   }
-  /// `elements` 32-bit words (pairs of bf16).
+  /// `elements` 32-bit words (pairs of bf16), a view of bytes that
+  /// halvesOf sees as bf16.
   Value allocaWords(Value elements) {
-    return e.b.create<memref::AllocaOp>(
-        MemRefType::get({ShapedType::kDynamic}, e.b.getI32Type()),
-        ValueRange{elements}, e.b.getI64IntegerAttr(64));
+    Value bytes = e.b.create<memref::AllocaOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.b.getI8Type()),
+        ValueRange{e.mul(elements, 4)}, e.b.getI64IntegerAttr(64));
+    return e.b.create<memref::ViewOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.b.getI32Type()), bytes,
+        e.index(0), ValueRange{elements});
+  }
+  /// The words of allocaWords as twice as many bf16, low half first: the
+  /// operands of AMX tile loads.
+  Value halvesOf(Value words) {
+    auto view = words.getDefiningOp<memref::ViewOp>();
+    return e.b.create<memref::ViewOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.b.getBF16Type()),
+        view.getSource(), e.index(0), ValueRange{e.mul(view.getSizes()[0], 2)});
+  }
+  /// `elements` bf16.
+  Value allocaHalves(int64_t elements) {
+    Value fixed = e.b.create<memref::AllocaOp>(
+        MemRefType::get({elements}, e.b.getBF16Type()),
+        e.b.getI64IntegerAttr(64));
+    return e.b.create<memref::CastOp>(
+        MemRefType::get({ShapedType::kDynamic}, e.b.getBF16Type()), fixed);
   }
   /// `factor` floats per element of `size`: a fixed size when `size` is a
   /// constant.
@@ -834,6 +864,16 @@ private:
   void prefetchNextStepValues(Value key);
   void packProbabilityPairs(Value nk);
   void packPairs(Value j0, Value nk);
+  void packValuePairs(Value j0, Value nk);
+  bool usesMatrixTiles() const;
+  void tileScores(Value j0, Value nk);
+  void blockTileScores(Value jb, Value keyData, Value keyOffset,
+                       Value keyStride, Value queries);
+  void packProbabilityRows(Value nk, Value queries);
+  void tileValues(Value j0, Value nk);
+  Value tileQueries() {
+    return e.mul(e.ceilDiv(liveQueries, TileOps::kRows), TileOps::kRows);
+  }
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
   SmallVector<Value> pairProducts(Value m, Value row0, int64_t rows,
                                   ArrayRef<Value> values, ValueRange accs);
@@ -891,8 +931,14 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   dkPaddedValue = padded(Dk, staticDk);
   dvPaddedValue = padded(Dv, staticDv);
   dvPadded = staticDv ? roundUp(*staticDv, W) : 0;
-  // Whole blocks of depthInLanesScores' keys, which may pass BK.
-  scores = alloca(roundUp(BK, depthKeys(W)) * BQ);
+  auto isBf16 = [](Value buffer) {
+    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
+  };
+  amxTiles = usesMatrixTiles();
+  tileKeys = roundUp(BK, 2 * TileOps::kRows);
+  // Whole blocks of depthInLanesScores' keys (or of tile products), which
+  // may pass BK.
+  scores = alloca(roundUp(BK, amxTiles ? tileKeys : depthKeys(W)) * BQ);
   acc = allocaTimes(dvPaddedValue, BQ);
   rowMax = alloca(BQ);
   rowSum = alloca(BQ);
@@ -912,9 +958,6 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   }
 
   computeScales();
-  auto isBf16 = [](Value buffer) {
-    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
-  };
   bf16Dot = t.bf16Dot && score == attn::ScoreKind::dot &&
             isBf16(buf.query.data) && isBf16(buf.key.data);
   // bf16 dot products read the raw queries as pairs, never QT or qRows.
@@ -942,6 +985,16 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
     int64_t keyPairs = (BK + 1) / 2;
     pPairs = allocaWords(e.index(keyPairs * BQ));
     vPairs = allocaWords(e.mul(dvPaddedValue, keyPairs));
+  }
+  if (amxTiles) {
+    if (!bf16Dot) {
+      packQueryPairs();
+      vPairs = allocaWords(e.index(*staticDv * tileKeys / 2));
+    } else if ((BK + 1) / 2 < tileKeys / 2) {
+      vPairs = allocaWords(e.index(*staticDv * tileKeys / 2));
+    }
+    pRows = allocaHalves(BQ * tileKeys);
+    keyBlock = allocaWords(e.index(TileOps::kRows * *staticDk / 2));
   }
 
   // Running state: m = -inf, l = 0, O = 0.
@@ -1329,6 +1382,8 @@ void AttentionTaskBuilder::dotScores(Value j0, Value nk, bool depthInLanes) {
   // step has only the group's heads (Llama-3: 4), so it puts depth in lanes.
   if (depthInLanes)
     depthInLanesScores(j0, nk);
+  else if (amxTiles)
+    tileScores(j0, nk);
   else if (bf16Dot)
     bf16DotScores(j0, nk);
   else
@@ -2080,32 +2135,47 @@ void AttentionTaskBuilder::packProbabilityPairs(Value nk) {
 /// vdpbf16ps takes them; a missing odd last key is 0 in both (never the next
 /// row of V, which may hold anything).
 void AttentionTaskBuilder::packPairs(Value j0, Value nk) {
+  packProbabilityPairs(nk);
+  packValuePairs(j0, nk);
+}
+
+/// vPairs[m] for the ceil(nk / 2) pairs of keys from j0.
+void AttentionTaskBuilder::packValuePairs(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t W = t.vectorWidth;
   Type bf16 = b.getBF16Type();
   auto halfType = VectorType::get({W}, bf16);
+  auto bitsType = VectorType::get({W}, b.getI16Type());
   auto wordsType = VectorType::get({W}, b.getI32Type());
-  packProbabilityPairs(nk);
   Value lastKey = e.sub(T, e.index(1));
   Value zero = b.create<arith::ConstantOp>(
       halfType, DenseElementsAttr::get(halfType, b.getFloatAttr(bf16, 0.0)));
+  Value zeroBits = b.create<arith::ConstantOp>(
+      bitsType, DenseElementsAttr::get(bitsType, b.getI16IntegerAttr(0)));
+  bool wholeVectors = staticDv && *staticDv % W == 0;
+  // W values from `at` as their bits (LLVM widens bfloat vectors it moves
+  // through registers on CPUs without AVX512-BF16), Dv padded with zeros
+  // to whole vectors; masked loads only where Dv needs them.
+  auto loadBits = [&](Value at, Value d) -> Value {
+    if (wholeVectors)
+      return b.create<vector::BitCastOp>(
+          bitsType, b.create<vector::LoadOp>(halfType, buf.value.data, at));
+    Value count = e.min(e.index(W), e.sub(Dv, d));
+    Value mask = b.create<vector::CreateMaskOp>(
+        VectorType::get({W}, b.getI1Type()), count);
+    return b.create<vector::BitCastOp>(
+        bitsType, b.create<vector::MaskedLoadOp>(halfType, buf.value.data, at,
+                                                 mask, zero));
+  };
   e.loop(e.index(0), e.ceilDiv(nk, 2), 1, [&](Value m) {
     Value first = e.mul(m, 2), second = e.add(first, 1);
     Value hasSecond = e.lt(second, nk);
-    // The values, Dv padded with zeros to whole vectors.
     Value rowA = rowOffset(vRows, e.add(j0, first));
     Value rowB = rowOffset(vRows, e.min(e.add(j0, second), lastKey));
     e.loop(e.index(0), dvPaddedValue, W, [&](Value d) {
-      Value count = e.min(e.index(W), e.sub(Dv, d));
-      Value mask = b.create<vector::CreateMaskOp>(
-          VectorType::get({W}, b.getI1Type()), count);
-      Value low = b.create<vector::MaskedLoadOp>(halfType, buf.value.data,
-                                                 e.add(rowA, d), mask, zero);
+      Value low = loadBits(e.add(rowA, d), d);
       Value high = b.create<arith::SelectOp>(
-          hasSecond,
-          b.create<vector::MaskedLoadOp>(halfType, buf.value.data,
-                                         e.add(rowB, d), mask, zero),
-          zero);
+          hasSecond, loadBits(e.add(rowB, d), d), zeroBits);
       Value pairs = interleaveHalves(b, b.getLoc(), low, high, W);
       b.create<vector::StoreOp>(b.create<vector::BitCastOp>(wordsType, pairs),
                                 vPairs, e.add(e.mul(m, dvPaddedValue), d));
@@ -2247,6 +2317,10 @@ int64_t AttentionTaskBuilder::wholeRowBlock() const {
 void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
                                             bool depthInLanes) {
   int64_t W = t.vectorWidth, R = t.pvRows, V = t.pvVectors;
+  if (amxTiles && !depthInLanes) {
+    tileValues(j0, nk);
+    return;
+  }
   // Rows past nq (rounded to the block) carry nothing.
   Value rows = e.min(e.index(t.queryTile), e.mul(e.ceilDiv(nq, R), R));
   if (bf16Dot && !depthInLanes) {
@@ -2352,6 +2426,190 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
     // Dv known at run time only: one vector at a time, the last masked.
     e.loop(e.index(0), Dv, W, [&](Value d0) {
       valueBlock(row0, R, d0, 1, e.min(e.index(W), e.sub(Dv, d0)), values, nk);
+    });
+  });
+}
+
+/// The prefill products go on AMX tiles when the schedule asks for them and
+/// the tiles divide the work: bf16 q, k and v with dot scores, Dk a fixed
+/// multiple of the 32 depths of a tile product and Dv of the 16 columns of
+/// a result tile, and query blocks of whole 16-row tiles. Any other kernel
+/// keeps the vector code.
+bool AttentionTaskBuilder::usesMatrixTiles() const {
+  auto isBf16 = [](Value buffer) {
+    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
+  };
+  int64_t queryBlock = std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
+  return t.matrixTiles != MatrixTiles::none && score == attn::ScoreKind::dot &&
+         isBf16(buf.query.data) && isBf16(buf.key.data) &&
+         isBf16(buf.value.data) && staticDk &&
+         *staticDk % TileOps::kPairColumns == 0 && staticDv &&
+         *staticDv % TileOps::kColumns == 0 && queryBlock % TileOps::kRows == 0;
+}
+
+/// Q·Kᵀ on tiles: SC[j][i] in blocks of 16 keys × 16 queries, each the
+/// product of the block's K rows (as they lie in memory) and qPairs, 32
+/// depths a tile product, then scaled once as bf16DotScores scales. A
+/// last block of fewer than 16 keys is copied first, its rows past the tile
+/// repeating the last key (their scores are never used), so that no tile
+/// load reads past K.
+void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, W = t.vectorWidth, R = TileOps::kRows;
+  int64_t depth = *staticDk;
+  Value queries = tileQueries();
+  Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
+  e.loop(e.index(0), nk, R, [&](Value jb) {
+    Value first = e.add(j0, jb);
+    Value keys = e.min(e.index(R), e.sub(nk, jb));
+    e.ifThen(
+        e.lt(keys, e.index(R)),
+        [&] {
+          // Copied as words: LLVM widens bfloat vectors it moves through
+          // registers on CPUs without AVX512-BF16.
+          auto chunk =
+              VectorType::get({TileOps::kPairColumns}, b.getBF16Type());
+          auto words =
+              VectorType::get({TileOps::kPairColumns / 2}, b.getI32Type());
+          for (int64_t r = 0; r < R; ++r) {
+            Value row = rowOffset(kRows, e.min(e.add(first, r), lastKey));
+            for (int64_t d = 0; d < depth; d += TileOps::kPairColumns)
+              b.create<vector::StoreOp>(
+                  b.create<vector::BitCastOp>(
+                      words, b.create<vector::LoadOp>(chunk, buf.key.data,
+                                                      e.add(row, d))),
+                  keyBlock, e.index((r * depth + d) / 2));
+          }
+          blockTileScores(jb, halvesOf(keyBlock), e.index(0), e.index(depth),
+                          queries);
+        },
+        [&] {
+          blockTileScores(jb, buf.key.data, rowOffset(kRows, first),
+                          kRows.stride, queries);
+        });
+  });
+  Value factor = e.broadcast(scoreFactor, W);
+  Value rows = e.mul(e.ceilDiv(nk, R), R);
+  e.loop(e.index(0), rows, 1, [&](Value j) {
+    e.loop(e.index(0), queries, W, [&](Value i) {
+      Value at = e.add(e.mul(j, BQ), i);
+      b.create<vector::StoreOp>(
+          b.create<arith::MulFOp>(b.create<vector::LoadOp>(vec, scores, at),
+                                  factor),
+          scores, at);
+    });
+  });
+}
+
+/// SC[jb + r][i] for r < 16 and every query block: the 16 K rows of
+/// keyData from keyOffset, keyStride apart.
+void AttentionTaskBuilder::blockTileScores(Value jb, Value keyData,
+                                           Value keyOffset, Value keyStride,
+                                           Value queries) {
+  ImplicitLocOpBuilder &b = e.b;
+  TileOps tiles(b, t.matrixTiles);
+  int64_t BQ = t.queryTile, R = TileOps::kRows;
+  int64_t depth = *staticDk;
+  Value queryPairs = halvesOf(qPairs);
+  e.loop(e.index(0), queries, R, [&](Value ib) {
+    Value sum = tiles.zero(tiles.resultType());
+    // Depths d..d+31 of the keys against pair rows d/2..d/2+15 of qPairs,
+    // whose row holds 2·BQ bf16; unrolled, so no tile crosses a loop.
+    for (int64_t d = 0; d < depth; d += TileOps::kPairColumns) {
+      Value k = tiles.load(tiles.operandType(), keyData, e.add(keyOffset, d),
+                           keyStride);
+      Value q =
+          tiles.load(tiles.operandType(), queryPairs,
+                     e.add(e.index(d * BQ), e.mul(ib, 2)), e.index(2 * BQ));
+      sum = tiles.multiply(k, q, sum);
+    }
+    tiles.store(sum, scores, e.add(e.mul(jb, BQ), ib), e.index(BQ));
+  });
+}
+
+/// pRows[i][j] = bf16(p[j][i]) for i < queries and every j < tileKeys, 0
+/// from nk on: the probabilities as the A operand of P·V, a 16 × 16 block
+/// of SC transposed at a time.
+void AttentionTaskBuilder::packProbabilityRows(Value nk, Value queries) {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, R = TileOps::kRows;
+  auto row = VectorType::get({R}, e.f32);
+  auto block = VectorType::get({R, R}, e.f32);
+  auto halves = VectorType::get({R, R}, b.getBF16Type());
+  Value zeros = e.constant(0.0, row);
+  e.loop(e.index(0), queries, R, [&](Value ib) {
+    e.loop(e.index(0), e.index(tileKeys), R, [&](Value jb) {
+      Value keysByQueries =
+          b.create<arith::ConstantOp>(block, b.getZeroAttr(block));
+      for (int64_t r = 0; r < R; ++r) {
+        Value j = e.add(jb, r);
+        Value p = b.create<arith::SelectOp>(
+            e.lt(j, nk),
+            b.create<vector::LoadOp>(row, scores, e.add(e.mul(j, BQ), ib)),
+            zeros);
+        keysByQueries =
+            b.create<vector::InsertOp>(p, keysByQueries, ArrayRef<int64_t>{r});
+      }
+      Value queriesByKeys = b.create<arith::TruncFOp>(
+          halves, b.create<vector::TransposeOp>(keysByQueries,
+                                                ArrayRef<int64_t>{1, 0}));
+      for (int64_t r = 0; r < R; ++r)
+        b.create<vector::StoreOp>(
+            b.create<vector::ExtractOp>(queriesByKeys, ArrayRef<int64_t>{r}),
+            pRows, e.add(e.mul(e.add(ib, r), tileKeys), jb));
+    });
+  });
+}
+
+/// P·V on tiles: O = alpha·O (in vector code), then for each 16 × 16 block
+/// of O, O += pRows · vPairs over the tile's keys 32 at a time (tileKeys,
+/// the keys past nk 0 in both), the block loaded once and stored once.
+void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
+  ImplicitLocOpBuilder &b = e.b;
+  TileOps tiles(b, t.matrixTiles);
+  int64_t W = t.vectorWidth, R = TileOps::kRows;
+  int64_t columns = *staticDv;
+  Value queries = tileQueries();
+  packValuePairs(j0, nk);
+  // Pair rows past the tile's keys: 0, never what a longer tile left (a
+  // probability of 0 times an inf of V would be NaN).
+  Value zeroWords = b.create<arith::ConstantOp>(
+      VectorType::get({W}, b.getI32Type()),
+      DenseElementsAttr::get(VectorType::get({W}, b.getI32Type()),
+                             b.getI32IntegerAttr(0)));
+  e.loop(e.ceilDiv(nk, 2), e.index(tileKeys / 2), 1, [&](Value m) {
+    e.loop(e.index(0), e.index(columns), W, [&](Value d) {
+      b.create<vector::StoreOp>(zeroWords, vPairs, e.add(e.mul(m, columns), d));
+    });
+  });
+  packProbabilityRows(nk, queries);
+  e.loop(e.index(0), queries, 1, [&](Value i) {
+    Value rescale = e.broadcast(b.create<memref::LoadOp>(alpha, i), W);
+    e.loop(e.index(0), e.index(columns), W, [&](Value d) {
+      Value at = e.add(e.mul(i, columns), d);
+      b.create<vector::StoreOp>(
+          b.create<arith::MulFOp>(b.create<vector::LoadOp>(vec, acc, at),
+                                  rescale),
+          acc, at);
+    });
+  });
+  Value probabilities = pRows, values = halvesOf(vPairs);
+  e.loop(e.index(0), queries, R, [&](Value ib) {
+    e.loop(e.index(0), e.index(columns), TileOps::kColumns, [&](Value d0) {
+      Value at = e.add(e.mul(ib, columns), d0);
+      Value sum = tiles.load(tiles.resultType(), acc, at, e.index(columns));
+      // Keys kb..kb+31: 16 rows of probabilities against pair rows
+      // kb/2..kb/2+15 of vPairs, each 2·Dv bf16; unrolled, so no tile
+      // crosses a loop.
+      for (int64_t kb = 0; kb < tileKeys; kb += 2 * R) {
+        Value p = tiles.load(tiles.operandType(), probabilities,
+                             e.add(e.mul(ib, tileKeys), kb), e.index(tileKeys));
+        Value v = tiles.load(tiles.operandType(), values,
+                             e.add(e.index(kb * columns), e.mul(d0, 2)),
+                             e.index(2 * columns));
+        sum = tiles.multiply(p, v, sum);
+      }
+      tiles.store(sum, acc, at, e.index(columns));
     });
   });
 }

@@ -45,6 +45,7 @@ struct AttentionTiling {
   int64_t vectorWidth, queryTile, keyTile;
   int64_t scoreVectors, scoreKeys, pvRows, pvVectors;
   bool bf16Dot = false; ///< AttentionSchedule::bf16Dot.
+  MatrixTiles matrixTiles = MatrixTiles::none; ///< AttentionSchedule's.
   int64_t valuePrefetchBytes = 4; ///< AttentionSchedule::valuePrefetchBytes.
   int64_t decodeStep = 0;         ///< AttentionSchedule::decodeStep.
   int64_t decodePrefetchLevel = 1; ///< AttentionSchedule::decodePrefetchLevel.

@@ -20,6 +20,7 @@
 #include "Attn/IR/AttnOps.h"
 #include "Attn/Transforms/Passes.h"
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -978,6 +979,13 @@ struct BuildEntryPass : impl::BuildEntryPassBase<BuildEntryPass> {
     schedule.pvRows = pvRows;
     schedule.pvVectors = pvVectors;
     schedule.bf16Dot = bf16Dot;
+    if (std::optional<MatrixTiles> tiles = parseMatrixTiles(matrixTiles)) {
+      schedule.matrixTiles = *tiles;
+    } else {
+      getOperation().emitError("attn-build-entry: matrix-tiles must be "
+                               "none, amx or emulated");
+      return signalPassFailure();
+    }
     schedule.valuePrefetchBytes = valuePrefetchBytes;
     schedule.decodeStep = decodeStep;
     schedule.decodePrefetchLevel = decodePrefetchLevel;
@@ -1084,6 +1092,7 @@ BuildEntryPassOptions buildEntryOptions(const AttentionSchedule &schedule) {
   options.pvRows = schedule.pvRows;
   options.pvVectors = schedule.pvVectors;
   options.bf16Dot = schedule.bf16Dot;
+  options.matrixTiles = matrixTilesName(schedule.matrixTiles);
   options.valuePrefetchBytes = schedule.valuePrefetchBytes;
   options.decodeStep = schedule.decodeStep;
   options.decodePrefetchLevel = schedule.decodePrefetchLevel;

@@ -14,11 +14,12 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Target/LLVMIR/Dialect/AMX/AMXToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/X86Vector/X86VectorToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -112,7 +113,7 @@ void lowerToLLVMDialect(mlir::ModuleOp module) {
   module.walk([&](mlir::Operation *op) {
     llvm::StringRef dialect = op->getName().getDialectNamespace();
     if (leftover.empty() && !llvm::isa<mlir::ModuleOp>(op) &&
-        dialect != "llvm" && dialect != "x86vector") {
+        dialect != "llvm" && dialect != "x86vector" && dialect != "amx") {
       llvm::raw_string_ostream stream(leftover);
       op->print(stream, mlir::OpPrintingFlags().skipRegions());
     }
@@ -130,6 +131,7 @@ std::string emitObject(mlir::ModuleOp module, const CpuTarget &target,
   mlir::registerBuiltinDialectTranslation(*context);
   mlir::registerLLVMDialectTranslation(*context);
   mlir::registerX86VectorDialectTranslation(*context);
+  mlir::registerAMXDialectTranslation(*context);
 
   llvm::LLVMContext llvmContext;
   std::string diagnostics;

@@ -53,6 +53,10 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
            "bf16 Q.K^T and P.V through AVX512-BF16 dot products "
            "(vdpbf16ps; the target must have avx512bf16 and 16-lane "
            "vectors)">,
+    Option<"matrixTiles", "matrix-tiles", "std::string", /*default=*/"\"none\"",
+           "bf16 prefill Q.K^T and P.V on AMX tiles: none, amx (the target "
+           "must have amx-tile and amx-bf16) or emulated (the same tiling "
+           "with each tile operation in vector code, for any CPU)">,
     Option<"valuePrefetchBytes", "value-prefetch-bytes", "int64_t",
            /*default=*/"4",
            "A decode step prefetches its V rows while its scores run when a "
@@ -70,6 +74,7 @@ def BuildEntryPass : Pass<"attn-build-entry", "::mlir::ModuleOp"> {
            "CPU; 0: the CPU loops">,
   ];
   let dependentDialects = [
+    "::mlir::amx::AMXDialect",
     "::mlir::arith::ArithDialect", "::mlir::cf::ControlFlowDialect",
     "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",

@@ -238,4 +238,24 @@ AttentionSchedule loadSchedule(const std::string &path,
                        path, target);
 }
 
+const char *matrixTilesName(MatrixTiles tiles) {
+  switch (tiles) {
+  case MatrixTiles::none:
+    return "none";
+  case MatrixTiles::amx:
+    return "amx";
+  case MatrixTiles::emulated:
+    return "emulated";
+  }
+  return "none";
+}
+
+std::optional<MatrixTiles> parseMatrixTiles(std::string_view name) {
+  for (MatrixTiles tiles :
+       {MatrixTiles::none, MatrixTiles::amx, MatrixTiles::emulated})
+    if (name == matrixTilesName(tiles))
+      return tiles;
+  return std::nullopt;
+}
+
 } // namespace attnc

@@ -12,9 +12,24 @@
 #include "Codegen/Target.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace attnc {
+
+/// How a kernel computes the bf16 tiles of its prefill products.
+enum class MatrixTiles {
+  none,     ///< Vector code only.
+  amx,      ///< AMX instructions (the target has amx-tile and amx-bf16).
+  emulated, ///< The AMX path with its tile operations in vector code, to
+            ///< check it on CPUs without AMX (Codegen/MatrixTiles.h).
+};
+
+/// "none", "amx" or "emulated".
+const char *matrixTilesName(MatrixTiles tiles);
+/// The MatrixTiles of a matrixTilesName; nullopt for any other name.
+std::optional<MatrixTiles> parseMatrixTiles(std::string_view name);
 
 struct AttentionSchedule {
   std::string targetClass; ///< "x86-64", "x86-64-avx2", "x86-64-avx512".
@@ -38,6 +53,9 @@ struct AttentionSchedule {
   /// bf16 Q·Kᵀ and P·V through AVX512-BF16 dot products (vdpbf16ps): set
   /// from the target's features when compiling, never read from a file.
   bool bf16Dot = false;
+  /// bf16 prefill products on AMX tiles: set from the target's features
+  /// (amx-bf16) or --emulate-amx when compiling, never read from a file.
+  MatrixTiles matrixTiles = MatrixTiles::none;
   std::string measured; ///< What the schedule measured, free text.
   std::string source;   ///< The file it came from, or "default".
 

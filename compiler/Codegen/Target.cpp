@@ -27,6 +27,11 @@ CpuTarget cpuTarget(const std::string &name) {
   // and 5): the avx512 class's schedules, bf16 Q·Kᵀ through vdpbf16ps.
   if (name == "x86-64-avx512-bf16")
     return {name, triple, "x86-64-v4", "+prefer-no-gather,+avx512bf16", 512};
+  // AVX-512 with BF16 and the AMX tiles (Sapphire Rapids and later Xeons):
+  // bf16 prefill Q·Kᵀ and P·V on the tiles (Codegen/MatrixTiles.h).
+  if (name == "x86-64-amx")
+    return {name, triple, "x86-64-v4",
+            "+prefer-no-gather,+avx512bf16,+amx-tile,+amx-bf16", 512};
   if (name == "host") {
     std::string features;
     const llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
@@ -50,11 +55,12 @@ CpuTarget cpuTarget(const std::string &name) {
     throw UserError("--target " + name +
                     ": a CUDA target, which attnc compile and attnc run "
                     "take; this command takes CPU targets: host, x86-64, "
-                    "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16");
+                    "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16, "
+                    "x86-64-amx");
   throw UserError("--target " + name +
                   ": unknown target; allowed: host, x86-64, x86-64-avx2, "
-                  "x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, cuda-sm90, "
-                  "cuda-sm90a");
+                  "x86-64-avx512, x86-64-avx512-bf16, x86-64-amx, cuda-sm80, "
+                  "cuda-sm90, cuda-sm90a");
 }
 
 bool hasFeature(const CpuTarget &target, const std::string &feature) {
@@ -69,24 +75,32 @@ bool hasFeature(const CpuTarget &target, const std::string &feature) {
 }
 
 bool prefersBf16Dot(const CpuTarget &target) {
-  if (!hasFeature(target, "avx512bf16"))
+  // AMX CPUs are Intel's, whose vector products convert instead.
+  if (!hasFeature(target, "avx512bf16") || usesAmx(target))
     return false;
   return target.name != "host" ||
          llvm::StringRef(target.cpu).starts_with("znver");
 }
 
+bool usesAmx(const CpuTarget &target) { return target.name == "x86-64-amx"; }
+
 std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   // The x86-64-v3 and -v4 levels' features code generation may use.
   static const char *const v3[] = {"avx", "avx2", "fma", "f16c", "bmi2"};
   std::vector<std::string> needed;
-  bool avx512 =
-      target.name == "x86-64-avx512" || target.name == "x86-64-avx512-bf16";
+  bool bf16 =
+      target.name == "x86-64-avx512-bf16" || target.name == "x86-64-amx";
+  bool avx512 = target.name == "x86-64-avx512" || bf16;
   if (target.name == "x86-64-avx2" || avx512)
     needed.assign(std::begin(v3), std::end(v3));
   if (avx512)
     needed.insert(needed.end(), std::begin(kV4Features), std::end(kV4Features));
-  if (target.name == "x86-64-avx512-bf16")
+  if (bf16)
     needed.push_back("avx512bf16");
+  if (usesAmx(target)) {
+    needed.push_back("amx-tile");
+    needed.push_back("amx-bf16");
+  }
   const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   std::vector<std::string> missing;
   for (const std::string &feature : needed)
@@ -108,7 +122,7 @@ void requireHostRuns(const std::string &targetName) {
 }
 
 std::string targetClassOf(const CpuTarget &target) {
-  if (target.name == "x86-64-avx512-bf16")
+  if (target.name == "x86-64-avx512-bf16" || usesAmx(target))
     return "x86-64-avx512";
   if (target.name != "host")
     return target.name;

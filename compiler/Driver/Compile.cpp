@@ -45,6 +45,9 @@ CompiledGraph compileGraph(const Graph &graph, const CompileOptions &options) {
   }
   // An ISA choice, not a schedule parameter.
   result.schedule.bf16Dot = prefersBf16Dot(result.target);
+  result.schedule.matrixTiles = options.emulateAmx       ? MatrixTiles::emulated
+                                : usesAmx(result.target) ? MatrixTiles::amx
+                                                         : MatrixTiles::none;
   result.header = kernelHeader(graph);
   result.manifest =
       kernelManifest(graph, "mlir", result.target, result.schedule);

@@ -36,6 +36,9 @@ struct CompileOptions {
   /// --primitive-grid (hidden, for tests): the ops outside attention run
   /// the code of their CUDA kernels, as this many CPU tasks; 0: CPU loops.
   int64_t primitiveGrid = 0;
+  /// --emulate-amx (hidden, for tests): the AMX tile path, its tile
+  /// operations in vector code.
+  bool emulateAmx = false;
 };
 
 /// The stages of the MLIR backend `--emit mlir:STAGE` can print, in pipeline

@@ -37,6 +37,7 @@ CompileOptions compileOptions() {
     throw UserError("--schedule: needs a file name");
   result.schedulePath = options::schedule;
   result.primitiveGrid = options::integer(options::primitiveGrid, 0, 1 << 20);
+  result.emulateAmx = options::emulateAmx;
   llvm::SmallVector<llvm::StringRef> kinds;
   llvm::StringRef(options::emit).split(kinds, ',', -1, /*KeepEmpty=*/false);
   std::string stages;

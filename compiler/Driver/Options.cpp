@@ -145,7 +145,8 @@ cl::opt<std::string> backend("backend",
                              cl::cat(category));
 cl::opt<std::string> target("target",
                             cl::desc("host (default), x86-64, x86-64-avx2, "
-                                     "x86-64-avx512 or x86-64-avx512-bf16"),
+                                     "x86-64-avx512, x86-64-avx512-bf16 or "
+                                     "x86-64-amx"),
                             cl::value_desc("T"), cl::init("host"),
                             cl::sub(compile), cl::sub(run), cl::sub(tune),
                             cl::cat(category));
@@ -156,6 +157,13 @@ cl::opt<std::string> primitiveGrid(
              "thread of a grid of N)"),
     cl::value_desc("N"), cl::init("0"), cl::Hidden, cl::sub(compile),
     cl::sub(run), cl::cat(category));
+cl::opt<bool> emulateAmx(
+    "emulate-amx",
+    cl::desc("For testing without AMX: compile the AMX tile path of bf16 "
+             "prefill (as --target x86-64-amx does) with each tile "
+             "operation in vector code that any CPU runs"),
+    cl::init(false), cl::Hidden, cl::sub(compile), cl::sub(run),
+    cl::cat(category));
 cl::opt<std::string> schedule("schedule",
                               cl::desc("Schedule file (default: the "
                                        "target's, under schedules/); halide "

@@ -38,6 +38,7 @@ extern llvm::cl::opt<std::string> backend;
 extern llvm::cl::opt<std::string> target;
 extern llvm::cl::opt<std::string> schedule;
 extern llvm::cl::opt<std::string> primitiveGrid;
+extern llvm::cl::opt<bool> emulateAmx;
 extern llvm::cl::opt<std::string> outputFiles;
 extern llvm::cl::opt<bool> attentionOnly;
 extern llvm::cl::opt<std::string> name;

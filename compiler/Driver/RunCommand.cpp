@@ -323,6 +323,7 @@ int runCommand() {
 
   settings.schedulePath = options::schedule;
   settings.primitiveGrid = options::integer(options::primitiveGrid, 0, 1 << 20);
+  settings.emulateAmx = options::emulateAmx;
   if (cudaChipName && options::tuningDb.getNumOccurrences())
     throw UserError("--tuning-db: CUDA targets have no tuned schedules yet");
   if (backend != "reference" && !cudaChipName)

@@ -158,6 +158,12 @@ ATTNRT_HIDDEN int attnrt_impl_is_cuda_program(const attnrt_kernel *kernel);
 ATTNRT_HIDDEN attnrt_status attnrt_impl_check_cuda_code(
     const attnrt_context *context, const attnrt_kernel *kernel);
 
+/* Asks the operating system for the processor state a CPU kernel's target
+ * needs (the AMX tiles of x86-64-amx), once per process; sets the
+ * context's error and returns ATTNRT_UNAVAILABLE when it is refused. */
+ATTNRT_HIDDEN attnrt_status attnrt_impl_grant_cpu_state(
+    const attnrt_context *context, const attnrt_kernel *kernel);
+
 /* Runs the validated CUDA kernel on the context's device: `buffers` the
  * data of the inputs then the outputs, whose shapes give the sizes, `dims`
  * the bound run-time sizes (for the entry of a host program). Waits for the

@@ -312,6 +312,9 @@ attnrt_status attnrt_impl_check_descriptor(const attnrt_context *context,
   attnrt_status cuda_status = attnrt_impl_check_cuda_code(context, kernel);
   if (cuda_status != ATTNRT_OK)
     return cuda_status;
+  attnrt_status state_status = attnrt_impl_grant_cpu_state(context, kernel);
+  if (state_status != ATTNRT_OK)
+    return state_status;
   size_t num_args = (size_t)kernel->num_inputs + (size_t)kernel->num_outputs;
   for (size_t a = 0; a < num_args; ++a) {
     attnrt_status status = check_arg_info(context, kernel, a);
