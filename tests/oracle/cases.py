@@ -47,7 +47,7 @@ EXTREME_SOFTCAPS = [1e-6, 1e4]
 DIM_LETTERS = ["B", "Hq", "Hkv", "S", "T", "Dk", "Dv"]
 
 FAMILIES = ["dot", "general", "additive", "cosine", "masks", "bias", "gqa",
-            "layout", "lowp", "dynamic", "exporter", "primitives"]
+            "layout", "lowp", "dynamic", "exporter", "primitives", "amx"]
 
 DEFAULT_COUNT = {f: 40 for f in FAMILIES}
 
@@ -527,6 +527,26 @@ def fam_lowp(rng, b, i):
     if coin(rng, 0.2):
         extra["biases"] = extra.get("biases", []) + [{"kind": "alibi"}]
     return attention_case(rng, b, dtype=dt, lse=coin(rng, 0.5), **extra)
+
+
+def fam_amx(rng, b, i):
+    """bf16 dot attention of the sizes whose prefill tiles go on AMX tiles
+    (Dk a multiple of 32, Dv of 16, both fixed; tiles of more than a vector
+    of query rows), with the score transforms, masks, biases, GQA, both
+    layouts and lse: for `attnc run --emulate-amx` and `--target x86-64-amx`."""
+    extra = {}
+    if coin(rng, 0.5):
+        extra["masks"] = [random_mask(rng, None)]
+    if coin(rng, 0.3):
+        extra["biases"] = [{"kind": "tensor", "dtype": choice(rng, ["bf16", "f32"])}]
+    if coin(rng, 0.2):
+        extra["biases"] = extra.get("biases", []) + [{"kind": "alibi"}]
+    dk = choice(rng, [32, 64, 96, 128])
+    dv = dk if coin(rng, 0.6) else choice(rng, [16, 48, 64, 128])
+    modes = choice(rng, [{}, {}, {"T": "runtime"}, {"B": "runtime", "S": "runtime", "T": "runtime"}])
+    return attention_case(rng, b, kind="dot", dtype="bf16", Dk=dk, Dv=dv,
+                          S=choice(rng, [17, 33, 65, 100]), T=choice(rng, [1, 13, 33, 65, 130]),
+                          dimmode=dict(modes), lse=coin(rng, 0.5), **extra)
 
 
 # --------------------------------------------------------------------------
@@ -1224,7 +1244,7 @@ FAMILY_FN = {
     "dot": fam_dot, "general": fam_general, "additive": fam_additive, "cosine": fam_cosine,
     "masks": fam_masks, "bias": fam_bias, "gqa": fam_gqa, "layout": fam_layout,
     "lowp": fam_lowp, "dynamic": fam_dynamic, "exporter": fam_exporter,
-    "primitives": fam_primitives,
+    "primitives": fam_primitives, "amx": fam_amx,
 }
 
 

@@ -170,6 +170,8 @@ def main():
                     "`attnc reference`")
     ap.add_argument("--attnc-arg", action="append", default=[], metavar="ARG",
                     help="pass ARG to every `attnc run` too (e.g. --attnc-arg=--primitive-grid=7)")
+    ap.add_argument("--needs-cpu-flags", metavar="F,G",
+                    help="skip (exit 77) unless /proc/cpuinfo lists every flag (e.g. amx_tile,amx_bf16)")
     ap.add_argument("--family", action="append", choices=cases.FAMILIES,
                     help="family to run (repeatable; default: all)")
     ap.add_argument("--count", type=int, help="cases per family (default: %d)" % cases.DEFAULT_COUNT["dot"])
@@ -185,6 +187,16 @@ def main():
         return selftest.main()
     if not a.attnc:
         ap.error("--attnc is required (or --self-test)")
+    if a.needs_cpu_flags:
+        try:
+            with open("/proc/cpuinfo") as f:
+                have = set(next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), []))
+        except OSError:
+            have = set()
+        missing = [x for x in a.needs_cpu_flags.split(",") if x not in have]
+        if missing:
+            print("skipped: this CPU lacks %s (/proc/cpuinfo)" % ", ".join(missing))
+            return 77
     attnc = os.path.abspath(a.attnc)
     if not os.access(attnc, os.X_OK):
         print("attnc not found or not executable: %s" % attnc)

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -1057,6 +1058,41 @@ TEST(KernelFailureTest, MapsTheEntryStatus) {
       attnrt_invoke(context.get(), &fake_fail_kernel, inputs, 1, outputs, 1),
       ATTNRT_OK);
   fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+}
+
+// A kernel for x86-64-amx runs only once Linux granted the process the AMX
+// tile state; where the CPU has no AMX that is refused, and the kernel is
+// never entered (its first tile instruction would raise SIGILL).
+TEST(KernelFailureTest, AmxKernelNeedsTheTileState) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  bool amx = false;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0) {
+      amx = line.find(" amx_tile") != std::string::npos;
+      break;
+    }
+  attnrt_kernel kernel = fake_fail_kernel;
+  kernel.name = "tiles";
+  kernel.target = "x86-64-amx";
+  Context context(1);
+  Buffer x(16), y(16);
+  std::vector<int64_t> four = {4};
+  attnrt_tensor inputs[] = {tensor(x.as<void>(), ATTNRT_F32, four)};
+  attnrt_tensor outputs[] = {tensor(y.as<void>(), ATTNRT_F32, four)};
+  fake_fail_status = ATTNRT_OK;
+  attnrt_status status =
+      attnrt_invoke(context.get(), &kernel, inputs, 1, outputs, 1);
+  fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+  if (amx) {
+    EXPECT_EQ(status, ATTNRT_OK) << context.error();
+    return;
+  }
+  EXPECT_EQ(status, ATTNRT_UNAVAILABLE);
+  EXPECT_THAT(context.error(),
+              ::testing::StartsWith("kernel tiles targets x86-64-amx, and "
+                                    "Linux did not grant this process the "
+                                    "AMX tile state"));
 }
 
 //===-- The entry point's view --------------------------------------------===//

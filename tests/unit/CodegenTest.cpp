@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Parser/Parser.h"
 
+#include <fstream>
 #include <gtest/gtest.h>
 
 using namespace attnc;
@@ -36,13 +37,27 @@ func.func @fma16(%x: memref<16xf32>, %y: memref<16xf32>, %a: f32) {
 }
 )mlir";
 
+/// Whether /proc/cpuinfo's flags list `flag`.
+bool cpuinfoHas(const std::string &flag) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line))
+    if (line.rfind("flags", 0) == 0)
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+  return false;
+}
+
 bool hostRuns(const std::string &target) {
   __builtin_cpu_init();
+  bool avx512 = __builtin_cpu_supports("avx512f") &&
+                __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vl");
   if (target == "x86-64-avx512")
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl");
+    return avx512;
+  if (target == "x86-64-amx")
+    return avx512 && cpuinfoHas("avx512_bf16") && cpuinfoHas("amx_tile") &&
+           cpuinfoHas("amx_bf16");
   if (target == "x86-64-avx2")
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return true;
@@ -87,7 +102,7 @@ TEST_P(CodegenTarget, CompilesLinksAndRuns) {
 
 INSTANTIATE_TEST_SUITE_P(Targets, CodegenTarget,
                          ::testing::Values("host", "x86-64", "x86-64-avx2",
-                                           "x86-64-avx512"),
+                                           "x86-64-avx512", "x86-64-amx"),
                          [](const auto &info) {
                            std::string name = info.param;
                            for (char &c : name)
@@ -104,8 +119,8 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
   } catch (const UserError &error) {
     EXPECT_EQ(std::string(error.what()),
               "--target arm64: unknown target; allowed: host, x86-64, "
-              "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16, cuda-sm80, "
-              "cuda-sm90, cuda-sm90a");
+              "x86-64-avx2, x86-64-avx512, x86-64-avx512-bf16, x86-64-amx, "
+              "cuda-sm80, cuda-sm90, cuda-sm90a");
   }
   // CUDA targets are compile-only (GpuKernels.cpp): no CPU target.
   for (const char *cuda : {"cuda-sm80", "cuda-sm90", "cuda-sm90a"})
@@ -117,7 +132,7 @@ TEST(CodegenTargets, UnknownTargetsAreUserErrors) {
 // against the CPU's own answer, so on every machine).
 TEST(CodegenTargets, TargetsThisCpuLacksAreRefused) {
   for (const char *target :
-       {"host", "x86-64", "x86-64-avx2", "x86-64-avx512"}) {
+       {"host", "x86-64", "x86-64-avx2", "x86-64-avx512", "x86-64-amx"}) {
     SCOPED_TRACE(target);
     std::vector<std::string> missing = missingHostFeatures(cpuTarget(target));
     EXPECT_EQ(missing.empty(), hostRuns(target));
@@ -144,6 +159,20 @@ TEST(CodegenTargets, VectorWidths) {
   EXPECT_EQ(cpuTarget("x86-64").vectorBits, 128);
   EXPECT_EQ(cpuTarget("x86-64-avx2").vectorBits, 256);
   EXPECT_EQ(cpuTarget("x86-64-avx512").vectorBits, 512);
+  EXPECT_EQ(cpuTarget("x86-64-amx").vectorBits, 512);
+}
+
+// Tests that only --target x86-64-amx puts bf16 prefill on AMX tiles, with
+// the avx512 class's schedules and the vector products converting bf16 (as
+// on the Intel cores that have AMX), and that it needs the AMX features.
+TEST(CodegenTargets, AmxTarget) {
+  CpuTarget amx = cpuTarget("x86-64-amx");
+  EXPECT_TRUE(usesAmx(amx));
+  EXPECT_FALSE(prefersBf16Dot(amx));
+  EXPECT_EQ(targetClassOf(amx), "x86-64-avx512");
+  EXPECT_TRUE(hasFeature(amx, "amx-bf16"));
+  for (const char *other : {"host", "x86-64-avx512", "x86-64-avx512-bf16"})
+    EXPECT_FALSE(usesAmx(cpuTarget(other))) << other;
 }
 
 } // namespace
