@@ -67,7 +67,8 @@ typedef enum attnrt_status {
   ATTNRT_LAYOUT_MISMATCH = 4, /* strides or alignment the kernel cannot use */
   ATTNRT_OUT_OF_MEMORY = 5,
   ATTNRT_NOT_FOUND = 6,   /* no kernel of that name */
-  ATTNRT_UNAVAILABLE = 7, /* e.g. a CUDA kernel and no CUDA driver */
+  ATTNRT_UNAVAILABLE = 7, /* a CUDA kernel and no CUDA driver, an x86-64-amx
+                             kernel and no AMX tile state granted */
   ATTNRT_INTERNAL = 8
 } attnrt_status;
 
