@@ -528,6 +528,10 @@ struct ValueArith {
   }
 };
 
+bool isBf16(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
+}
+
 /// Offsets of rows of a [B, H, L, D] (bhsd) or [B, L, H, D] (bshd) tensor.
 struct RowLayout {
   Value base;   ///< The offset of row 0 of (b, h).
@@ -871,9 +875,6 @@ private:
                        Value keyStride, Value queries);
   void packProbabilityRows(Value nk, Value queries);
   void tileValues(Value j0, Value nk);
-  Value tileQueries() {
-    return e.mul(e.ceilDiv(liveQueries, TileOps::kRows), TileOps::kRows);
-  }
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
   SmallVector<Value> pairProducts(Value m, Value row0, int64_t rows,
                                   ArrayRef<Value> values, ValueRange accs);
@@ -931,9 +932,6 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   dkPaddedValue = padded(Dk, staticDk);
   dvPaddedValue = padded(Dv, staticDv);
   dvPadded = staticDv ? roundUp(*staticDv, W) : 0;
-  auto isBf16 = [](Value buffer) {
-    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
-  };
   amxTiles = usesMatrixTiles();
   tileKeys = roundUp(BK, 2 * TileOps::kRows);
   // Whole blocks of depthInLanesScores' keys (or of tile products), which
@@ -981,18 +979,16 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
     kTile = allocaTimes(dkPaddedValue, BK);
   if (!bf16Dot && (isHalf(buf.value.data) || !bhsd))
     vTile = allocaTimes(dvPaddedValue, BK);
-  if (bf16Dot) {
-    int64_t keyPairs = (BK + 1) / 2;
-    pPairs = allocaWords(e.index(keyPairs * BQ));
+  if (bf16Dot)
+    pPairs = allocaWords(e.index((BK + 1) / 2 * BQ));
+  if (bf16Dot || amxTiles) {
+    // Tile products take the keys 32 at a time.
+    int64_t keyPairs = amxTiles ? tileKeys / 2 : (BK + 1) / 2;
     vPairs = allocaWords(e.mul(dvPaddedValue, keyPairs));
   }
   if (amxTiles) {
-    if (!bf16Dot) {
+    if (!bf16Dot)
       packQueryPairs();
-      vPairs = allocaWords(e.index(*staticDv * tileKeys / 2));
-    } else if ((BK + 1) / 2 < tileKeys / 2) {
-      vPairs = allocaWords(e.index(*staticDv * tileKeys / 2));
-    }
     pRows = allocaHalves(BQ * tileKeys);
     keyBlock = allocaWords(e.index(TileOps::kRows * *staticDk / 2));
   }
@@ -2436,9 +2432,7 @@ void AttentionTaskBuilder::accumulateValues(Value j0, Value nk,
 /// a result tile, and query blocks of whole 16-row tiles. Any other kernel
 /// keeps the vector code.
 bool AttentionTaskBuilder::usesMatrixTiles() const {
-  auto isBf16 = [](Value buffer) {
-    return cast<MemRefType>(buffer.getType()).getElementType().isBF16();
-  };
+  // liveQueries is then a multiple of 16 as well.
   int64_t queryBlock = std::lcm(t.vectorWidth * t.scoreVectors, t.pvRows);
   return t.matrixTiles != MatrixTiles::none && score == attn::ScoreKind::dot &&
          isBf16(buf.query.data) && isBf16(buf.key.data) &&
@@ -2457,7 +2451,7 @@ void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = TileOps::kRows;
   int64_t depth = *staticDk;
-  Value queries = tileQueries();
+  Value queries = liveQueries; // Whole tiles (usesMatrixTiles).
   Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
   e.loop(e.index(0), nk, R, [&](Value jb) {
     Value first = e.add(j0, jb);
@@ -2569,7 +2563,7 @@ void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
   TileOps tiles(b, t.matrixTiles);
   int64_t W = t.vectorWidth, R = TileOps::kRows;
   int64_t columns = *staticDv;
-  Value queries = tileQueries();
+  Value queries = liveQueries; // Whole tiles (usesMatrixTiles).
   packValuePairs(j0, nk);
   // Pair rows past the tile's keys: 0, never what a longer tile left (a
   // probability of 0 times an inf of V would be NaN).
