@@ -6,7 +6,8 @@
 #                    [SCHEDULE <schedule.json>]
 #                    [TARGET <target>]          # host (default), x86-64,
 #                                               # x86-64-avx2, x86-64-avx512,
-#                                               # x86-64-avx512-bf16, or
+#                                               # x86-64-avx512-bf16,
+#                                               # x86-64-amx, or
 #                                               # cuda-sm80, cuda-sm90,
 #                                               # cuda-sm90a (BACKEND mlir)
 #                    [NAME <kernel name>]       # default: "name" in the graph
