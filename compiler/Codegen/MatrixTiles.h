@@ -19,7 +19,8 @@
 namespace attnc {
 
 /// Tiles of 16 rows: bf16 operands of 32 columns (64 bytes a row) and f32
-/// results of 16, held as 2-D vectors (the amx dialect's tile values).
+/// results of 16, held as 2-D vectors (the amx dialect's tile values;
+/// emulated, bf16 operands are held as their bits, i16).
 class TileOps {
 public:
   static constexpr int64_t kRows = 16, kPairColumns = 32, kColumns = 16;
