@@ -2562,7 +2562,8 @@ void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   TileOps tiles(b, t.matrixTiles);
   int64_t W = t.vectorWidth, R = TileOps::kRows;
-  int64_t columns = *staticDv;
+  // The rows of acc and vPairs: Dv itself, a multiple of 16 here.
+  int64_t columns = dvPadded;
   Value queries = liveQueries; // Whole tiles (usesMatrixTiles).
   packValuePairs(j0, nk);
   // Pair rows past the tile's keys: 0, never what a longer tile left (a
@@ -2578,19 +2579,16 @@ void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
   });
   packProbabilityRows(nk, queries);
   e.loop(e.index(0), queries, 1, [&](Value i) {
-    Value rescale = e.broadcast(b.create<memref::LoadOp>(alpha, i), W);
     e.loop(e.index(0), e.index(columns), W, [&](Value d) {
-      Value at = e.add(e.mul(i, columns), d);
-      b.create<vector::StoreOp>(
-          b.create<arith::MulFOp>(b.create<vector::LoadOp>(vec, acc, at),
-                                  rescale),
-          acc, at);
+      e.storeBlock(
+          rescaledAccumulators(i, d, 1, 1), 1, 1, acc,
+          [&](int64_t, int64_t) { return accumulatorOffset(i, 0, d, 0); });
     });
   });
   Value probabilities = pRows, values = halvesOf(vPairs);
   e.loop(e.index(0), queries, R, [&](Value ib) {
     e.loop(e.index(0), e.index(columns), TileOps::kColumns, [&](Value d0) {
-      Value at = e.add(e.mul(ib, columns), d0);
+      Value at = accumulatorOffset(ib, 0, d0, 0);
       Value sum = tiles.load(tiles.resultType(), acc, at, e.index(columns));
       // Keys kb..kb+31: 16 rows of probabilities against pair rows
       // kb/2..kb/2+15 of vPairs, each 2·Dv bf16; unrolled, so no tile
