@@ -28,6 +28,11 @@ void writeAll(const std::string &directory,
 /// two middle ones.
 double median(std::vector<double> values);
 
+/// In a candidate `attnc tune` runs (ATTNC_TUNER_PID names the tuner):
+/// asks to be killed when the tuner dies, and exits at once when it already
+/// has. Does nothing elsewhere.
+void followTuner();
+
 int checkCommand();
 int explainCommand();
 int importCommand();

@@ -91,6 +91,13 @@ cl::opt<std::string> corruptCandidate(
     cl::value_desc("N"), cl::init("0"), cl::Hidden, cl::sub(tune),
     cl::cat(category));
 
+cl::opt<std::string> hangCandidate(
+    "test-hang-candidate",
+    cl::desc("Test hook: candidate N (1 = the default) never ends once its "
+             "kernel is loaded"),
+    cl::value_desc("N"), cl::init("0"), cl::Hidden, cl::sub(tune),
+    cl::cat(category));
+
 cl::opt<std::string> graph(cl::Positional, cl::Required,
                            cl::desc("<graph.json | model.onnx>"),
                            cl::sub(check), cl::sub(explain), cl::sub(import),

@@ -64,6 +64,7 @@ extern llvm::cl::opt<bool> exhaustive;
 extern llvm::cl::opt<std::string> confirmRounds;
 extern llvm::cl::opt<std::string> exportFile;
 extern llvm::cl::opt<std::string> corruptCandidate;
+extern llvm::cl::opt<std::string> hangCandidate;
 
 /// The value of a numeric flag (written as text so that every bad value gets
 /// attnc's one-line message). Throws UserError naming the flag.

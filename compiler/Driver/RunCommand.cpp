@@ -369,6 +369,11 @@ int runCommand() {
     kernel = std::make_unique<LoadedKernel>(graph, built.object,
                                             built.isArchive, threads,
                                             /*cuda=*/false);
+    // The test hook of `attnc tune --test-hang-candidate`: a candidate that
+    // never ends, its kernel's files in place.
+    if (std::getenv("ATTNC_TEST_HANG"))
+      for (;;)
+        pause();
     compute = [&] { return kernel->run(run.dims, run.inputs); };
     outputs = compute();
     // The test hook of `attnc tune --test-corrupt-candidate`: a kernel that

@@ -56,6 +56,7 @@
 #include <sstream>
 #include <string_view>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -130,10 +131,16 @@ struct ChildResult {
   std::string output; ///< stdout and stderr together.
 };
 
+/// Names the tuner's process id in a candidate's environment.
+constexpr const char *kTunerVariable = "ATTNC_TUNER_PID";
+
 /// Runs this attnc with `arguments` in its own process group, killed (with
-/// every process it started) after `limit` seconds.
+/// every process it started) after `limit` seconds. Its temporary files go
+/// into `scratch`, which the tuner removes however the child ends: a child
+/// killed with SIGKILL cannot remove its own.
 ChildResult runChild(const std::vector<std::string> &arguments, double limit,
-                     const std::string &log, bool corrupt) {
+                     const std::string &scratch, const std::string &log,
+                     const char *testHook = nullptr) {
   std::vector<std::string> words = {"attnc"};
   words.insert(words.end(), arguments.begin(), arguments.end());
   std::vector<char *> argv;
@@ -141,11 +148,18 @@ ChildResult runChild(const std::vector<std::string> &arguments, double limit,
     argv.push_back(word.data());
   argv.push_back(nullptr);
   std::vector<std::string> environment;
-  for (char **entry = environ; *entry; ++entry)
-    if (std::string(*entry).rfind("ATTNC_TEST_CORRUPT_OUTPUT=", 0) != 0)
+  for (char **entry = environ; *entry; ++entry) {
+    std::string_view variable = *entry;
+    if (variable.rfind("ATTNC_TEST_", 0) != 0 &&
+        variable.rfind("TMPDIR=", 0) != 0 &&
+        variable.rfind(std::string(kTunerVariable) + "=", 0) != 0)
       environment.push_back(*entry);
-  if (corrupt)
-    environment.push_back("ATTNC_TEST_CORRUPT_OUTPUT=1");
+  }
+  if (testHook)
+    environment.push_back(testHook);
+  environment.push_back("TMPDIR=" + scratch);
+  environment.push_back(std::string(kTunerVariable) + "=" +
+                        std::to_string(getpid()));
   std::vector<char *> envp;
   for (std::string &entry : environment)
     envp.push_back(entry.data());
@@ -358,7 +372,8 @@ private:
   uint64_t threads = 1, repeat = 5, seed = 0;
   uint64_t inputSets = 1;    ///< Input sets the timed runs take in turn.
   double defaultSeconds = 0; ///< Wall time of the default's measurement.
-  int corruptIndex = 0;
+  int corruptIndex = 0;      ///< The test hooks' N (0: none).
+  int hangIndex = 0;
 
   std::string backend; ///< "mlir" or "halide".
   /// `attnc run` of the graph with `schedule` at `sizes`, then `flags`.
@@ -381,7 +396,7 @@ private:
   /// Checks `candidate` on the small odd shape (unless `checkOddShape` is
   /// off: a confirmation of a candidate the search checked), then times it
   /// on the tuned shape and compares its outputs with the reference's.
-  /// `index` counts the measurements (the test hook's N; 0 never corrupts).
+  /// `index` counts the measurements (the test hooks' N; 0 is never hooked).
   Measurement measure(const TuneCandidate &candidate, int index,
                       bool checkOddShape = true);
   /// Times the default and the fastest few candidates of `key` in `rounds`
@@ -402,12 +417,15 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index,
     std::ofstream out(file);
     out << candidate.scheduleText;
   }
-  bool corrupt = index > 0 && index == corruptIndex;
+  const char *testHook = index <= 0              ? nullptr
+                         : index == corruptIndex ? "ATTNC_TEST_CORRUPT_OUTPUT=1"
+                         : index == hangIndex    ? "ATTNC_TEST_HANG=1"
+                                                 : nullptr;
   // A slow candidate is allowed ten times the default's time, at least 60 s.
   double limit = std::max(60.0, 10 * defaultSeconds);
   if (checkOddShape) {
     ChildResult odd = runChild(runArguments(file, oddDims, {"--check"}), limit,
-                               work + "/child.log", corrupt);
+                               work, work + "/child.log", testHook);
     if (odd.exitCode != 0)
       return failure(odd, "small odd shape");
   }
@@ -418,7 +436,7 @@ Measurement Tuner::measure(const TuneCandidate &candidate, int index,
                             {"--repeat=" + std::to_string(repeat),
                              "--input-sets=" + std::to_string(inputSets),
                              "--output-dir=" + work + "/out"}),
-               limit, work + "/child.log", corrupt);
+               limit, work, work + "/child.log", testHook);
   if (timed.exitCode != 0)
     return failure(timed, "tuned shape");
   Measurement result;
@@ -550,6 +568,7 @@ int Tuner::run() {
     repeat = 5;
   seed = options::integer(options::seed, 0);
   corruptIndex = int(options::integer(options::corruptCandidate, 0));
+  hangIndex = int(options::integer(options::hangCandidate, 0));
   uint64_t confirmRounds = options::integer(options::confirmRounds, 0, 100);
   double budget = parseBudget(options::budget);
   int64_t shardIndex = 0, shardCount = 1;
@@ -664,7 +683,7 @@ int Tuner::run() {
     arguments.push_back(argument);
   std::fprintf(stderr, "  computing the float64 reference once...\n");
   ChildResult reference =
-      runChild(arguments, 3600, work + "/reference.log", false);
+      runChild(arguments, 3600, work, work + "/reference.log");
   if (reference.exitCode != 0)
     throw UserError("attnc tune: the reference evaluation failed: " +
                     lastLine(reference.output));
@@ -899,6 +918,18 @@ int importRecords() {
 }
 
 } // namespace
+
+void followTuner() {
+  const char *tuner = std::getenv(kTunerVariable);
+  if (!tuner)
+    return;
+  // The kernel sends SIGKILL when the tuner dies, SIGKILL included, so a
+  // hanging candidate does not outlive it; a tuner already gone is seen
+  // through the parent it left (init or a subreaper).
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (std::to_string(getppid()) != tuner)
+    std::_Exit(1);
+}
 
 int tuneCommand() {
   const std::string &first = options::tuneArguments.front();

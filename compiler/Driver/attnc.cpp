@@ -48,6 +48,7 @@ void printUsage(std::FILE *stream) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  attnc::followTuner();
   namespace options = attnc::options;
   std::string command = argc > 1 ? argv[1] : "";
   if (command == "--help" || command == "-h" || command == "help") {

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""attnc tune as processes: a tuner killed with SIGKILL mid-search leaves a
-database that the next run resumes (it measures only what is missing and
-loses nothing) and removes the scratch directory the killed one left, a
-tuner stopped by SIGINT says how to resume and leaves no scratch files, and
-two tuners writing one database at once both finish with every candidate
-recorded once.
+"""attnc tune as processes: a tuner killed with SIGKILL mid-search takes its
+running candidate with it and leaves a database that the next run resumes
+(it measures only what is missing and loses nothing) and removes the scratch
+directory the killed one left, a tuner stopped by SIGINT says how to resume
+and leaves nothing in TMPDIR (not even the files of the candidate it
+killed), and two tuners writing one database at once both finish with every
+candidate recorded once.
 
     tuners.py --attnc PATH
 """
@@ -41,6 +42,50 @@ def records(attnc, db):
     return [json.loads(line) for line in out.splitlines()]
 
 
+def candidates_of(tuner_pid, hung=False):
+    """Processes running as candidates of the tuner `tuner_pid` (with
+    `hung`, only the one the test hook --test-hang-candidate stopped)."""
+    marks = [b"ATTNC_TUNER_PID=%d\0" % tuner_pid]
+    if hung:
+        marks.append(b"ATTNC_TEST_HANG=1\0")
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as environ:
+                variables = environ.read() + b"\0"
+        except OSError:
+            continue
+        if all(mark in variables for mark in marks):
+            found.append(int(pid))
+    return found
+
+
+def wait_for_hung_candidate(tuner, scratch):
+    """Until the tuner's hung candidate has linked its kernel (a library
+    under `scratch`, TMPDIR), or 120 s passed."""
+    deadline = time.time() + 120
+    while time.time() < deadline and tuner.poll() is None:
+        linked = any(name.startswith("attnc-kernel-") and name.endswith(".so")
+                     for _, _, names in os.walk(scratch) for name in names)
+        if linked and candidates_of(tuner.pid, hung=True):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def outlived(tuner_pid):
+    """Candidates still running a moment after their tuner died (then
+    killed, so that a failing check leaves nothing running)."""
+    time.sleep(0.5)
+    found = candidates_of(tuner_pid)
+    for pid in found:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return found
+
+
 def wait_for_records(attnc, tuner, db, count):
     """Until `tuner` has stored `count` records, ended, or 120 s passed."""
     deadline = time.time() + 120
@@ -70,18 +115,26 @@ def main():
         scratch = os.path.join(work, "tmp-killed")
         os.mkdir(scratch)
         in_scratch = dict(os.environ, TMPDIR=scratch)
-        tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
+        # The third candidate hangs once its kernel is loaded, so the kill
+        # finds it running, its files in place.
+        tuner = subprocess.Popen(tune + ["--db", db, "--test-hang-candidate=3"],
+                                 stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=in_scratch)
         wait_for_records(attnc, tuner, db, 2)
+        if not wait_for_hung_candidate(tuner, scratch):
+            failures.append("the hung candidate never ran")
         tuner.send_signal(signal.SIGKILL)
         tuner.wait()
+        orphans = outlived(tuner.pid)
+        if orphans:
+            failures.append("candidates outlived the killed tuner: %s" % orphans)
         before = records(attnc, db)
         if len(before) < 2:
             failures.append("the killed tuner stored %d records" % len(before))
         abandoned = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
         again = subprocess.run(tune + ["--db", db], capture_output=True,
                                text=True, env=in_scratch)
-        left = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
+        left = os.listdir(scratch)
         if len(abandoned) != 1 or left:
             failures.append("scratch directories: %s after the kill, %s after "
                             "resuming" % (abandoned, left))
@@ -106,16 +159,23 @@ def main():
         scratch = os.path.join(work, "tmp")
         os.mkdir(scratch)
         db = os.path.join(work, "interrupted.db")
-        tuner = subprocess.Popen(tune + ["--db", db], stdout=subprocess.DEVNULL,
+        tuner = subprocess.Popen(tune + ["--db", db, "--test-hang-candidate=2"],
+                                 stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, TMPDIR=scratch))
-        wait_for_records(attnc, tuner, db, 1)
+        if not wait_for_hung_candidate(tuner, scratch):
+            failures.append("the hung candidate never ran")
         tuner.send_signal(signal.SIGINT)
         _, err = tuner.communicate(timeout=120)
         if tuner.returncode != 1 or "interrupted" not in err:
             failures.append("SIGINT: exit %s, %r" % (tuner.returncode, err))
-        time.sleep(0.5)  # A killed child's files are its own to remove.
-        left = [f for f in os.listdir(scratch) if f.startswith("attnc-tune-")]
+        orphans = outlived(tuner.pid)
+        if orphans:
+            failures.append("candidates outlived the interrupted tuner: %s"
+                            % orphans)
+        # The candidate it killed left its kernel files in the scratch
+        # directory, removed with it.
+        left = os.listdir(scratch)
         if left:
             failures.append("SIGINT left scratch files: %s" % left)
 
