@@ -1,6 +1,7 @@
 //===- LoadObject.cpp - Run compiled objects in process -------------------===//
 
 #include "Codegen/LoadObject.h"
+#include "Support/OwnerLock.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -10,52 +11,94 @@
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
+#include <cstring>
 #include <dlfcn.h>
 #include <stdexcept>
+#include <unistd.h>
 
 namespace attnc {
 namespace {
 
-/// A new file in the temporary directory, removed on destruction, and by
-/// LLVM's handler if SIGINT or SIGTERM (a timeout) stops attnc first. The
-/// path is registered for that before the file exists: a signal that lands
-/// between creating and registering (a preempted process gets it exactly
-/// there) would leave the file behind.
-struct TemporaryFile {
-  llvm::SmallString<128> path;
-  int fd = -1;
-
-  explicit TemporaryFile(llvm::StringRef suffix) {
-    llvm::SmallString<128> model;
-    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, model);
-    llvm::sys::path::append(model, "attnc-kernel-%%%%%%." + suffix);
-    for (int attempt = 0; attempt < 128 && fd < 0; ++attempt) {
-      llvm::sys::fs::createUniquePath(model, path, /*MakeAbsolute=*/false);
-      llvm::sys::RemoveFileOnSignal(path);
-      std::error_code error = llvm::sys::fs::openFileForWrite(
-          path, fd, llvm::sys::fs::CD_CreateNew);
-      if (!error)
-        return;
-      llvm::sys::DontRemoveFileOnSignal(path);
-      if (error != std::errc::file_exists)
-        break;
+/// The files one link needs, `attnc-kernel-XXXXXX.{lock,o|a,so}` in the
+/// temporary directory, removed on destruction, and by LLVM's handler if
+/// SIGINT or SIGTERM (a timeout) stops attnc first; each path is registered
+/// for that before its file exists (a preempted process gets the signal
+/// exactly between the two). SIGKILL removes nothing, so the set holds an
+/// owner lock on its `.lock` (Support/OwnerLock.h) and every new set first
+/// removes the sets of owners that are gone.
+class KernelFiles {
+public:
+  explicit KernelFiles(llvm::StringRef objectSuffix) {
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, directory);
+    removeAbandoned();
+    llvm::SmallString<128> model(directory);
+    llvm::sys::path::append(model, std::string(kPrefix) + "%%%%%%");
+    for (int attempt = 0; attempt < 128 && lock < 0; ++attempt) {
+      llvm::sys::fs::createUniquePath(model, stem, /*MakeAbsolute=*/false);
+      for (const char *suffix : {".lock.new", ".lock"})
+        llvm::sys::RemoveFileOnSignal(path(suffix));
+      lock = createOwnerLock(path(".lock"));
+      int reason = errno;
+      llvm::sys::DontRemoveFileOnSignal(path(".lock.new"));
+      if (lock < 0) {
+        llvm::sys::DontRemoveFileOnSignal(path(".lock"));
+        if (reason != EEXIST)
+          fail(reason);
+      }
     }
+    if (lock < 0)
+      fail(EEXIST);
+    object = path("." + objectSuffix.str());
+    library = path(".so");
+    for (const std::string &file : {object, library})
+      llvm::sys::RemoveFileOnSignal(file);
+  }
+  ~KernelFiles() {
+    for (const std::string &file : {object, library, path(".lock")}) {
+      llvm::sys::fs::remove(file);
+      llvm::sys::DontRemoveFileOnSignal(file);
+    }
+    close(lock);
+  }
+  KernelFiles(const KernelFiles &) = delete;
+  KernelFiles &operator=(const KernelFiles &) = delete;
+
+  std::string object;  ///< The object or archive to link.
+  std::string library; ///< The shared library the linker writes.
+
+private:
+  static constexpr llvm::StringLiteral kPrefix = "attnc-kernel-";
+  static constexpr size_t kRandomChars = 6;
+
+  std::string path(llvm::StringRef suffix) const {
+    return (stem + suffix).str();
+  }
+  [[noreturn]] void fail(int reason) const {
     throw std::runtime_error(
         "cannot create a temporary file for the kernel in " +
-        std::string(model.str().rsplit('/').first));
+        directory.str().str() + ": " + std::strerror(reason));
   }
-  void closeDescriptor() {
-    if (fd >= 0)
-      llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-    fd = -1;
+  /// Best effort: a set that cannot be read or removed stays.
+  void removeAbandoned() const {
+    std::error_code error;
+    for (llvm::sys::fs::directory_iterator entry(directory, error), end;
+         !error && entry != end; entry.increment(error)) {
+      llvm::StringRef name = llvm::sys::path::filename(entry->path());
+      int held = -1;
+      if (!name.starts_with(kPrefix) || !name.ends_with(".lock") ||
+          name.size() != kPrefix.size() + kRandomChars + 5 ||
+          !takeAbandonedLock(entry->path(), held))
+        continue;
+      llvm::StringRef stem = llvm::StringRef(entry->path()).drop_back(5);
+      for (const char *suffix : {".o", ".a", ".so", ".lock"})
+        unlink((stem + suffix).str().c_str());
+      close(held);
+    }
   }
-  ~TemporaryFile() {
-    closeDescriptor();
-    llvm::sys::fs::remove(path);
-    llvm::sys::DontRemoveFileOnSignal(path);
-  }
-  TemporaryFile(const TemporaryFile &) = delete;
-  TemporaryFile &operator=(const TemporaryFile &) = delete;
+
+  llvm::SmallString<128> directory, stem;
+  int lock = -1;
 };
 
 std::string linker() {
@@ -89,33 +132,37 @@ LoadedObject::loadArchive(const std::string &archive) {
 
 std::unique_ptr<LoadedObject> LoadedObject::link(const std::string &object,
                                                  bool isArchive) {
-  TemporaryFile objectFile(isArchive ? "a" : "o"), libraryFile("so");
-  libraryFile.closeDescriptor(); // The linker writes it by name.
+  KernelFiles files(isArchive ? "a" : "o");
   {
-    llvm::raw_fd_ostream stream(objectFile.fd, /*shouldClose=*/true);
-    objectFile.fd = -1;
-    stream << object;
+    std::error_code error;
+    llvm::raw_fd_ostream stream(files.object, error,
+                                llvm::sys::fs::CD_CreateNew);
+    if (!error)
+      stream << object;
+    stream.close();
+    if (error || stream.has_error())
+      throw std::runtime_error("cannot write " + files.object + ": " +
+                               (error ? error : stream.error()).message());
   }
   std::string program = linker();
   llvm::SmallVector<llvm::StringRef> args{program, "-shared", "-o",
-                                          libraryFile.path};
+                                          files.library};
   if (isArchive) {
     // Every member: nothing in the library references NAME_kernel. Halide's
     // runtime symbols are weak and exported; -Bsymbolic keeps the kernel's
     // calls on its own copy rather than any other Halide in this process.
-    args.append({"-Wl,--whole-archive", objectFile.path,
-                 "-Wl,--no-whole-archive", "-Wl,-Bsymbolic", "-lpthread",
-                 "-ldl"});
+    args.append({"-Wl,--whole-archive", files.object, "-Wl,--no-whole-archive",
+                 "-Wl,-Bsymbolic", "-lpthread", "-ldl"});
   } else {
-    args.push_back(objectFile.path);
+    args.push_back(files.object);
   }
   std::string message;
   if (llvm::sys::ExecuteAndWait(program, args, std::nullopt, {}, 0, 0,
                                 &message) != 0)
     throw std::runtime_error("linking the kernel failed" +
                              (message.empty() ? "" : ": " + message));
-  // The mapping outlives the file, which TemporaryFile removes.
-  void *handle = dlopen(libraryFile.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // The mapping outlives the file, which KernelFiles removes.
+  void *handle = dlopen(files.library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     throw std::runtime_error(std::string("dlopen of the kernel failed: ") +
                              dlerror());

@@ -29,6 +29,7 @@
 #include "Graph/Graph.h"
 #include "Support/Error.h"
 #include "Support/Npy.h"
+#include "Support/OwnerLock.h"
 #include "Tuning/CandidateSearch.h"
 #include "Tuning/ScheduleSpace.h"
 #include "Tuning/TunedSchedule.h"
@@ -55,7 +56,6 @@
 #include <spawn.h>
 #include <sstream>
 #include <string_view>
-#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -290,12 +290,10 @@ std::vector<std::string> dimArguments(const DimBindings &dims) {
   return result;
 }
 
-// A tuner's scratch directory, `attnc-tune-XXXXXX` in TMPDIR, holds an
-// exclusive flock on its `.lock` for the tuner's life. A tuner killed with
-// SIGKILL cannot remove its directory, so each new tuner removes those whose
-// lock it can take: their owner is gone (the kernel drops a dead process's
-// locks). The lock file is created and locked under another name and then
-// renamed, so no `.lock` is ever seen unlocked while its tuner lives.
+// A tuner's scratch directory, `attnc-tune-XXXXXX` in TMPDIR, holds an owner
+// lock on its `.lock` for the tuner's life (Support/OwnerLock.h). A tuner
+// killed with SIGKILL cannot remove its directory, so each new tuner removes
+// those whose owner is gone.
 struct ScratchDirectory {
   static constexpr std::string_view kPrefix = "attnc-tune-";
   static constexpr size_t kRandomChars = 6; ///< mkdtemp's XXXXXX.
@@ -311,10 +309,8 @@ struct ScratchDirectory {
       throw UserError(pattern + ": cannot create a scratch directory: " +
                       std::strerror(errno));
     path = pattern;
-    std::string staged = path + "/.lock.new";
-    lock = open(staged.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-    if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0 ||
-        rename(staged.c_str(), (path + "/.lock").c_str()) != 0) {
+    lock = createOwnerLock(path + "/.lock");
+    if (lock < 0) {
       std::string reason = std::strerror(errno);
       std::error_code ignored;
       fs::remove_all(path, ignored);
@@ -335,21 +331,15 @@ struct ScratchDirectory {
       if (name.rfind(kPrefix, 0) != 0 ||
           name.size() != kPrefix.size() + kRandomChars)
         continue;
-      std::string lockPath = (entry.path() / ".lock").string();
-      struct stat directory, lockFile;
+      struct stat directory;
+      int held = -1;
       if (lstat(entry.path().c_str(), &directory) != 0 ||
           !S_ISDIR(directory.st_mode) || directory.st_uid != getuid() ||
-          lstat(lockPath.c_str(), &lockFile) != 0 ||
-          !S_ISREG(lockFile.st_mode) || lockFile.st_uid != getuid())
+          !takeAbandonedLock((entry.path() / ".lock").string(), held))
         continue;
-      int fd = open(lockPath.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-      if (fd < 0)
-        continue;
-      if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-        std::error_code ignored;
-        fs::remove_all(entry.path(), ignored);
-      }
-      close(fd);
+      std::error_code ignored;
+      fs::remove_all(entry.path(), ignored);
+      close(held);
     }
   } catch (const fs::filesystem_error &) {
   }

@@ -42,33 +42,45 @@ def records(attnc, db):
     return [json.loads(line) for line in out.splitlines()]
 
 
+def environment(pid):
+    """Process `pid`'s environment as a dict (empty once it is gone)."""
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as environ:
+            entries = environ.read().split(b"\0")
+    except OSError:
+        return {}
+    return dict(e.decode(errors="replace").split("=", 1)
+                for e in entries if b"=" in e)
+
+
 def candidates_of(tuner_pid, hung=False):
     """Processes running as candidates of the tuner `tuner_pid` (with
     `hung`, only the one the test hook --test-hang-candidate stopped)."""
-    marks = [b"ATTNC_TUNER_PID=%d\0" % tuner_pid]
-    if hung:
-        marks.append(b"ATTNC_TEST_HANG=1\0")
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/environ" % pid, "rb") as environ:
-                variables = environ.read() + b"\0"
-        except OSError:
-            continue
-        if all(mark in variables for mark in marks):
-            found.append(int(pid))
+    for pid in map(int, filter(str.isdigit, os.listdir("/proc"))):
+        variables = environment(pid)
+        if variables.get("ATTNC_TUNER_PID") == str(tuner_pid) and (
+                not hung or variables.get("ATTNC_TEST_HANG") == "1"):
+            found.append(pid)
     return found
 
 
 def wait_for_hung_candidate(tuner, scratch):
-    """Until the tuner's hung candidate has linked its kernel (a library
-    under `scratch`, TMPDIR), or 120 s passed."""
+    """Until the tuner's hung candidate has loaded its kernel, or 120 s
+    passed; then whether its TMPDIR is the tuner's scratch directory under
+    `scratch` (where a killed candidate's files go with the tuner's)."""
     deadline = time.time() + 120
     while time.time() < deadline and tuner.poll() is None:
-        linked = any(name.startswith("attnc-kernel-") and name.endswith(".so")
-                     for _, _, names in os.walk(scratch) for name in names)
-        if linked and candidates_of(tuner.pid, hung=True):
-            return True
+        for pid in candidates_of(tuner.pid, hung=True):
+            try:
+                with open("/proc/%d/maps" % pid) as maps:
+                    loaded = "attnc-kernel-" in maps.read()
+            except OSError:
+                continue
+            if loaded:
+                tmpdir = environment(pid).get("TMPDIR", "")
+                return (os.path.dirname(tmpdir) == scratch and
+                        os.path.basename(tmpdir).startswith("attnc-tune-"))
         time.sleep(0.05)
     return False
 
@@ -116,13 +128,13 @@ def main():
         os.mkdir(scratch)
         in_scratch = dict(os.environ, TMPDIR=scratch)
         # The third candidate hangs once its kernel is loaded, so the kill
-        # finds it running, its files in place.
+        # finds it running.
         tuner = subprocess.Popen(tune + ["--db", db, "--test-hang-candidate=3"],
                                  stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL, env=in_scratch)
         wait_for_records(attnc, tuner, db, 2)
         if not wait_for_hung_candidate(tuner, scratch):
-            failures.append("the hung candidate never ran")
+            failures.append("no hung candidate ran in the tuner's scratch")
         tuner.send_signal(signal.SIGKILL)
         tuner.wait()
         orphans = outlived(tuner.pid)
@@ -164,7 +176,7 @@ def main():
                                  stderr=subprocess.PIPE, text=True,
                                  env=dict(os.environ, TMPDIR=scratch))
         if not wait_for_hung_candidate(tuner, scratch):
-            failures.append("the hung candidate never ran")
+            failures.append("no hung candidate ran in the tuner's scratch")
         tuner.send_signal(signal.SIGINT)
         _, err = tuner.communicate(timeout=120)
         if tuner.returncode != 1 or "interrupted" not in err:
@@ -173,8 +185,6 @@ def main():
         if orphans:
             failures.append("candidates outlived the interrupted tuner: %s"
                             % orphans)
-        # The candidate it killed left its kernel files in the scratch
-        # directory, removed with it.
         left = os.listdir(scratch)
         if left:
             failures.append("SIGINT left scratch files: %s" % left)

@@ -1,6 +1,7 @@
 """Interrupts `attnc` at many points and checks what it leaves behind.
 
-    interrupt.py [--runs N] [--clean-after-kill] SIGNAL COMMAND ARGS...
+    interrupt.py [--runs N] [--clean-after-kill | --swept-by-next-run]
+                 SIGNAL COMMAND ARGS...
         (the command writes into -o DIR or --output-dir DIR, given in ARGS)
 
 The command is run once to learn how long it takes, then N times more (12
@@ -10,7 +11,9 @@ own empty TMPDIR and output directory. After every run the output directory
 must hold no temporary file and either nothing or every file a whole run
 writes, each identical to the whole run's; for SIGINT and SIGTERM, TMPDIR
 must be empty too (SIGKILL cannot clean up, so only the output is checked,
-unless --clean-after-kill says the command's temporary files are unnamed).
+unless --clean-after-kill says the command's temporary files are unnamed, or
+--swept-by-next-run says that the next run of the command, uninterrupted, in
+the same TMPDIR, removes what the killed one left).
 Prints one line per problem and exits 1 if there is any.
 """
 
@@ -31,10 +34,12 @@ def output_dir(args):
     sys.exit("interrupt.py: the command has no -o or --output-dir")
 
 
-def run(args, workdir, delay=None, sig=None):
-    """Runs the command with outputs and TMPDIR under workdir."""
-    tmp = os.path.join(workdir, "tmp")
-    os.makedirs(tmp)
+def run(args, workdir, delay=None, sig=None, tmp=None):
+    """Runs the command with outputs and TMPDIR (unless given) under
+    workdir."""
+    if tmp is None:
+        tmp = os.path.join(workdir, "tmp")
+        os.makedirs(tmp)
     args = list(args)
     out = output_dir(args)
     args[out] = os.path.join(workdir, "out")
@@ -57,7 +62,8 @@ def main():
     if args[:1] == ["--runs"]:
         runs, args = int(args[1]), args[2:]
     clean_after_kill = args[:1] == ["--clean-after-kill"]
-    if clean_after_kill:
+    swept_by_next_run = args[:1] == ["--swept-by-next-run"]
+    if clean_after_kill or swept_by_next_run:
         args = args[1:]
     name, command = args[0], args[1:]
     sig = getattr(signal, name)
@@ -86,8 +92,15 @@ def main():
                     if not filecmp.cmp(os.path.join(out, name),
                                        os.path.join(whole, "out", name), shallow=False):
                         problems.append("%s: %s differs from a whole run's" % (where, name))
-            left = os.listdir(os.path.join(workdir, "tmp"))
-            if (sig != signal.SIGKILL or clean_after_kill) and left:
+            tmp = os.path.join(workdir, "tmp")
+            if sig == signal.SIGKILL and swept_by_next_run:
+                _, code = run(command, os.path.join(workdir, "next"), tmp=tmp)
+                if code != 0:
+                    problems.append("%s: the next run failed (exit %d)"
+                                    % (where, code))
+            left = os.listdir(tmp)
+            if (sig != signal.SIGKILL or clean_after_kill or
+                    swept_by_next_run) and left:
                 problems.append("%s: left in TMPDIR: %s" % (where, sorted(left)))
     finally:
         shutil.rmtree(root, ignore_errors=True)
