@@ -917,8 +917,13 @@ void followTuner() {
   // hanging candidate does not outlive it; a tuner already gone is seen
   // through the parent it left (init or a subreaper).
   prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (std::to_string(getppid()) != tuner)
+  if (std::to_string(getppid()) != tuner) {
+    std::fprintf(stderr,
+                 "attnc: %s=%s names a tuner that is not this process's "
+                 "parent (it has ended); not running\n",
+                 kTunerVariable, tuner);
     std::_Exit(1);
+  }
 }
 
 int tuneCommand() {
