@@ -16,8 +16,11 @@ int createOwnerLock(const std::string &path) {
   int fd = open(staged.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0)
     return -1;
+  // Never over another owner's lock: two sets of kernel files may draw the
+  // same random name, and only the lock's creation tells them apart.
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 ||
-      rename(staged.c_str(), path.c_str()) != 0) {
+      renameat2(AT_FDCWD, staged.c_str(), AT_FDCWD, path.c_str(),
+                RENAME_NOREPLACE) != 0) {
     int reason = errno;
     unlink(staged.c_str());
     close(fd);

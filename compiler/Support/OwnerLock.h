@@ -15,8 +15,9 @@ namespace attnc {
 
 /// Creates the lock file `path` (new, mode 0600) holding an exclusive flock:
 /// made and locked as `path`.new, then renamed, so that no process sees it
-/// unlocked while its owner lives. Returns the descriptor to keep open, or
-/// -1 with errno set (EEXIST: `path`.new exists; nothing is left behind).
+/// unlocked while its owner lives; never replacing an existing `path`.
+/// Returns the descriptor to keep open, or -1 with errno set (EEXIST:
+/// `path` or `path`.new exists; nothing is left behind).
 int createOwnerLock(const std::string &path);
 
 /// Whether the lock file at `path`, a regular file of this user, belongs to
