@@ -36,13 +36,14 @@ public:
     llvm::sys::path::append(model, std::string(kPrefix) + "%%%%%%");
     for (int attempt = 0; attempt < 128 && lock < 0; ++attempt) {
       llvm::sys::fs::createUniquePath(model, stem, /*MakeAbsolute=*/false);
-      for (const char *suffix : {".lock.new", ".lock"})
-        llvm::sys::RemoveFileOnSignal(path(suffix));
-      lock = createOwnerLock(path(".lock"));
+      std::string lockPath = path(kLock), staged = lockPath + ".new";
+      for (const std::string &file : {staged, lockPath})
+        llvm::sys::RemoveFileOnSignal(file);
+      lock = createOwnerLock(lockPath);
       int reason = errno;
-      llvm::sys::DontRemoveFileOnSignal(path(".lock.new"));
+      llvm::sys::DontRemoveFileOnSignal(staged);
       if (lock < 0) {
-        llvm::sys::DontRemoveFileOnSignal(path(".lock"));
+        llvm::sys::DontRemoveFileOnSignal(lockPath);
         if (reason != EEXIST)
           fail(reason);
       }
@@ -55,7 +56,7 @@ public:
       llvm::sys::RemoveFileOnSignal(file);
   }
   ~KernelFiles() {
-    for (const std::string &file : {object, library, path(".lock")}) {
+    for (const std::string &file : {object, library, path(kLock)}) {
       llvm::sys::fs::remove(file);
       llvm::sys::DontRemoveFileOnSignal(file);
     }
@@ -70,6 +71,7 @@ public:
 private:
   static constexpr llvm::StringLiteral kPrefix = "attnc-kernel-";
   static constexpr size_t kRandomChars = 6;
+  static constexpr llvm::StringLiteral kLock = ".lock";
 
   std::string path(llvm::StringRef suffix) const {
     return (stem + suffix).str();
@@ -86,12 +88,13 @@ private:
          !error && entry != end; entry.increment(error)) {
       llvm::StringRef name = llvm::sys::path::filename(entry->path());
       int held = -1;
-      if (!name.starts_with(kPrefix) || !name.ends_with(".lock") ||
-          name.size() != kPrefix.size() + kRandomChars + 5 ||
+      if (!name.starts_with(kPrefix) || !name.ends_with(kLock) ||
+          name.size() != kPrefix.size() + kRandomChars + kLock.size() ||
           !takeAbandonedLock(entry->path(), held))
         continue;
-      llvm::StringRef stem = llvm::StringRef(entry->path()).drop_back(5);
-      for (const char *suffix : {".o", ".a", ".so", ".lock"})
+      llvm::StringRef stem =
+          llvm::StringRef(entry->path()).drop_back(kLock.size());
+      for (llvm::StringRef suffix : {".o", ".a", ".so", kLock.data()})
         unlink((stem + suffix).str().c_str());
       close(held);
     }

@@ -370,7 +370,7 @@ int runCommand() {
                                             built.isArchive, threads,
                                             /*cuda=*/false);
     // The test hook of `attnc tune --test-hang-candidate`: a candidate that
-    // never ends, its kernel's files in place.
+    // never ends once its kernel is loaded.
     if (std::getenv("ATTNC_TEST_HANG"))
       for (;;)
         pause();
