@@ -80,9 +80,11 @@ Expr powerOfTwo(Expr n) {
 /// A row's output from its accumulated P·V and sum, and its lse from its
 /// sum and max + log sum: a row with no kept key (sum 0) is exactly 0 and
 /// its lse -inf; a row that saw a NaN score has sum NaN, which passes the
-/// sum == 0 test and stays NaN.
+/// sum == 0 test and stays NaN. Both strict: under Halide's fast-math (no
+/// NaN) LLVM may invert the test into an ordered sum != 0, false for NaN,
+/// which made the AVX-512 decode merge write 0 for a NaN row.
 Expr normalizedRow(Expr accumulated, Expr sum) {
-  return select(sum == 0.0f, 0.0f, accumulated / sum);
+  return strict_float(select(sum == 0.0f, 0.0f, accumulated / sum));
 }
 Expr lseRow(Expr sum, Expr logSumExp) {
   Expr negativeInfinity =
