@@ -69,6 +69,15 @@ inline int64_t decodeKeyBlock(int64_t vectorWidth) {
   return vectorWidth / (vectorWidth < 4 ? vectorWidth : 4);
 }
 
+/// Whether every tile of an attention whose tasks hold `taskRows` query rows
+/// (S × Hq/Hkv: one kv head's query heads) is a decode tile of at most one
+/// vector of rows (AttentionKernel.cpp's `oneVector`). Then query_tile and
+/// score_block shape no loop that runs; key_tile, pv_block and the decode
+/// parameters do.
+inline bool decodeTilesOnly(int64_t taskRows, int64_t vectorWidth) {
+  return taskRows >= 1 && taskRows <= vectorWidth;
+}
+
 /// decode_step when a schedule leaves it out: two vectors of keys, measured
 /// best for f32 and bf16 rows of 128 on AVX2 (docs/design/cpu-backend.md).
 inline int64_t defaultDecodeStep(int64_t vectorWidth) {

@@ -592,21 +592,17 @@ int Tuner::run() {
     spaceText = text.str();
   }
   KernelIdentity kernel = kernelIdentity(graph, dims);
-  std::vector<TuneCandidate> all;
+  CandidateList list;
   int64_t spaceVersion = 0;
-  std::vector<std::string> parameterNames;
   if (backend == "mlir") {
     ScheduleSpace space = spaceText.empty()
                               ? cpuScheduleSpace()
                               : parseScheduleSpace(spaceText, options::space);
-    all = mlirCandidates(space, defaultSchedule(target));
+    AttentionSchedule defaults = defaultSchedule(target);
+    list =
+        mlirCandidates(space, defaults,
+                       decodeTilesOnly(kernel.taskRows, defaults.vectorWidth));
     spaceVersion = space.version;
-    parameterNames = {"query tile",
-                      "key tile",
-                      "score block (query vectors x keys)",
-                      "P.V block (rows x vectors)",
-                      "V prefetch (widest V element, bytes)",
-                      "decode step (keys)"};
   } else {
     HalideScheduleSpace space =
         spaceText.empty() ? halideScheduleSpace()
@@ -614,18 +610,11 @@ int Tuner::run() {
     HalideSchedule defaults = defaultHalideSchedule(targetClassOf(target));
     bool decodeForm =
         kernel.queryLength >= 0 && kernel.queryLength < defaults.decodeBelow();
-    all = halideCandidates(space, defaults, decodeForm);
+    list = halideCandidates(space, defaults, decodeForm);
     spaceVersion = space.version;
-    parameterNames = {"schedule",
-                      "task queries",
-                      "query tile",
-                      "key tile",
-                      "score block (query vectors x keys)",
-                      "P.V block (rows x vectors)",
-                      "decode score block (heads x keys)",
-                      "decode P.V block (heads x vectors)",
-                      "decode P.V chunk (keys; 0: one pass)"};
   }
+  const std::vector<TuneCandidate> &all = list.candidates;
+  const std::vector<std::string> &parameterNames = list.parameterNames;
   MachineIdentity machine = machineIdentity(target);
   TuningKey key{kernel.kernel, kernel.shapeBucket, machine.fingerprint,
                 backend,       attncVersion(),     spaceVersion};

@@ -205,11 +205,19 @@ HalideScheduleSpace halideScheduleSpace() {
                                   "schedules/space/halide.json");
 }
 
-std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
-                                          const AttentionSchedule &defaults) {
-  std::vector<TuneCandidate> result;
-  for (const AttentionSchedule &s : candidates(space, defaults))
-    result.push_back(
+CandidateList mlirCandidates(const ScheduleSpace &space,
+                             const AttentionSchedule &defaults,
+                             bool decodeForm) {
+  CandidateList result;
+  result.parameterNames = {"query tile",
+                           "key tile",
+                           "score block (query vectors x keys)",
+                           "P.V block (rows x vectors)",
+                           "V prefetch (widest V element, bytes)",
+                           "decode step (keys)",
+                           "decode prefetch (cache level)"};
+  for (const AttentionSchedule &s : candidates(space, defaults, decodeForm))
+    result.candidates.push_back(
         {candidateKey(s),
          describeSchedule(s),
          {std::to_string(s.queryTile), std::to_string(s.keyTile),
@@ -222,9 +230,9 @@ std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
   return result;
 }
 
-std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
-                                            const HalideSchedule &defaults,
-                                            bool decodeForm) {
+CandidateList halideCandidates(const HalideScheduleSpace &space,
+                               const HalideSchedule &defaults,
+                               bool decodeForm) {
   auto by = [](int64_t x, int64_t y) {
     return std::to_string(x) + "x" + std::to_string(y);
   };
@@ -261,7 +269,18 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
                          s.toFileJson(),
                          ""};
   };
-  std::vector<TuneCandidate> result = {hand(defaults)};
+  CandidateList list;
+  list.parameterNames = {"schedule",
+                         "task queries",
+                         "query tile",
+                         "key tile",
+                         "score block (query vectors x keys)",
+                         "P.V block (rows x vectors)",
+                         "decode score block (heads x keys)",
+                         "decode P.V block (heads x vectors)",
+                         "decode P.V chunk (keys; 0: one pass)"};
+  std::vector<TuneCandidate> &result = list.candidates;
+  result.push_back(hand(defaults));
   std::set<std::string> seen = {result.front().key};
   auto add = [&](const HalideSchedule &s) {
     TuneCandidate candidate = hand(s);
@@ -324,7 +343,7 @@ std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
                       "",
                       "auto:" + name});
   }
-  return result;
+  return list;
 }
 
 bool fitsRegisters(const AttentionSchedule &s, int64_t registers) {
@@ -334,25 +353,33 @@ bool fitsRegisters(const AttentionSchedule &s, int64_t registers) {
 }
 
 std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
-                                          const AttentionSchedule &defaults) {
+                                          const AttentionSchedule &defaults,
+                                          bool decodeForm) {
   auto registers = space.registers.find(defaults.targetClass);
   if (registers == space.registers.end())
     throw UserError("schedules/space/cpu.json: /registers: no entry for " +
                     defaults.targetClass);
   std::vector<AttentionSchedule> result = {defaults};
   std::set<std::string> seen = {candidateKey(defaults)};
-  std::vector<int64_t> prefetches = space.valuePrefetchBytes;
-  if (prefetches.empty())
-    prefetches = {defaults.valuePrefetchBytes};
-  std::vector<int64_t> steps = space.decodeSteps;
-  if (steps.empty())
-    steps = {defaults.decodeStep};
-  std::vector<int64_t> levels = space.decodePrefetchLevels;
-  if (levels.empty())
-    levels = {defaults.decodePrefetchLevel};
-  for (int64_t queryTile : space.queryTiles)
+  // A parameter the space leaves out, or that does not shape what the tuned
+  // shape runs, keeps the default's value.
+  auto searched = [](bool shapes, std::vector<int64_t> values, int64_t value) {
+    return shapes && !values.empty() ? values : std::vector<int64_t>{value};
+  };
+  std::vector<int64_t> queryTiles =
+      searched(!decodeForm, space.queryTiles, defaults.queryTile);
+  std::vector<std::pair<int64_t, int64_t>> scoreBlocks = space.scoreBlocks;
+  if (decodeForm)
+    scoreBlocks = {{defaults.scoreVectors, defaults.scoreKeys}};
+  std::vector<int64_t> prefetches = searched(
+      decodeForm, space.valuePrefetchBytes, defaults.valuePrefetchBytes);
+  std::vector<int64_t> steps =
+      searched(decodeForm, space.decodeSteps, defaults.decodeStep);
+  std::vector<int64_t> levels = searched(decodeForm, space.decodePrefetchLevels,
+                                         defaults.decodePrefetchLevel);
+  for (int64_t queryTile : queryTiles)
     for (int64_t keyTile : space.keyTiles)
-      for (auto [scoreVectors, scoreKeys] : space.scoreBlocks)
+      for (auto [scoreVectors, scoreKeys] : scoreBlocks)
         for (auto [pvRows, pvVectors] : space.pvBlocks)
           for (int64_t prefetch : prefetches)
             for (int64_t step : steps)

@@ -70,27 +70,40 @@ struct TuneCandidate {
   std::string scheduleText, scheduleFlag;
 };
 
+/// A backend's candidates and the names of their parameters, in the order
+/// of every candidate's TuneCandidate::parameters (the report's columns).
+struct CandidateList {
+  std::vector<std::string> parameterNames;
+  std::vector<TuneCandidate> candidates;
+};
+
 /// The mlir backend's candidates (`candidates` below), the default first.
-std::vector<TuneCandidate> mlirCandidates(const ScheduleSpace &space,
-                                          const AttentionSchedule &defaults);
+CandidateList mlirCandidates(const ScheduleSpace &space,
+                             const AttentionSchedule &defaults,
+                             bool decodeForm);
 /// The Halide backend's: its hand schedule first, then the hand schedules of
 /// `space` that differ where the tuned shape runs (`decodeForm`, fewer
 /// queries than HalideSchedule::decodeBelow: the decode blocks, the rest the
 /// default's; else the rows form's parameters with task_queries a multiple
 /// of query_tile, the decode blocks the default's), then each autoscheduler.
-std::vector<TuneCandidate> halideCandidates(const HalideScheduleSpace &space,
-                                            const HalideSchedule &defaults,
-                                            bool decodeForm);
+CandidateList halideCandidates(const HalideScheduleSpace &space,
+                               const HalideSchedule &defaults, bool decodeForm);
 
 /// Whether `schedule`'s register blocks fit `registers` vector registers.
 bool fitsRegisters(const AttentionSchedule &schedule, int64_t registers);
 
 /// Every legal schedule of `space` for the target class of `defaults` (its
-/// vector width and the class's register count decide): `defaults` first,
-/// then the others in a fixed order (by query tile, key tile, score block,
-/// P·V block), each once. Their `threads` and `measured` are the defaults'.
+/// vector width and the class's register count decide) that differs where
+/// the tuned shape runs: with `decodeForm` (decodeTilesOnly) the query tile
+/// and score block stay the default's, else the decode parameters (V
+/// prefetch, decode step, decode prefetch level) do, so that no two
+/// candidates run the same loops. `defaults` first, then the others in a
+/// fixed order (by query tile, key tile, score block, P·V block, then the
+/// decode parameters), each once. Their `threads` and `measured` are the
+/// defaults'.
 std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
-                                          const AttentionSchedule &defaults);
+                                          const AttentionSchedule &defaults,
+                                          bool decodeForm);
 
 /// "query 32, key 48, score 2x6, pv 4x2": the tuned parameters for people.
 std::string describeSchedule(const AttentionSchedule &schedule);

@@ -13,6 +13,7 @@
 #include "llvm/Support/xxhash.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -87,16 +88,17 @@ KernelIdentity kernelIdentity(const Graph &graph, const DimBindings &dims) {
     mlir::attn::semantics::LayoutAxes axes = attention.getLayoutAxes();
     auto q = shape(attention.getQuery()), k = shape(attention.getKey()),
          v = shape(attention.getValue());
+    int64_t group = q[axes.heads] / std::max<int64_t>(k[axes.heads], 1);
     // The variant: what it computes, not how long its sequences are.
     out << "attention " << op->getAttrDictionary() << " Dk=" << q[axes.depth]
-        << " Dv=" << v[axes.depth] << " G=" << q[axes.heads] / k[axes.heads]
-        << " types:";
+        << " Dv=" << v[axes.depth] << " G=" << group << " types:";
     for (mlir::Value operand : op->getOperands())
       out << " "
           << llvm::cast<mlir::ShapedType>(operand.getType()).getElementType();
     out << "\n";
     if (first) {
       identity.queryLength = q[axes.length];
+      identity.taskRows = q[axes.length] * group;
       identity.shapeBucket = "S=" + bucket(q[axes.length]) +
                              " T=" + bucket(k[axes.length]) +
                              " BH=" + bucket(q[axes.batch] * q[axes.heads]);

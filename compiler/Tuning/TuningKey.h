@@ -28,6 +28,9 @@ struct KernelIdentity {
   std::string shapeBucket; ///< "S=2^7 T=2^11 BH=2^5".
   /// S of the first attention at the bound sizes; -1 without attention.
   int64_t queryLength = -1;
+  /// Its query rows per kv head (S × Hq/Hkv), the rows of an MLIR task; -1
+  /// without attention.
+  int64_t taskRows = -1;
   std::string description; ///< What was hashed, for people and --verbose.
 };
 

@@ -39,7 +39,7 @@ std::vector<AttentionSchedule> space() {
   space.scoreBlocks = {{2, 6}, {1, 8}};
   space.pvBlocks = {{4, 2}, {2, 4}};
   space.registers = {{"x86-64-avx2", 16}};
-  return candidates(space, defaults);
+  return candidates(space, defaults, /*decodeForm=*/false);
 }
 
 /// The search's view of `all`: each candidate's parameter values.
@@ -81,8 +81,8 @@ TEST(CandidateSearchTest, TheDefaultComesFirstAndEveryCandidateOnce) {
     EXPECT_TRUE(keys.insert(candidateKey(s)).second) << candidateKey(s);
 }
 
-// Tests that value_prefetch_bytes multiplies the space when the space lists
-// it and keeps the default's value when it does not.
+// Tests that value_prefetch_bytes multiplies a decode shape's space when the
+// space lists it and keeps the default's value when it does not.
 TEST(CandidateSearchTest, ValuePrefetchIsAParameterWhenListed) {
   AttentionSchedule defaults =
       schedule("x86-64-avx512", 16, 64, 64, {2, 8}, {4, 4});
@@ -93,11 +93,12 @@ TEST(CandidateSearchTest, ValuePrefetchIsAParameterWhenListed) {
   space.scoreBlocks = {{2, 8}};
   space.pvBlocks = {{4, 4}};
   space.registers = {{"x86-64-avx512", 32}};
-  std::vector<AttentionSchedule> all = candidates(space, defaults);
+  std::vector<AttentionSchedule> all =
+      candidates(space, defaults, /*decodeForm=*/true);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].valuePrefetchBytes, 2);
   space.valuePrefetchBytes = {0, 2, 4};
-  all = candidates(space, defaults);
+  all = candidates(space, defaults, /*decodeForm=*/true);
   ASSERT_EQ(all.size(), 3u);
   std::set<int64_t> values;
   std::set<std::string> keys;
@@ -124,9 +125,71 @@ TEST(CandidateSearchTest, DecodeStepsMustFillScoreBlocks) {
   space.decodeSteps = {6, 16, 32};
   space.registers = {{"x86-64-avx512", 32}};
   std::vector<int64_t> steps;
-  for (const AttentionSchedule &s : candidates(space, defaults))
+  for (const AttentionSchedule &s :
+       candidates(space, defaults, /*decodeForm=*/true))
     steps.push_back(s.decodeStep);
   EXPECT_EQ(steps, (std::vector<int64_t>{32, 16}));
+}
+
+// Tests that a decode shape (every tile one vector of rows) searches the
+// key tile, the P·V block and the decode parameters, with the query tile and
+// score block the default's, and a prefill shape the reverse: candidates
+// that would run the same loops are one candidate.
+TEST(CandidateSearchTest, MlirCandidatesVaryWhatTheShapeRuns) {
+  AttentionSchedule defaults =
+      schedule("x86-64-avx512", 16, 64, 64, {4, 4}, {4, 4});
+  defaults.decodeStep = 64;
+  defaults.decodePrefetchLevel = 2;
+  defaults.valuePrefetchBytes = 0;
+  ScheduleSpace space;
+  space.queryTiles = {64, 128};
+  space.keyTiles = {64, 128};
+  space.scoreBlocks = {{4, 4}, {2, 8}};
+  space.pvBlocks = {{4, 4}, {2, 8}};
+  space.valuePrefetchBytes = {0, 4};
+  space.decodeSteps = {32, 64};
+  space.decodePrefetchLevels = {1, 2};
+  space.registers = {{"x86-64-avx512", 32}};
+  EXPECT_TRUE(decodeTilesOnly(/*taskRows=*/4, 16));
+  EXPECT_TRUE(decodeTilesOnly(16, 16));
+  EXPECT_FALSE(decodeTilesOnly(17, 16));
+  EXPECT_FALSE(decodeTilesOnly(-1, 16));
+  std::vector<AttentionSchedule> decode =
+      candidates(space, defaults, /*decodeForm=*/true);
+  // 2 key tiles x 2 P.V blocks x 2 prefetches x 2 steps x 2 levels.
+  EXPECT_EQ(decode.size(), 32u);
+  for (const AttentionSchedule &s : decode) {
+    EXPECT_EQ(s.queryTile, 64) << candidateKey(s);
+    EXPECT_EQ(s.scoreVectors, 4) << candidateKey(s);
+  }
+  std::vector<AttentionSchedule> prefill =
+      candidates(space, defaults, /*decodeForm=*/false);
+  // 2 query tiles x 2 key tiles x 2 score blocks x 2 P.V blocks.
+  EXPECT_EQ(prefill.size(), 16u);
+  for (const AttentionSchedule &s : prefill) {
+    EXPECT_EQ(s.decodeStep, 64) << candidateKey(s);
+    EXPECT_EQ(s.decodePrefetchLevel, 2) << candidateKey(s);
+    EXPECT_EQ(s.valuePrefetchBytes, 0) << candidateKey(s);
+  }
+}
+
+// Tests that every candidate has a value for each named parameter (the
+// columns of `attnc tune --report`'s CSV and the panels of its plot).
+TEST(CandidateSearchTest, CandidateListsNameEveryParameter) {
+  for (bool decodeForm : {false, true}) {
+    CandidateList mlir =
+        mlirCandidates(cpuScheduleSpace(),
+                       defaultSchedule(cpuTarget("x86-64-avx2")), decodeForm);
+    CandidateList halide =
+        halideCandidates(halideScheduleSpace(),
+                         defaultHalideSchedule("x86-64-avx2"), decodeForm);
+    for (const CandidateList *list : {&mlir, &halide}) {
+      ASSERT_FALSE(list->candidates.empty());
+      for (const TuneCandidate &candidate : list->candidates)
+        ASSERT_EQ(candidate.parameters.size(), list->parameterNames.size())
+            << candidate.key;
+    }
+  }
 }
 
 TEST(CandidateSearchTest, ExhaustiveFollowsTheListOnce) {
@@ -177,7 +240,7 @@ TEST(CandidateSearchTest, HalideCandidatesAreLegalAndEndWithAutoschedulers) {
   space.autoschedulers = {"adams2019", "li2018"};
   HalideSchedule defaults = defaultHalideSchedule("x86-64-avx2");
   std::vector<TuneCandidate> all =
-      halideCandidates(space, defaults, /*decodeForm=*/false);
+      halideCandidates(space, defaults, /*decodeForm=*/false).candidates;
   ASSERT_GE(all.size(), 3u);
   EXPECT_EQ(all[0].parameters[0], "hand");
   // 40 divides neither task size: only query tile 16, twice, plus the
@@ -203,7 +266,7 @@ TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
   space.decodePvBlocks = {{2, 8}, {4, 4}, {8, 2}};
   HalideSchedule defaults = defaultHalideSchedule("x86-64-avx2");
   std::vector<TuneCandidate> decode =
-      halideCandidates(space, defaults, /*decodeForm=*/true);
+      halideCandidates(space, defaults, /*decodeForm=*/true).candidates;
   // The default, then 2 x 3 decode blocks (one may be the default's).
   ASSERT_GE(decode.size(), 6u);
   ASSERT_LE(decode.size(), 7u);
@@ -221,7 +284,7 @@ TEST(CandidateSearchTest, HalideDecodeShapesSearchTheDecodeBlocksOnly) {
   EXPECT_TRUE(decodeBlocks.count("4x4 8x2"));
   // A prefill shape leaves the decode blocks at the default's.
   std::vector<TuneCandidate> prefill =
-      halideCandidates(space, defaults, /*decodeForm=*/false);
+      halideCandidates(space, defaults, /*decodeForm=*/false).candidates;
   std::string defaultDecode =
       decode.front().parameters[6] + " " + decode.front().parameters[7];
   for (const TuneCandidate &candidate : prefill)
