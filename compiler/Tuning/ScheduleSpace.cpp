@@ -177,6 +177,15 @@ private:
   }
 };
 
+/// The values a candidate search takes for one parameter: the space's, or
+/// only the default's `value` when the space leaves the parameter out or it
+/// does not shape what the tuned shape runs (`varies` false).
+template <typename T>
+std::vector<T> searchedValues(bool varies, const std::vector<T> &values,
+                              const T &value) {
+  return varies && !values.empty() ? values : std::vector<T>{value};
+}
+
 bool legalSchedule(const AttentionSchedule &s) {
   int64_t W = s.vectorWidth;
   return s.queryTile % (s.scoreVectors * W) == 0 &&
@@ -287,23 +296,19 @@ CandidateList halideCandidates(const HalideScheduleSpace &space,
     if (seen.insert(candidate.key).second)
       result.push_back(candidate);
   };
-  // A parameter the space leaves out keeps the default's value.
-  auto orDefault = [](auto values, auto value) {
-    if (values.empty())
-      values.push_back(value);
-    return values;
-  };
   if (decodeForm) {
     // Only the decode parameters change what runs; the rows form's would
     // give copies of one kernel.
-    for (auto [scoreHeads, scoreKeys] : orDefault(
-             space.decodeScoreBlocks, std::make_pair(defaults.decodeScoreHeads,
-                                                     defaults.decodeScoreKeys)))
-      for (auto [pvHeads, pvVectors] : orDefault(
-               space.decodePvBlocks, std::make_pair(defaults.decodePvHeads,
-                                                    defaults.decodePvVectors)))
+    for (auto [scoreHeads, scoreKeys] :
+         searchedValues(true, space.decodeScoreBlocks,
+                        std::make_pair(defaults.decodeScoreHeads,
+                                       defaults.decodeScoreKeys)))
+      for (auto [pvHeads, pvVectors] :
+           searchedValues(true, space.decodePvBlocks,
+                          std::make_pair(defaults.decodePvHeads,
+                                         defaults.decodePvVectors)))
         for (int64_t chunkKeys :
-             orDefault(space.decodePvKeys, defaults.decodePvKeys)) {
+             searchedValues(true, space.decodePvKeys, defaults.decodePvKeys)) {
           HalideSchedule s = defaults;
           s.decodeScoreHeads = scoreHeads;
           s.decodeScoreKeys = scoreKeys;
@@ -313,7 +318,8 @@ CandidateList halideCandidates(const HalideScheduleSpace &space,
           add(s);
         }
   } else {
-    std::vector<int64_t> keyTiles = orDefault(space.keyTiles, defaults.keyTile);
+    std::vector<int64_t> keyTiles =
+        searchedValues(true, space.keyTiles, defaults.keyTile);
     for (int64_t task : space.taskQueries)
       for (int64_t query : space.queryTiles) {
         if (task % query != 0)
@@ -361,22 +367,19 @@ std::vector<AttentionSchedule> candidates(const ScheduleSpace &space,
                     defaults.targetClass);
   std::vector<AttentionSchedule> result = {defaults};
   std::set<std::string> seen = {candidateKey(defaults)};
-  // A parameter the space leaves out, or that does not shape what the tuned
-  // shape runs, keeps the default's value.
-  auto searched = [](bool shapes, std::vector<int64_t> values, int64_t value) {
-    return shapes && !values.empty() ? values : std::vector<int64_t>{value};
-  };
+  // Decode tiles read neither the query tile nor the score block; other
+  // tiles never read the decode parameters.
   std::vector<int64_t> queryTiles =
-      searched(!decodeForm, space.queryTiles, defaults.queryTile);
-  std::vector<std::pair<int64_t, int64_t>> scoreBlocks = space.scoreBlocks;
-  if (decodeForm)
-    scoreBlocks = {{defaults.scoreVectors, defaults.scoreKeys}};
-  std::vector<int64_t> prefetches = searched(
+      searchedValues(!decodeForm, space.queryTiles, defaults.queryTile);
+  std::vector<std::pair<int64_t, int64_t>> scoreBlocks =
+      searchedValues(!decodeForm, space.scoreBlocks,
+                     std::make_pair(defaults.scoreVectors, defaults.scoreKeys));
+  std::vector<int64_t> prefetches = searchedValues(
       decodeForm, space.valuePrefetchBytes, defaults.valuePrefetchBytes);
   std::vector<int64_t> steps =
-      searched(decodeForm, space.decodeSteps, defaults.decodeStep);
-  std::vector<int64_t> levels = searched(decodeForm, space.decodePrefetchLevels,
-                                         defaults.decodePrefetchLevel);
+      searchedValues(decodeForm, space.decodeSteps, defaults.decodeStep);
+  std::vector<int64_t> levels = searchedValues(
+      decodeForm, space.decodePrefetchLevels, defaults.decodePrefetchLevel);
   for (int64_t queryTile : queryTiles)
     for (int64_t keyTile : space.keyTiles)
       for (auto [scoreVectors, scoreKeys] : scoreBlocks)
