@@ -19,8 +19,6 @@
 
 #include "Support/Error.h"
 
-#include <onnx/shape_inference/implementation.h>
-
 #include <map>
 #include <set>
 #include <vector>
@@ -35,15 +33,9 @@ class BlockFinder {
 public:
   BlockFinder(const std::string &path, onnx::ModelProto model)
       : path(path), model(std::move(model)) {
-    // Types of intermediate values; a failure leaves them unknown, which
-    // the blocks that need them report.
-    onnx::ShapeInferenceOptions options{/*check_type=*/false,
-                                        /*error_mode=*/0};
-    try {
-      onnx::shape_inference::InferShapes(
-          this->model, onnx::OpSchemaRegistry::Instance(), options);
-    } catch (const std::exception &) {
-    }
+    // Types of intermediate values; where inference fails they stay
+    // unknown, which the blocks that need them report.
+    inferOnnxShapes(this->model);
     const onnx::GraphProto &graph = this->model.graph();
     for (int i = 0; i < graph.node_size(); ++i)
       for (const std::string &output : graph.node(i).output())

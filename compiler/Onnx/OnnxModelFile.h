@@ -21,6 +21,11 @@ onnx::ModelProto readOnnxModel(const std::string &path);
 /// messages name it).
 OnnxModel importOnnxModel(const std::string &path, onnx::ModelProto model);
 
+/// Types what ONNX shape inference can type among `model`'s values; a node
+/// whose inference fails (or claims an absurd rank) leaves its outputs
+/// untyped. Never throws.
+void inferOnnxShapes(onnx::ModelProto &model);
+
 } // namespace attnc
 
 #endif // ATTNC_ONNX_ONNXMODELFILE_H

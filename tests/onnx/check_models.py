@@ -51,13 +51,13 @@ class Report:
             print("  failed: %s" % what)
 
 
-def execute(cmd):
+def execute(cmd, timeout_s=TIMEOUT_S):
     """Run cmd; returns (returncode or None on timeout, stdout, stderr)."""
     try:
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           timeout=TIMEOUT_S)
+                           timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        return None, "", "timed out after %d s" % TIMEOUT_S
+        return None, "", "timed out after %d s" % timeout_s
     return (p.returncode, p.stdout.decode("utf-8", "replace"),
             p.stderr.decode("utf-8", "replace"))
 
@@ -229,6 +229,41 @@ def check_deep_chain(attnc, out, report):
     report.ok(what, "(check and import --attention-only)")
 
 
+def check_rank_bombs(attnc, out, report):
+    """A shape operand that claims 2^62 elements (a Reshape of four int64s to [2^62]) beside a
+    sound attention: ONNX shape inference would give the Expand, ConstantOfShape or Reshape that
+    reads it 2^62 dimensions, one at a time. The attention still imports, in seconds."""
+    import onnx
+    from onnx import helper, TensorProto
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    for op in ["Expand", "ConstantOfShape", "Reshape"]:
+        what = "shape operand of 2^62 elements into %s" % op
+        claim = [helper.make_node("Constant", [], ["four"], value=helper.make_tensor(
+                     "four", i64, [4], [1, 1, 1, 1])),
+                 helper.make_node("Constant", [], ["huge"], value=helper.make_tensor(
+                     "huge", i64, [1], [2 ** 62])),
+                 helper.make_node("Reshape", ["four", "huge"], ["shape"])]
+        bomb = helper.make_node(op, ["shape"] if op == "ConstantOfShape" else ["q", "shape"],
+                                ["bomb"])
+        attention = [helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                     helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+                     helper.make_node("MatMul", ["p", "v"], ["o"])]
+        graph = helper.make_graph(
+            claim + [bomb] + attention, "rank_bomb",
+            [helper.make_tensor_value_info("q", f32, [1, 2, 4, 8]),
+             helper.make_tensor_value_info("kt", f32, [1, 2, 8, 4]),
+             helper.make_tensor_value_info("v", f32, [1, 2, 4, 8])],
+            [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])])
+        path = os.path.join(out, "malformed", "rank_bomb_%s.onnx" % op)
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        rc, _, stderr = execute([attnc, "import", path, "--attention-only",
+                                 "-o", path + ".blocks"], timeout_s=60)
+        if rc != 0:
+            report.fail(what, "import --attention-only: %s" % describe_exit(rc, stderr))
+            continue
+        report.ok(what, "(import --attention-only)")
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -302,6 +337,7 @@ def main():
             for case in json.load(f)["cases"]:
                 check_malformed(attnc, args.out, case, report)
         check_deep_chain(attnc, args.out, report)
+        check_rank_bombs(attnc, args.out, report)
     report.summary()
     return 1 if report.failed else 0
 
