@@ -231,8 +231,9 @@ def check_deep_chain(attnc, out, report):
 
 def check_rank_bombs(attnc, out, report):
     """A shape operand that claims 2^62 elements (a Reshape of four int64s to [2^62]) beside a
-    sound attention: ONNX shape inference would give the Expand, ConstantOfShape or Reshape that
-    reads it 2^62 dimensions, one at a time. The attention still imports, in seconds."""
+    sound attention: libonnx's shape inference would give an Expand or ConstantOfShape reading it
+    2^62 dimensions, one at a time (a Reshape taking it as its target it already refuses). The
+    attention still imports, in seconds."""
     import onnx
     from onnx import helper, TensorProto
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
