@@ -223,7 +223,7 @@ onnx::ModelProto BlockFinder::blockModel(const std::set<int> &nodes, int end,
       auto type = types.find(input);
       if (type == types.end() ||
           !type->second->type().tensor_type().has_shape()) {
-        problem = "the type of '" + input +
+        problem = path + ": the type of '" + input +
                   "' (read from outside the block) is unknown: ONNX shape "
                   "inference could not type it";
         return block;
