@@ -263,29 +263,38 @@ def check_rank_bombs(attnc, out, report):
             report.fail(what, "import --attention-only: %s" % describe_exit(rc, stderr))
             continue
         report.ok(what, "(import --attention-only)")
-    # The bomb's output as the data operand of the Q, K and V projections: the block's input,
-    # which inference now leaves untyped. One line naming the file, exit 1.
-    what = "shape operand of 2^62 elements into the Expand a block reads"
+    # The Q, K and V projections reading y, a value typed by inference: y is the bomb's output
+    # (untyped now: exit 1, one line naming the file), or a Relu's after the bomb (inference
+    # goes on past the refused node: the block imports).
     weight = helper.make_tensor("w", f32, [8, 8], [0.5] * 64)
-    nodes = claim + [helper.make_node("Expand", ["x", "shape"], ["y"])]
-    for name in ["q", "k", "v"]:
-        nodes.append(helper.make_node("MatMul", ["y", "w"], [name]))
-    nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-              helper.make_node("MatMul", ["q", "kt"], ["s"]),
-              helper.make_node("Softmax", ["s"], ["p"], axis=-1),
-              helper.make_node("MatMul", ["p", "v"], ["o"])]
-    graph = helper.make_graph(
-        nodes, "rank_bomb_block", [helper.make_tensor_value_info("x", f32, [1, 2, 4, 8])],
-        [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])], initializer=[weight])
-    path = os.path.join(out, "malformed", "rank_bomb_block.onnx")
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    rc, _, stderr = execute([attnc, "import", path, "--attention-only", "-o", path + ".blocks"],
-                            timeout_s=60)
-    lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    if rc != 1 or len(lines) != 1 or path not in lines[0]:
-        return report.fail(what, "import --attention-only: expected exit 1 and one line naming "
-                           "the file, got %s" % describe_exit(rc, stderr))
-    report.ok(what, "(%s)" % lines[0].strip())
+    for after in [False, True]:
+        what = "shape operand of 2^62 elements into an Expand %s the block's input" % (
+            "before" if after else "giving")
+        nodes = claim + [helper.make_node("Expand", ["x", "shape"], ["bomb" if after else "y"])]
+        if after:
+            nodes.append(helper.make_node("Relu", ["x"], ["y"]))
+        for name in ["q", "k", "v"]:
+            nodes.append(helper.make_node("MatMul", ["y", "w"], [name]))
+        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+                  helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                  helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+                  helper.make_node("MatMul", ["p", "v"], ["o"])]
+        graph = helper.make_graph(
+            nodes, "rank_bomb_block", [helper.make_tensor_value_info("x", f32, [1, 2, 4, 8])],
+            [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])], initializer=[weight])
+        path = os.path.join(out, "malformed", "rank_bomb_block_%s.onnx"
+                            % ("after" if after else "input"))
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+        rc, _, stderr = execute([attnc, "import", path, "--attention-only",
+                                 "-o", path + ".blocks"], timeout_s=60)
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
+        if after and rc != 0:
+            report.fail(what, "import --attention-only: %s" % describe_exit(rc, stderr))
+        elif not after and (rc != 1 or len(lines) != 1 or path not in lines[0]):
+            report.fail(what, "import --attention-only: expected exit 1 and one line naming "
+                        "the file, got %s" % describe_exit(rc, stderr))
+        else:
+            report.ok(what, "(%s)" % (lines[0].strip() if lines else "imported"))
 
 
 # ---------------------------------------------------------------------------------------------
