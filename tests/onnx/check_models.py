@@ -237,28 +237,33 @@ def check_rank_bombs(attnc, out, report):
     import onnx
     from onnx import helper, TensorProto
     f32, i64 = TensorProto.FLOAT, TensorProto.INT64
-    for op in ["Expand", "ConstantOfShape", "Reshape"]:
-        what = "shape operand of 2^62 elements into %s" % op
-        claim = [helper.make_node("Constant", [], ["four"], value=helper.make_tensor(
-                     "four", i64, [4], [1, 1, 1, 1])),
-                 helper.make_node("Constant", [], ["huge"], value=helper.make_tensor(
-                     "huge", i64, [1], [2 ** 62])),
-                 helper.make_node("Reshape", ["four", "huge"], ["shape"])]
-        bomb = helper.make_node(op, ["shape"] if op == "ConstantOfShape" else ["q", "shape"],
-                                ["bomb"])
-        attention = [helper.make_node("MatMul", ["q", "kt"], ["s"]),
-                     helper.make_node("Softmax", ["s"], ["p"], axis=-1),
-                     helper.make_node("MatMul", ["p", "v"], ["o"])]
+    claim = [helper.make_node("Constant", [], ["four"], value=helper.make_tensor(
+                 "four", i64, [4], [1, 1, 1, 1])),
+             helper.make_node("Constant", [], ["huge"], value=helper.make_tensor(
+                 "huge", i64, [1], [2 ** 62])),
+             helper.make_node("Reshape", ["four", "huge"], ["shape"])]
+    attention = [helper.make_node("MatMul", ["q", "kt"], ["s"]),
+                 helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+                 helper.make_node("MatMul", ["p", "v"], ["o"])]
+
+    def import_blocks(name, nodes, inputs, initializer=()):
+        """Writes the model; (its path, rc, stderr) of `import --attention-only` on it."""
         graph = helper.make_graph(
-            claim + [bomb] + attention, "rank_bomb",
-            [helper.make_tensor_value_info("q", f32, [1, 2, 4, 8]),
-             helper.make_tensor_value_info("kt", f32, [1, 2, 8, 4]),
-             helper.make_tensor_value_info("v", f32, [1, 2, 4, 8])],
-            [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])])
-        path = os.path.join(out, "malformed", "rank_bomb_%s.onnx" % op)
+            nodes, name, [helper.make_tensor_value_info(n, f32, shape) for n, shape in inputs],
+            [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])], initializer=initializer)
+        path = os.path.join(out, "malformed", name + ".onnx")
         onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
         rc, _, stderr = execute([attnc, "import", path, "--attention-only",
                                  "-o", path + ".blocks"], timeout_s=60)
+        return path, rc, stderr
+
+    for op in ["Expand", "ConstantOfShape", "Reshape"]:
+        what = "shape operand of 2^62 elements into %s" % op
+        bomb = helper.make_node(op, ["shape"] if op == "ConstantOfShape" else ["q", "shape"],
+                                ["bomb"])
+        _, rc, stderr = import_blocks(
+            "rank_bomb_%s" % op, claim + [bomb] + attention,
+            [("q", [1, 2, 4, 8]), ("kt", [1, 2, 8, 4]), ("v", [1, 2, 4, 8])])
         if rc != 0:
             report.fail(what, "import --attention-only: %s" % describe_exit(rc, stderr))
             continue
@@ -275,18 +280,10 @@ def check_rank_bombs(attnc, out, report):
             nodes.append(helper.make_node("Relu", ["x"], ["y"]))
         for name in ["q", "k", "v"]:
             nodes.append(helper.make_node("MatMul", ["y", "w"], [name]))
-        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-                  helper.make_node("MatMul", ["q", "kt"], ["s"]),
-                  helper.make_node("Softmax", ["s"], ["p"], axis=-1),
-                  helper.make_node("MatMul", ["p", "v"], ["o"])]
-        graph = helper.make_graph(
-            nodes, "rank_bomb_block", [helper.make_tensor_value_info("x", f32, [1, 2, 4, 8])],
-            [helper.make_tensor_value_info("o", f32, [1, 2, 4, 8])], initializer=[weight])
-        path = os.path.join(out, "malformed", "rank_bomb_block_%s.onnx"
-                            % ("after" if after else "input"))
-        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-        rc, _, stderr = execute([attnc, "import", path, "--attention-only",
-                                 "-o", path + ".blocks"], timeout_s=60)
+        nodes += [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2])] + attention
+        path, rc, stderr = import_blocks(
+            "rank_bomb_block_%s" % ("after" if after else "input"), nodes,
+            [("x", [1, 2, 4, 8])], [weight])
         lines = [ln for ln in stderr.splitlines() if ln.strip()]
         if after and rc != 0:
             report.fail(what, "import --attention-only: %s" % describe_exit(rc, stderr))
