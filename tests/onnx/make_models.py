@@ -141,6 +141,7 @@ class Case:
         self.direct = direct            # (inputs, weights) -> {output name: float64 array}
         self.checkable = checkable      # onnx 1.12's checker knows every op it uses
         self.attention_kernels = 1
+        self.fused_ops = []             # ops no kernel of `attnc explain` may be
         self.dtype = "f32"
         self.external = False           # weights saved as ONNX external data
         self.attention_only = None      # {inputs, output, left_out}: checked block by block
@@ -531,9 +532,11 @@ def whisper_cross():
         o = sdpa(split_heads(q, H), split_heads(k, H), split_heads(v, H), 1.0)
         return {"attn_output": join_heads(o) @ f64(wt[w["out_proj"]]) + f64(wt[w["out_proj.bias"]])}
 
-    return Case(name, "Whisper decoder cross-attention: 7 queries over 11 encoder states, q "
+    case = Case(name, "Whisper decoder cross-attention: 7 queries over 11 encoder states, q "
                 "scaled by D**-0.5 before the product, k_proj without bias, no mask",
                 model, inputs, b.weights, direct)
+    case.fused_ops = ["scale"]      # the query's scale joins the attention kernel's
+    return case
 
 
 def whisper_external():
@@ -856,6 +859,7 @@ def write_case(case, outdir):
         "file": case.name + ".onnx",
         "description": case.description,
         "attention_kernels": case.attention_kernels,
+        "fused_ops": case.fused_ops,
         "dtype": case.dtype,
         "tolerance": TOLERANCE[case.dtype],
         "opsets": {(i.domain or ""): i.version for i in case.model.opset_import},

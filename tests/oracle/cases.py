@@ -695,6 +695,11 @@ def exporter_projection(rng, b, dt, fused=False, dynamic=False):
     wv = b.add_input("wv", [Hkv * D, E], dt, std=std)
     bq = b.add_input("bq", [H * D], dt) if coin(rng) else None
     qp = b.node("qp", "linear", x=x, w=wq, **({"b": bq} if bq else {}))
+    # BART and Whisper scale the query projection instead of the scores.
+    scaled_query = not fused and coin(rng, 0.3)
+    if scaled_query:
+        qp = b.node("qs", "scale", x=qp, value=1.0 / math.sqrt(D))
+        desc.append("query-scaled")
     kp = b.node("kp", "linear", x=mem, w=wk)
     vp = b.node("vp", "linear", x=mem, w=wv)
 
@@ -733,7 +738,8 @@ def exporter_projection(rng, b, dt, fused=False, dynamic=False):
                 vh = b.node("vr", "repeat", x=vh, axis=1, times=H // Hkv)
                 desc.append("repeat")
             s = b.node("s", "matmul", a=qh, b=kh, transpose_b=True)
-            s = b.node("ss", "scale", x=s, value=1.0 / math.sqrt(D))
+            if not scaled_query:
+                s = b.node("ss", "scale", x=s, value=1.0 / math.sqrt(D))
             if causal:
                 s = b.node("sm", "causal_mask", x=s)
             p = b.node("p", "softmax", x=s)
@@ -759,16 +765,23 @@ def exporter_gqa_repeat(rng, b, dt):
     k = b.add_input("k", [B, Hkv, T, D], dt)
     v = b.add_input("v", [B, Hkv, T, D], dt)
     mqa_broadcast = Hkv == 1 and coin(rng)
+    key_axis = None if mqa_broadcast else choice(rng, [1, -3])
+    # The keys scaled before their heads are repeated, not the scores.
+    scaled_key = coin(rng, 0.3)
+    ks = b.node("ks", "scale", x=k, value=1.0 / math.sqrt(D)) if scaled_key else k
     if mqa_broadcast:
-        kr, vr = k, v      # numpy broadcasting of the batch axes does the expansion
+        kr, vr = ks, v     # numpy broadcasting of the batch axes does the expansion
     else:
-        kr = b.node("kr", "repeat", x=k, axis=choice(rng, [1, -3]), times=g)
+        kr = b.node("kr", "repeat", x=ks, axis=key_axis, times=g)
         vr = b.node("vr", "repeat", x=v, axis=1, times=g)
     s = b.node("s", "matmul", a=q, b=kr, transpose_b=True)
-    s = b.node("ss", "scale", x=s, value=1.0 / math.sqrt(D))
+    if not scaled_key:
+        s = b.node("ss", "scale", x=s, value=1.0 / math.sqrt(D))
     p = b.node("p", "softmax", x=s, axis=-1)
     b.outputs.append(b.node("o", "matmul", a=p, b=vr))
-    return "gqa-repeat B%d H%d Hkv%d S%d T%d D%d%s" % (B, H, Hkv, S, T, D, " mqa-broadcast" if mqa_broadcast else "")
+    return "gqa-repeat B%d H%d Hkv%d S%d T%d D%d%s%s" % (
+        B, H, Hkv, S, T, D, " mqa-broadcast" if mqa_broadcast else "",
+        " key-scaled" if scaled_key else "")
 
 
 def exporter_additive(rng, b, dt):

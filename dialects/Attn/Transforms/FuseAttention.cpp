@@ -10,7 +10,11 @@
 // matmul(q/|q|, (k/|k|)ᵀ) with |x| = sqrt(reduce_sum(x·x)) (cosine), or
 // vaᵀ tanh(Wq q + Wk k) spelled with linear/unsqueeze/add/tanh/matmul
 // (additive). Then GQA `repeat`s of k and v, and transposes of q, k, v and the
-// output (layout bshd), are absorbed. Every intermediate must have exactly one
+// output (layout bshd), are absorbed. For dot and general scores a scale of q
+// or k (BART and Whisper scale the query projection), also one behind the
+// reshapes and transposes that split the heads, joins the fused scale: a
+// scalar commutes with every product and data movement between it and the
+// scores. Every intermediate must have exactly one
 // use; a function result counts as a use, so a chain whose scores or
 // probabilities are graph outputs stays as written.
 //
@@ -50,6 +54,14 @@ struct AttentionChain {
   bool causal = false;
   Layout layout = Layout::bhsd;
   Operation *root = nullptr; ///< The op whose result the fused op replaces.
+  /// Scales of q or k behind a data movement op, folded into `scale`: at the
+  /// rewrite, operand `operand` of `reader` reads the scale's input instead.
+  struct FoldedScale {
+    Operation *reader;
+    unsigned operand;
+    Value input;
+  };
+  SmallVector<FoldedScale> foldedScales;
 };
 
 RankedTensorType tensorType(Value value) {
@@ -127,6 +139,10 @@ public:
     DenseBoolArrayAttr maskDrops;
     if (llvm::is_contained(chain.maskDrops, true))
       maskDrops = rewriter.getDenseBoolArrayAttr(chain.maskDrops);
+    for (const AttentionChain::FoldedScale &folded : chain.foldedScales)
+      rewriter.modifyOpInPlace(folded.reader, [&] {
+        folded.reader->setOperand(folded.operand, folded.input);
+      });
     Type resultType = chain.root->getResult(0).getType();
     // At the root, matmul(p, v): v may be computed after the softmax (ONNX
     // exporters order the value projection late), and everything the chain
@@ -174,7 +190,37 @@ private:
       return failure();
     matchGroupedHeads(chain);
     matchHeadMajorLayout(chain);
+    if (chain.score == ScoreKind::dot || chain.score == ScoreKind::general) {
+      foldOperandScale(chain.query, chain);
+      foldOperandScale(chain.key, chain);
+    }
     return success();
+  }
+
+  /// A scale of `operand`, directly or behind single-use reshapes,
+  /// transposes, unsqueezes and repeats, joins chain.scale: the scores are
+  /// linear in q and in k. The scale's one use must be the op it feeds.
+  void foldOperandScale(Value &operand, AttentionChain &chain) const {
+    Value current = operand;
+    Operation *reader = nullptr;
+    while (current.hasOneUse()) {
+      Value input;
+      if (std::optional<double> factor = scaleFactor(current, input)) {
+        chain.ops.push_back(current.getDefiningOp());
+        chain.scale *= *factor;
+        if (reader)
+          chain.foldedScales.push_back(
+              {reader, current.getUses().begin()->getOperandNumber(), input});
+        else
+          operand = input;
+        return;
+      }
+      Operation *view = current.getDefiningOp();
+      if (!isa_and_nonnull<ReshapeOp, TransposeOp, UnsqueezeOp, RepeatOp>(view))
+        return;
+      reader = view;
+      current = view->getOperand(0);
+    }
   }
 
   /// q [B, H, S, Dk], k [B, H, T, Dk], v [B, H, T, Dv] with batch and heads

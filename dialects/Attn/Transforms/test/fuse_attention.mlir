@@ -449,3 +449,60 @@ func.func @query_normalized_only(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32
   %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
   return %o : tensor<1x2x5x8xf32>
 }
+
+// -----
+
+// Tests that scales of q and of k (here behind the key's transpose) join the
+// fused scale: 0.5 · 0.25 · 0.125.
+// CHECK-LABEL: func.func @scaled_query_and_key
+//  CHECK-SAME: (%[[Q:.+]]: tensor<1x2x5x8xf32>, %[[K:.+]]: tensor<1x2x7x8xf32>, %[[V:.+]]: tensor<1x2x7x8xf32>)
+//   CHECK-NOT: attn.scale
+//       CHECK: attn.attention %[[Q]], %[[K]], %[[V]] {scale = 1.562500e-02 : f64}
+func.func @scaled_query_and_key(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32> {
+  %qs = attn.scale %q, 0.5 : tensor<1x2x5x8xf32>
+  %ks = attn.scale %k, 0.25 : tensor<1x2x7x8xf32>
+  %kt = attn.transpose %ks {permutation = array<i64: 0, 1, 3, 2>} : tensor<1x2x7x8xf32> -> tensor<1x2x8x7xf32>
+  %s = attn.matmul %qs, %kt : (tensor<1x2x5x8xf32>, tensor<1x2x8x7xf32>) -> tensor<1x2x5x7xf32>
+  %ss = attn.scale %s, 0.125 : tensor<1x2x5x7xf32>
+  %p = attn.softmax %ss {axis = 3} : tensor<1x2x5x7xf32>
+  %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Tests that the query projection scaled before the heads are split (BART,
+// Whisper: q_proj(x) · D^-0.5, reshaped to [B, S, H, D], transposed) joins
+// the fused scale; the reshape then reads the unscaled projection.
+// CHECK-LABEL: func.func @query_scaled_before_reshape
+//  CHECK-SAME: (%[[X:.+]]: tensor<1x5x16xf32>, %[[K:.+]]: tensor<1x7x2x8xf32>, %[[V:.+]]: tensor<1x7x2x8xf32>)
+//   CHECK-NOT: attn.scale
+//       CHECK: %[[Q:.+]] = attn.reshape %[[X]]
+//       CHECK: attn.attention %[[Q]], %[[K]], %[[V]] {layout = #attn.layout<bshd>, scale = 0.3535{{[0-9]+}} : f64}
+func.func @query_scaled_before_reshape(%x: tensor<1x5x16xf32>, %k: tensor<1x7x2x8xf32>, %v: tensor<1x7x2x8xf32>) -> tensor<1x5x2x8xf32> {
+  %xs = attn.scale %x, 0.35355339059327373 : tensor<1x5x16xf32>
+  %q = attn.reshape %xs : tensor<1x5x16xf32> -> tensor<1x5x2x8xf32>
+  %qt = attn.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x5x2x8xf32> -> tensor<1x2x5x8xf32>
+  %kt = attn.transpose %k {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x7x2x8xf32> -> tensor<1x2x7x8xf32>
+  %vt = attn.transpose %v {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x7x2x8xf32> -> tensor<1x2x7x8xf32>
+  %s = attn.matmul %qt, %kt {transpose_b} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x2x5x7xf32>
+  %o = attn.matmul %p, %vt : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
+  %ot = attn.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x2x5x8xf32> -> tensor<1x5x2x8xf32>
+  return %ot : tensor<1x5x2x8xf32>
+}
+
+// -----
+
+// Tests that a scaled query that something else reads too stays as written
+// (the scale is computed once for both).
+// CHECK-LABEL: func.func @shared_scaled_query
+//       CHECK: %[[QS:.+]] = attn.scale
+//       CHECK: attn.attention %[[QS]], {{.*}} {scale = 1.000000e+00 : f64}
+func.func @shared_scaled_query(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>) -> (tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>) {
+  %qs = attn.scale %q, 0.5 : tensor<1x2x5x8xf32>
+  %s = attn.matmul %qs, %k {transpose_b} : (tensor<1x2x5x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x2x5x7xf32>
+  %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
+  return %o, %qs : tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>
+}
