@@ -581,6 +581,45 @@ def sdpa_bool_mask():
                 "Where(mask, scores, -inf)", model, inputs, {}, direct)
 
 
+def sdpa_export():
+    """torch.nn.functional.scaled_dot_product_attention with a float attn_mask, as
+    torch.onnx.export (TorchScript, opsets 14 to 17) writes it: the default scale 1/√D computed
+    from Shape, Slice, Cast, Sqrt and Div; q and kᵀ each multiplied by √scale before the
+    product; the mask added; Softmax; the product with v."""
+    name, B, H, S, T, D = "sdpa_export", 2, 3, 5, 9, 16
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    shape = b.op("Shape", ["query"])
+    last = b.op("Slice", [shape, b.const([-1]), b.const([np.iinfo(np.int64).max])])
+    size = b.op("Cast", [last], to=onnx.TensorProto.FLOAT)
+    scale = b.op("Div", [b.const([1.0], np.float32), b.op("Sqrt", [size])])
+    scale = b.op("Cast", [scale], to=onnx.TensorProto.FLOAT)
+    key_t = b.op("Transpose", ["key"], perm=[0, 1, 3, 2])
+    query_scaled = b.op("Mul", ["query", b.op("Sqrt", [scale])])
+    key_scaled = b.op("Mul", [key_t, b.op("Sqrt", [scale])])
+    scores = b.op("Add", [b.op("MatMul", [query_scaled, key_scaled]), "attn_mask"])
+    probs = b.op("Softmax", [scores], axis=-1)
+    b.op("MatMul", [probs, "value"], outputs=["attn_output"])
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch", H, "q_len", D]),
+                        ("key", F32, ["batch", H, "kv_len", D]),
+                        ("value", F32, ["batch", H, "kv_len", D]),
+                        ("attn_mask", F32, ["batch", 1, "q_len", "kv_len"])],
+                       [("attn_output", F32, ["batch", H, "q_len", D])])
+    inputs = {"query": randn(rng, B, H, S, D), "key": randn(rng, B, H, T, D),
+              "value": randn(rng, B, H, T, D), "attn_mask": randn(rng, B, 1, S, T)}
+
+    def direct(inp, wt):
+        return {"attn_output": sdpa(f64(inp["query"]), f64(inp["key"]), f64(inp["value"]),
+                                    D ** -0.5, bias=f64(inp["attn_mask"]))}
+
+    case = Case(name, "SDPA with a float attn_mask as torch.onnx.export writes it: q and kᵀ "
+                "each scaled by the square root of a scale computed from the query's shape",
+                model, inputs, {}, direct)
+    case.fused_ops = ["scale"]      # both halves of the scale join the attention kernel's
+    return case
+
+
 def gpt2_block_ln():
     """A GPT-2 block's first half: LayerNormalization (which attnc does not import), the
     attention of gpt2_causal, the residual Add. Checked through `attnc import
@@ -757,7 +796,7 @@ def onnx_attention23():
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
-          gpt2_block_ln]
+          sdpa_export, gpt2_block_ln]
 
 
 # ---------------------------------------------------------------------------------------------

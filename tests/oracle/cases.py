@@ -621,8 +621,16 @@ def exporter_sdpa(rng, b, dt, dynamic=False):
     Br, Sr, Tr = r["B"], r["S"], r["T"]
     desc = ["sdpa B%d H%d S%d T%d D%d Dv%d %s" % (B, H, S, T, D, Dv, dt)]
     q = b.add_input("q", [Br, H, Sr, D], dt)
-    kt_form = choice(rng, ["transpose_b"] * 6 + ["kt-input", "transpose-op"])
-    if kt_form == "kt-input":
+    kt_form = choice(rng, ["transpose_b"] * 6 + ["kt-input", "transpose-op", "torch-onnx"])
+    if kt_form == "torch-onnx":
+        # torch.onnx.export of scaled_dot_product_attention: q and kᵀ each times √(1/√D)
+        half = D ** -0.25
+        k = b.add_input("k", [Br, H, Tr, D], dt)
+        kt = b.node("kt", "transpose", x=k, perm=[0, 1, 3, 2])
+        s = b.node("s", "matmul", a=b.node("qs", "scale", x=q, value=half),
+                   b=b.node("kts", "scale", x=kt, value=half), transpose_b=False)
+        desc.append("torch-onnx")
+    elif kt_form == "kt-input":
         k = b.add_input("kt", [Br, H, D, Tr], dt)
         s = b.node("s", "matmul", a=q, b=k)
         desc.append("k^T-input")

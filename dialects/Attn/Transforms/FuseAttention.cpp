@@ -14,7 +14,8 @@
 // or k (BART and Whisper scale the query projection), also one behind the
 // reshapes and transposes that split the heads, joins the fused scale: a
 // scalar commutes with every product and data movement between it and the
-// scores. Every intermediate must have exactly one
+// scores; so does a scale of kᵀ (PyTorch's export of
+// scaled_dot_product_attention). Every intermediate must have exactly one
 // use; a function result counts as a use, so a chain whose scores or
 // probabilities are graph outputs stays as written.
 //
@@ -323,6 +324,16 @@ private:
         return success();
       Value key = product.getRhs();
       if (!product.getTransposeB()) {
+        // PyTorch's ONNX export of scaled_dot_product_attention scales q and
+        // kᵀ by √scale each: a scale of kᵀ scales the scores.
+        Value unscaled;
+        std::optional<double> factor =
+            key.hasOneUse() ? scaleFactor(key, unscaled) : std::nullopt;
+        if (factor && unscaled.getDefiningOp<TransposeOp>()) {
+          chain.ops.push_back(key.getDefiningOp());
+          chain.scale *= *factor;
+          key = unscaled;
+        }
         // matmul(q, transpose(k)) with the last two dims swapped.
         auto transpose = singleUseProducer<TransposeOp>(key);
         if (!transpose ||

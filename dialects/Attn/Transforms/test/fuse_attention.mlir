@@ -506,3 +506,22 @@ func.func @shared_scaled_query(%q: tensor<1x2x5x8xf32>, %k: tensor<1x2x7x8xf32>,
   %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x5x8xf32>
   return %o, %qs : tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>
 }
+
+// -----
+
+// Tests that q and kᵀ each scaled by √scale (PyTorch's ONNX export of
+// scaled_dot_product_attention) fuse, the two halves joining the scale.
+// CHECK-LABEL: func.func @scaled_query_and_transposed_key
+//  CHECK-SAME: (%[[Q:.+]]: tensor<1x2x5x16xf32>, %[[K:.+]]: tensor<1x2x7x16xf32>, %[[V:.+]]: tensor<1x2x7x16xf32>)
+//   CHECK-NOT: attn.scale
+//   CHECK-NOT: attn.transpose
+//       CHECK: attn.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64}
+func.func @scaled_query_and_transposed_key(%q: tensor<1x2x5x16xf32>, %k: tensor<1x2x7x16xf32>, %v: tensor<1x2x7x16xf32>) -> tensor<1x2x5x16xf32> {
+  %kt = attn.transpose %k {permutation = array<i64: 0, 1, 3, 2>} : tensor<1x2x7x16xf32> -> tensor<1x2x16x7xf32>
+  %qs = attn.scale %q, 0.5 : tensor<1x2x5x16xf32>
+  %ks = attn.scale %kt, 0.5 : tensor<1x2x16x7xf32>
+  %s = attn.matmul %qs, %ks : (tensor<1x2x5x16xf32>, tensor<1x2x16x7xf32>) -> tensor<1x2x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x2x5x7xf32>
+  %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x16xf32>
+  return %o : tensor<1x2x5x16xf32>
+}
