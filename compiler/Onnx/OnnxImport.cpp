@@ -283,8 +283,14 @@ struct Flattened {
   int64_t axis;
 };
 
+/// IsNaN of a softmax's probabilities: only Where(test, 0, probabilities)
+/// reads it, PyTorch's guard for rows whose every key is masked.
+struct SoftmaxNanTest {
+  GraphTensor probabilities;
+};
+
 using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat,
-                         Grid, IndexTuple, Flattened>;
+                         Grid, IndexTuple, Flattened, SoftmaxNanTest>;
 
 /// The value of a one-element constant.
 std::optional<double> scalarOf(const Val &v) {
@@ -570,7 +576,8 @@ private:
   std::set<std::string> declaredDims;
   json inputs = json::object(), nodes = json::array();
   std::map<std::string, Val> values;
-  std::map<std::string, int> uses; ///< ONNX value -> consumer count
+  std::map<std::string, int> uses;      ///< ONNX value -> consumer count
+  std::set<std::string> softmaxOutputs; ///< graph names of softmax results
   /// Graph inputs holding initializer data, by initializer name.
   std::map<std::string, GraphTensor> materialised;
   /// A linear node and its data, by the node's graph name: a following Add
@@ -663,6 +670,7 @@ private:
   void importGather();
   void importExpand();
   void importWhere();
+  void importIsNaN();
   void importCast();
   void importCompare(const std::string &op);
   void importNot();
@@ -1498,6 +1506,7 @@ void Importer::importNode(const onnx::NodeProto &each) {
       {"Gather", [](Importer &i) { i.importGather(); }},
       {"Expand", [](Importer &i) { i.importExpand(); }},
       {"Where", [](Importer &i) { i.importWhere(); }},
+      {"IsNaN", [](Importer &i) { i.importIsNaN(); }},
       {"Cast", [](Importer &i) { i.importCast(); }},
       {"Equal", [](Importer &i) { i.importCompare("Equal"); }},
       {"Less", [](Importer &i) { i.importCompare("Less"); }},
@@ -1825,8 +1834,11 @@ void Importer::importSoftmax() {
                 ".." + std::to_string(rank - 1) +
                 " (flattened) is not "
                 "supported; only the last axis");
-  define(0, emit(outputName(0), "softmax", {{"x", x.name}, {"axis", axis}},
-                 x.dtype, x.shape));
+  GraphTensor probabilities =
+      emit(outputName(0), "softmax", {{"x", x.name}, {"axis", axis}}, x.dtype,
+           x.shape);
+  softmaxOutputs.insert(probabilities.name);
+  define(0, probabilities);
 }
 
 void Importer::importReshape() {
@@ -2481,8 +2493,37 @@ void Importer::importExpand() {
                  x.dtype, shape));
 }
 
+void Importer::importIsNaN() {
+  const Val &x = input(0);
+  if (const auto *c = std::get_if<Constant>(&x)) {
+    Constant out;
+    out.type = onnx::TensorProto::BOOL;
+    out.shape = c->shape;
+    for (int64_t i = 0, n = elementCount(c->shape); i < n; ++i)
+      out.integers.push_back(
+          Affine::of(c->isFloat() && std::isnan(c->numbers[i])));
+    return define(0, out);
+  }
+  const auto *p = std::get_if<GraphTensor>(&x);
+  if (!p || !softmaxOutputs.count(p->name))
+    unsupported("IsNaN is imported only of a Softmax's result, as the guard "
+                "Where(IsNaN(p), 0, p) that PyTorch writes");
+  define(0, SoftmaxNanTest{*p});
+}
+
 void Importer::importWhere() {
   const Val &condition = input(0), &a = input(1), &b = input(2);
+  // Where(IsNaN(p), 0, p) after a softmax (PyTorch's export of
+  // scaled_dot_product_attention with a bool mask: a row whose every key is
+  // -inf gives NaN there). attnc's softmax gives NaN only for NaN inputs, so
+  // the guard is p (docs/onnx.md).
+  if (const auto *test = std::get_if<SoftmaxNanTest>(&condition)) {
+    const auto *p = std::get_if<GraphTensor>(&b);
+    if (scalarOf(a) != 0.0 || !p || p->name != test->probabilities.name)
+      unsupported("IsNaN of a softmax is imported only as "
+                  "Where(IsNaN(p), 0, p)");
+    return define(0, *p);
+  }
   if (const auto *t = std::get_if<Triangle>(&condition)) {
     bool keepInside = t->inside != 0 && t->outside == 0;
     if (!keepInside && !(t->inside == 0 && t->outside != 0))

@@ -141,7 +141,7 @@ class Case:
         self.direct = direct            # (inputs, weights) -> {output name: float64 array}
         self.checkable = checkable      # onnx 1.12's checker knows every op it uses
         self.attention_kernels = 1
-        self.fused_ops = []             # ops no kernel of `attnc explain` may be
+        self.attention_covers = []      # nodes (by output) the attention kernel must cover
         self.dtype = "f32"
         self.external = False           # weights saved as ONNX external data
         self.attention_only = None      # {inputs, output, left_out}: checked block by block
@@ -535,7 +535,7 @@ def whisper_cross():
     case = Case(name, "Whisper decoder cross-attention: 7 queries over 11 encoder states, q "
                 "scaled by D**-0.5 before the product, k_proj without bias, no mask",
                 model, inputs, b.weights, direct)
-    case.fused_ops = ["scale"]      # the query's scale joins the attention kernel's
+    case.attention_covers = ["_encoder_attn_Mul_output_0"]   # the query's scale
     return case
 
 
@@ -581,12 +581,13 @@ def sdpa_bool_mask():
                 "Where(mask, scores, -inf)", model, inputs, {}, direct)
 
 
-def sdpa_export():
-    """torch.nn.functional.scaled_dot_product_attention with a float attn_mask, as
-    torch.onnx.export (TorchScript, opsets 14 to 17) writes it: the default scale 1/√D computed
-    from Shape, Slice, Cast, Sqrt and Div; q and kᵀ each multiplied by √scale before the
-    product; the mask added; Softmax; the product with v."""
-    name, B, H, S, T, D = "sdpa_export", 2, 3, 5, 9, 16
+def torch_sdpa_export(name, bool_mask):
+    """torch.nn.functional.scaled_dot_product_attention as torch.onnx.export (TorchScript,
+    opsets 14 to 17) writes it: the default scale 1/√D computed from Shape, Slice, Cast, Sqrt
+    and Div; q and kᵀ each multiplied by √scale before the product; the mask added (a bool one
+    as Where(mask, 0, -inf)); Softmax; with a bool mask Where(IsNaN(p), 0, p), so that a row
+    whose every key is masked gives 0 instead of NaN; the product with v."""
+    B, H, S, T, D = 2, 3, 5, 9, 16
     rng = rng_for(name)
     b = GraphBuilder("")
     shape = b.op("Shape", ["query"])
@@ -597,27 +598,55 @@ def sdpa_export():
     key_t = b.op("Transpose", ["key"], perm=[0, 1, 3, 2])
     query_scaled = b.op("Mul", ["query", b.op("Sqrt", [scale])])
     key_scaled = b.op("Mul", [key_t, b.op("Sqrt", [scale])])
-    scores = b.op("Add", [b.op("MatMul", [query_scaled, key_scaled]), "attn_mask"])
-    probs = b.op("Softmax", [scores], axis=-1)
+    scores = b.op("MatMul", [query_scaled, key_scaled])
+    mask = "attn_mask"
+    if bool_mask:
+        mask = b.op("Where", ["attn_mask", b.const(0.0, np.float32),
+                              b.const(-np.inf, np.float32)])
+    probs = b.op("Softmax", [b.op("Add", [scores, mask])], axis=-1)
+    if bool_mask:
+        probs = b.op("Where", [b.op("IsNaN", [probs]), b.const(0.0, np.float32), probs])
     b.op("MatMul", [probs, "value"], outputs=["attn_output"])
+    mask_type = onnx.TensorProto.BOOL if bool_mask else F32
     model = make_model(b, "main_graph",
                        [("query", F32, ["batch", H, "q_len", D]),
                         ("key", F32, ["batch", H, "kv_len", D]),
                         ("value", F32, ["batch", H, "kv_len", D]),
-                        ("attn_mask", F32, ["batch", 1, "q_len", "kv_len"])],
+                        ("attn_mask", mask_type, ["batch", 1, "q_len", "kv_len"])],
                        [("attn_output", F32, ["batch", H, "q_len", D])])
     inputs = {"query": randn(rng, B, H, S, D), "key": randn(rng, B, H, T, D),
-              "value": randn(rng, B, H, T, D), "attn_mask": randn(rng, B, 1, S, T)}
+              "value": randn(rng, B, H, T, D)}
+    if bool_mask:
+        keep = rng.random((B, 1, S, T)) < 0.6
+        keep[:, :, :, 0] = True
+        keep[1, 0, 2, :] = False     # a row with no key: 0 through the guard
+        inputs["attn_mask"] = keep
+    else:
+        inputs["attn_mask"] = randn(rng, B, 1, S, T)
 
     def direct(inp, wt):
-        return {"attn_output": sdpa(f64(inp["query"]), f64(inp["key"]), f64(inp["value"]),
-                                    D ** -0.5, bias=f64(inp["attn_mask"]))}
+        q, k, v = f64(inp["query"]), f64(inp["key"]), f64(inp["value"])
+        if not bool_mask:
+            return {"attn_output": sdpa(q, k, v, D ** -0.5, bias=f64(inp["attn_mask"]))}
+        with np.errstate(invalid="ignore"):
+            o = sdpa(q, k, v, D ** -0.5, keep=np.broadcast_to(inp["attn_mask"], (B, H, S, T)))
+        return {"attn_output": np.nan_to_num(o, nan=0.0)}
 
-    case = Case(name, "SDPA with a float attn_mask as torch.onnx.export writes it: q and kᵀ "
-                "each scaled by the square root of a scale computed from the query's shape",
+    what = ("a bool attn_mask (one row with no key) as Where(mask, 0, -inf), and the guard "
+            "Where(IsNaN(p), 0, p) after the softmax") if bool_mask else "a float attn_mask"
+    case = Case(name, "SDPA as torch.onnx.export writes it, with " + what + ": q and kᵀ each "
+                "scaled by the square root of a scale computed from the query's shape",
                 model, inputs, {}, direct)
-    case.fused_ops = ["scale"]      # both halves of the scale join the attention kernel's
+    case.attention_covers = ["_Mul_output_0", "_Mul_1_output_0"]   # q's and kᵀ's scales
     return case
+
+
+def sdpa_export():
+    return torch_sdpa_export("sdpa_export", bool_mask=False)
+
+
+def sdpa_export_bool_mask():
+    return torch_sdpa_export("sdpa_export_bool_mask", bool_mask=True)
 
 
 def gpt2_block_ln():
@@ -796,7 +825,7 @@ def onnx_attention23():
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
-          sdpa_export, gpt2_block_ln]
+          sdpa_export, sdpa_export_bool_mask, gpt2_block_ln]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -898,7 +927,7 @@ def write_case(case, outdir):
         "file": case.name + ".onnx",
         "description": case.description,
         "attention_kernels": case.attention_kernels,
-        "fused_ops": case.fused_ops,
+        "attention_covers": case.attention_covers,
         "dtype": case.dtype,
         "tolerance": TOLERANCE[case.dtype],
         "opsets": {(i.domain or ""): i.version for i in case.model.opset_import},

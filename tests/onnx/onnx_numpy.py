@@ -683,6 +683,7 @@ OPS = {
     ("", "Gemm"): op_gemm,
     ("", "Softmax"): op_softmax,
     ("", "Where"): op_where,
+    ("", "IsNaN"): _unary(np.isnan),
     ("", "Cast"): op_cast,
     ("", "Trilu"): op_trilu,
     ("", "Transpose"): op_transpose,
