@@ -283,14 +283,24 @@ struct Flattened {
   int64_t axis;
 };
 
+/// `inner` [d0, .., dk-1, t0, .., tn-1] seen as [d0·..·dk-1, t0, .., tn-1]
+/// (n ≥ 2): PyTorch's dynamo export transposes kᵀ in 3-D that way, the batch
+/// and heads merged. Only a transpose of the t axes (applied to `inner`) and
+/// a reshape back to `inner`'s own leading axes read it.
+struct LeadingAxesMerged {
+  GraphTensor inner;
+  size_t leading; ///< k
+};
+
 /// IsNaN of a softmax's probabilities: only Where(test, 0, probabilities)
 /// reads it, PyTorch's guard for rows whose every key is masked.
 struct SoftmaxNanTest {
   GraphTensor probabilities;
 };
 
-using Val = std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat,
-                         Grid, IndexTuple, Flattened, SoftmaxNanTest>;
+using Val =
+    std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat, Grid,
+                 IndexTuple, Flattened, LeadingAxesMerged, SoftmaxNanTest>;
 
 /// The value of a one-element constant.
 std::optional<double> scalarOf(const Val &v) {
@@ -972,6 +982,13 @@ GraphTensor Importer::tensorOf(const Val &value) {
     unsupported("a tensor whose leading run-time axes are flattened into "
                 "one is used other than by a projection (Gemm, MatMul by a "
                 "weight, Add of a bias) and a reshape back");
+  if (std::holds_alternative<SoftmaxNanTest>(value))
+    unsupported("IsNaN of a softmax is used other than in the guard "
+                "Where(IsNaN(p), 0, p)");
+  if (std::holds_alternative<LeadingAxesMerged>(value))
+    unsupported("a tensor whose leading axes are merged into one run-time "
+                "size is used other than by a transpose of its other axes "
+                "and a reshape back");
   unsupported("a tensor filled with a constant of run-time shape is used "
               "other than to build a mask");
 }
@@ -1854,6 +1871,21 @@ void Importer::importReshape() {
       inputShape.push_back(Dim::fixed(size));
   } else if (const auto *i = std::get_if<Index>(&data)) {
     inputShape = i->shape;
+  } else if (const auto *merged = std::get_if<LeadingAxesMerged>(&data)) {
+    // Back from [d0·..·dk-1, t..]: exactly inner's axes, one of them
+    // possibly inferred (-1, or a product the target spells out).
+    const Shape &axes = merged->inner.shape;
+    bool same = sizes.size() == axes.size();
+    for (size_t i = 0; same && i < sizes.size(); ++i) {
+      std::optional<Dim> dim = sizes[i].asDim();
+      same = sizes[i] == Affine::of(-1) || (dim && *dim == axes[i]) ||
+             (sizes[i] == Affine::of(0) && !allowZero);
+    }
+    if (!same || std::count(sizes.begin(), sizes.end(), Affine::of(-1)) > 1)
+      unsupported("a tensor whose leading axes are merged is reshaped to " +
+                  std::to_string(sizes.size()) + " axes other than its own " +
+                  formatShape(axes));
+    return define(0, merged->inner);
   } else if (const auto *flat = std::get_if<Flat>(&data)) {
     inputShape = flat->inner.shape; // Back from [B·S, F]: the target names
                                     // the axes.
@@ -1903,6 +1935,17 @@ void Importer::importReshape() {
   if (const auto *x = std::get_if<GraphTensor>(&data);
       !shape && x && sizes.size() == 1)
     return define(0, Flat{*x, false}); // [-1] of run-time sizes.
+  if (const auto *x = std::get_if<GraphTensor>(&data);
+      !shape && x && sizes.size() >= 3 && !dims[0] &&
+      sizes.size() < inputShape.size() + 1) {
+    // [d.., t..] to [-1, t..] with the trailing axes as they are.
+    size_t leading = inputShape.size() - (sizes.size() - 1);
+    bool trailing = true;
+    for (size_t i = 1; trailing && i < sizes.size(); ++i)
+      trailing = dims[i] && *dims[i] == inputShape[leading + i - 1];
+    if (trailing && leading >= 2)
+      return define(0, LeadingAxesMerged{*x, leading});
+  }
   if (!shape)
     unsupported("cannot reshape " + formatShape(inputShape) + ": " + problem);
   if (const auto *i = std::get_if<Index>(&data)) {
@@ -1935,6 +1978,25 @@ void Importer::importReshape() {
 
 void Importer::importTranspose() {
   const Val &data = input(0);
+  if (const auto *merged = std::get_if<LeadingAxesMerged>(&data)) {
+    GraphTensor inner = merged->inner;
+    int64_t rank = int64_t(inner.shape.size()), leading = merged->leading;
+    std::vector<int64_t> perm = intsAttribute("perm");
+    if (perm.empty()) // The default reverses the axes.
+      for (int64_t i = rank - leading; i >= 0; --i)
+        perm.push_back(i);
+    perm = permutation(perm, rank - leading + 1);
+    if (perm[0] != 0)
+      unsupported("a transpose moves the merged leading axes");
+    std::vector<int64_t> full;
+    for (int64_t i = 0; i < leading; ++i)
+      full.push_back(i);
+    for (size_t i = 1; i < perm.size(); ++i)
+      full.push_back(leading + perm[i] - 1);
+    return define(0,
+                  LeadingAxesMerged{emitTranspose(inner, full, outputName(0)),
+                                    merged->leading});
+  }
   const auto *c = std::get_if<Constant>(&data);
   GraphTensor x;
   if (!c)

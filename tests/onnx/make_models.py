@@ -645,6 +645,63 @@ def sdpa_export():
     return torch_sdpa_export("sdpa_export", bool_mask=False)
 
 
+def sdpa_dynamo_gqa():
+    """scaled_dot_product_attention(q, k, v, enable_gqa=True) as the dynamo exporter
+    (torch.onnx.export(..., dynamo=True), opset 18) writes it: k and v repeated as repeat_kv
+    does (Unsqueeze, Expand by [B, Hkv, g, T, D] from Shape slices, Reshape to [B, Hq, T, D]);
+    kᵀ made in 3-D, the batch and heads merged (Reshape to [-1, T, D], Transpose [0, 2, 1],
+    Reshape back to [B, Hq, D, T] from Shape slices); q and kᵀ each times √(1/√D); MatMul,
+    Softmax, MatMul."""
+    name, B, H, HKV, S, T, D = "sdpa_dynamo_gqa", 2, 4, 2, 5, 9, 16
+    g = H // HKV
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    batch = b.op("Shape", ["query"], start=0, end=1)
+    kv_len = b.op("Shape", ["key"], start=2, end=3)
+    expanded = b.op("Concat", [batch, b.const([HKV]), b.const([g]), kv_len, b.const([D])],
+                    axis=0)
+    merged = b.op("Concat", [batch, b.const([H]), kv_len, b.const([D])], axis=0)
+
+    def repeat_kv(x):
+        x = b.op("Expand", [b.op("Unsqueeze", [x, b.const(2)]), expanded])
+        return b.op("Reshape", [x, merged])
+
+    key, value = repeat_kv("key"), repeat_kv("value")
+    shape = b.op("Shape", [key])
+    last = b.op("Slice", [shape, b.const([-1]), b.const([np.iinfo(np.int64).max])])
+    rows = b.op("Slice", [shape, b.const([-2]), b.const([-1])])
+    lead = b.op("Slice", [shape, b.const([np.iinfo(np.int64).min]), b.const([-2])])
+    key_3d = b.op("Reshape", [key, b.op("Concat", [b.const([-1]), rows, last], axis=0)])
+    swapped = b.op("Transpose", [key_3d], perm=[0, 2, 1])
+    key_t = b.op("Reshape", [swapped, b.op("Concat", [lead, last, rows], axis=0)])
+    half = b.init("val_half", np.array([D ** -0.25], np.float32))
+    scores = b.op("MatMul", [b.op("Mul", ["query", half]), b.op("Mul", [key_t, half])])
+    probs = b.op("Softmax", [scores], axis=-1)
+    b.op("MatMul", [probs, value], outputs=["attn_output"])
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch", H, "q_len", D]),
+                        ("key", F32, ["batch", HKV, "kv_len", D]),
+                        ("value", F32, ["batch", HKV, "kv_len", D])],
+                       [("attn_output", F32, ["batch", H, "q_len", D])],
+                       opsets=(("", 18),))
+    inputs = {"query": randn(rng, B, H, S, D), "key": randn(rng, B, HKV, T, D),
+              "value": randn(rng, B, HKV, T, D)}
+
+    def direct(inp, wt):
+        k = np.repeat(f64(inp["key"]), g, axis=1)
+        v = np.repeat(f64(inp["value"]), g, axis=1)
+        return {"attn_output": sdpa(f64(inp["query"]), k, v, D ** -0.5)}
+
+    case = Case(name, "SDPA with enable_gqa as the dynamo exporter writes it: repeat_kv by "
+                "Unsqueeze/Expand/Reshape, kᵀ transposed in 3-D with the batch and heads "
+                "merged, q and kᵀ each scaled by √(1/√D)", model, inputs, b.weights, direct,
+                checkable=False)
+    # The repeats and the kᵀ reshapes join the attention kernel: K and V are read as
+    # kv heads, never repeated.
+    case.attention_covers = [key, value, swapped]
+    return case
+
+
 def sdpa_export_bool_mask():
     return torch_sdpa_export("sdpa_export_bool_mask", bool_mask=True)
 
@@ -825,20 +882,24 @@ def onnx_attention23():
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
-          sdpa_export, sdpa_export_bool_mask, gpt2_block_ln]
+          sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln]
 
 
 # ---------------------------------------------------------------------------------------------
 # Checking and writing
 
 
-def output_file_name(onnx_name):
+def graph_name(onnx_name):
     """The importer's rule: characters outside [A-Za-z0-9_] become '_', and 'v_' is prefixed
     when the result is empty or starts with a digit."""
     ident = "".join(c if (c.isascii() and (c.isalnum() or c == "_")) else "_" for c in onnx_name)
     if not ident or ident[0].isdigit():
         ident = "v_" + ident
-    return ident + ".npy"
+    return ident
+
+
+def output_file_name(onnx_name):
+    return graph_name(onnx_name) + ".npy"
 
 
 def rel_err(out, ref):
@@ -927,7 +988,7 @@ def write_case(case, outdir):
         "file": case.name + ".onnx",
         "description": case.description,
         "attention_kernels": case.attention_kernels,
-        "attention_covers": case.attention_covers,
+        "attention_covers": [graph_name(n) for n in case.attention_covers],
         "dtype": case.dtype,
         "tolerance": TOLERANCE[case.dtype],
         "opsets": {(i.domain or ""): i.version for i in case.model.opset_import},

@@ -776,9 +776,17 @@ def exporter_gqa_repeat(rng, b, dt):
     key_axis = None if mqa_broadcast else choice(rng, [1, -3])
     # The keys scaled before their heads are repeated, not the scores.
     scaled_key = coin(rng, 0.3)
+    # Llama's repeat_kv as exporters write it: x[:, :, None].expand(...).reshape(...)
+    repeat_kv = not mqa_broadcast and coin(rng, 0.3)
     ks = b.node("ks", "scale", x=k, value=1.0 / math.sqrt(D)) if scaled_key else k
     if mqa_broadcast:
         kr, vr = ks, v     # numpy broadcasting of the batch axes does the expansion
+    elif repeat_kv:
+        def expand(name, x):
+            x = b.node(name + "u", "unsqueeze", x=x, axis=2)
+            x = b.node(name + "e", "repeat", x=x, axis=2, times=g)
+            return b.node(name + "r", "reshape", x=x, shape=[B, H, T, D])
+        kr, vr = expand("kr", ks), expand("vr", v)
     else:
         kr = b.node("kr", "repeat", x=ks, axis=key_axis, times=g)
         vr = b.node("vr", "repeat", x=v, axis=1, times=g)
@@ -789,7 +797,7 @@ def exporter_gqa_repeat(rng, b, dt):
     b.outputs.append(b.node("o", "matmul", a=p, b=vr))
     return "gqa-repeat B%d H%d Hkv%d S%d T%d D%d%s%s" % (
         B, H, Hkv, S, T, D, " mqa-broadcast" if mqa_broadcast else "",
-        " key-scaled" if scaled_key else "")
+        " key-scaled" if scaled_key else "") + (" repeat_kv" if repeat_kv else "")
 
 
 def exporter_additive(rng, b, dt):

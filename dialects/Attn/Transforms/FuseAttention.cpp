@@ -10,8 +10,9 @@
 // matmul(q/|q|, (k/|k|)ᵀ) with |x| = sqrt(reduce_sum(x·x)) (cosine), or
 // vaᵀ tanh(Wq q + Wk k) spelled with linear/unsqueeze/add/tanh/matmul
 // (additive). Then GQA `repeat`s of k and v, and transposes of q, k, v and the
-// output (layout bshd), are absorbed. For dot and general scores a scale of q
-// or k (BART and Whisper scale the query projection), also one behind the
+// output (layout bshd), are absorbed, also a repeat written as Llama's
+// repeat_kv (unsqueeze, repeat, reshape). For dot and general scores a scale of
+// q or k (BART and Whisper scale the query projection), also one behind the
 // reshapes and transposes that split the heads, joins the fused scale: a
 // scalar commutes with every product and data movement between it and the
 // scores; so does a scale of kᵀ (PyTorch's export of
@@ -491,13 +492,55 @@ private:
   }
 };
 
+/// reshape(repeat(unsqueeze(x, a), a, g)) that merges axes a - 1 and a is
+/// repeat(x, a - 1, g): Llama's repeat_kv, x[:, :, None].expand(...)
+/// .reshape(...), as exporters write it, which the GQA match then reads as
+/// kv heads shared by g query heads each.
+class MergeRepeatedAxis : public OpRewritePattern<ReshapeOp> {
+public:
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp reshape,
+                                PatternRewriter &rewriter) const override {
+    auto repeat = reshape.getInput().getDefiningOp<RepeatOp>();
+    auto unsqueeze =
+        repeat ? repeat.getInput().getDefiningOp<UnsqueezeOp>() : UnsqueezeOp();
+    if (!unsqueeze || unsqueeze.getAxis() < 1 ||
+        repeat.getAxis() != unsqueeze.getAxis())
+      return failure();
+    int64_t axis = unsqueeze.getAxis() - 1, times = repeat.getTimes();
+    Value input = unsqueeze.getInput();
+    ArrayRef<int64_t> from = tensorType(input).getShape(),
+                      to = reshape.getType().getShape();
+    if (from.size() != to.size())
+      return failure();
+    for (size_t i = 0; i < from.size(); ++i)
+      if (int64_t(i) != axis && !sameDim(from[i], to[i]))
+        return failure();
+    // The merged axis: times × the input's, or run-time on both sides (the
+    // element count is kept and every other axis is the same).
+    bool dynamic = ShapedType::isDynamic(from[axis]);
+    if (dynamic != ShapedType::isDynamic(to[axis]) ||
+        (!dynamic && to[axis] != from[axis] * times))
+      return failure();
+    rewriter.replaceOpWithNewOp<RepeatOp>(reshape, reshape.getType(), input,
+                                          rewriter.getI64IntegerAttr(axis),
+                                          rewriter.getI64IntegerAttr(times));
+    return success();
+  }
+};
+
 struct FuseAttentionPass
     : public attn::impl::FuseAttentionPassBase<FuseAttentionPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<FuseAttentionChain>(&getContext());
+    // The repeats first: a chain fused before its repeat_kv became a repeat
+    // would keep the repeated K and V.
+    RewritePatternSet repeats(&getContext()), chains(&getContext());
+    repeats.add<MergeRepeatedAxis>(&getContext());
+    chains.add<FuseAttentionChain>(&getContext());
     if (failed(
-            applyPatternsAndFoldGreedily(getOperation(), std::move(patterns))))
+            applyPatternsAndFoldGreedily(getOperation(), std::move(repeats))) ||
+        failed(applyPatternsAndFoldGreedily(getOperation(), std::move(chains))))
       signalPassFailure();
   }
 };

@@ -525,3 +525,40 @@ func.func @scaled_query_and_transposed_key(%q: tensor<1x2x5x16xf32>, %k: tensor<
   %o = attn.matmul %p, %v : (tensor<1x2x5x7xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x5x16xf32>
   return %o : tensor<1x2x5x16xf32>
 }
+
+// -----
+
+// Tests that Llama's repeat_kv as exporters write it (unsqueeze, repeat of the
+// new axis, reshape merging it into the heads) is GQA: K and V are read as
+// their 2 kv heads, never repeated.
+// CHECK-LABEL: func.func @repeat_kv
+//  CHECK-SAME: (%[[Q:.+]]: tensor<1x4x5x8xf32>, %[[K:.+]]: tensor<1x2x7x8xf32>, %[[V:.+]]: tensor<1x2x7x8xf32>)
+//   CHECK-NOT: attn.repeat
+//   CHECK-NOT: attn.reshape
+//       CHECK: attn.attention %[[Q]], %[[K]], %[[V]]
+func.func @repeat_kv(%q: tensor<1x4x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>) -> tensor<1x4x5x8xf32> {
+  %ku = attn.unsqueeze %k {axis = 2} : tensor<1x2x7x8xf32> -> tensor<1x2x1x7x8xf32>
+  %kr = attn.repeat %ku {axis = 2, times = 2} : tensor<1x2x1x7x8xf32> -> tensor<1x2x2x7x8xf32>
+  %k4 = attn.reshape %kr : tensor<1x2x2x7x8xf32> -> tensor<1x4x7x8xf32>
+  %vu = attn.unsqueeze %v {axis = 2} : tensor<1x2x7x8xf32> -> tensor<1x2x1x7x8xf32>
+  %vr = attn.repeat %vu {axis = 2, times = 2} : tensor<1x2x1x7x8xf32> -> tensor<1x2x2x7x8xf32>
+  %v4 = attn.reshape %vr : tensor<1x2x2x7x8xf32> -> tensor<1x4x7x8xf32>
+  %s = attn.matmul %q, %k4 {transpose_b} : (tensor<1x4x5x8xf32>, tensor<1x4x7x8xf32>) -> tensor<1x4x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x4x5x7xf32>
+  %o = attn.matmul %p, %v4 : (tensor<1x4x5x7xf32>, tensor<1x4x7x8xf32>) -> tensor<1x4x5x8xf32>
+  return %o : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+// Tests that a reshape merging the repeated axis with the one after it (not
+// the heads before it) is left as written.
+// CHECK-LABEL: func.func @repeat_merged_forward
+//       CHECK: attn.repeat %{{.+}} {axis = 2 : i64, times = 2 : i64}
+//       CHECK: attn.reshape
+func.func @repeat_merged_forward(%k: tensor<1x2x7x8xf32>) -> tensor<1x2x14x8xf32> {
+  %ku = attn.unsqueeze %k {axis = 2} : tensor<1x2x7x8xf32> -> tensor<1x2x1x7x8xf32>
+  %kr = attn.repeat %ku {axis = 2, times = 2} : tensor<1x2x1x7x8xf32> -> tensor<1x2x2x7x8xf32>
+  %k4 = attn.reshape %kr : tensor<1x2x2x7x8xf32> -> tensor<1x2x14x8xf32>
+  return %k4 : tensor<1x2x14x8xf32>
+}
