@@ -7,7 +7,8 @@
 Runs make_models.py into DIR (with --models SRC: copies the ready-made models of SRC, listed in
 SRC/models.json with paths relative to SRC, into DIR instead), then for every model:
   * `attnc explain DIR/NAME.onnx --json` must exit 0 and list exactly `attention_kernels`
-    kernels whose "op" is "attention", covering the nodes `attention_covers` names;
+    kernels whose "op" is "attention", covering the nodes `attention_covers` names, and none
+    whose "op" is in `kernels_absent`;
   * for every backend B, `attnc run DIR/NAME.onnx --backend B --input NAME=FILE.npy ...
     --output-dir DIR/NAME/out-B` must exit 0 and write, for every graph output, the file named
     by the importer's rule (models.json "file") with the expected dtype and shape, no NaN, and a
@@ -91,6 +92,10 @@ def check_explain(attnc, out, entry, report):
     if n != want:
         return report.fail(what, "%d attention kernels, expected %d (kernels: %s)"
                            % (n, want, ", ".join(ops)))
+    absent = sorted(set(ops) & set(entry.get("kernels_absent", [])))
+    if absent:
+        return report.fail(what, "kernels of op %s remain, expected none (kernels: %s)"
+                           % (", ".join(absent), ", ".join(ops)))
     covered = set().union(*(k.get("nodes", []) for k in kernels if k["op"] == "attention"))
     missing = [name for name in entry.get("attention_covers", []) if name not in covered]
     if missing:
@@ -168,6 +173,7 @@ def check_attention_only(attnc, out, entry, backends, report):
     block = {"name": entry["name"] + " block", "file": os.path.relpath(graph, out),
              "attention_kernels": entry["attention_kernels"], "tolerance": entry["tolerance"],
              "attention_covers": entry.get("attention_covers", []),
+             "kernels_absent": entry.get("kernels_absent", []),
              "inputs": {}, "outputs": {spec["output"]["name"]: spec["output"]}}
     for name, path in spec["inputs"].items():
         block["inputs"][name] = path

@@ -142,6 +142,7 @@ class Case:
         self.checkable = checkable      # onnx 1.12's checker knows every op it uses
         self.attention_kernels = 1
         self.attention_covers = []      # nodes (by output) the attention kernel must cover
+        self.kernels_absent = []        # ops no kernel of `attnc explain` may have
         self.dtype = "f32"
         self.external = False           # weights saved as ONNX external data
         self.attention_only = None      # {inputs, output, left_out}: checked block by block
@@ -435,9 +436,11 @@ def llama3_gqa_rotary():
         o = sdpa(q, k, v, D ** -0.5, keep=causal_keep(S))
         return {"attn_output": join_heads(o) @ f64(wt_[w["o_proj"]]).T}
 
-    return Case(name, "Llama-3 attention: GQA (4 query / 2 kv heads) via repeat_kv, rotary "
+    case = Case(name, "Llama-3 attention: GQA (4 query / 2 kv heads) via repeat_kv, rotary "
                 "embeddings and the causal mask (ConstantOfShape/Trilu/Range/Greater) in the graph",
                 model, inputs, b.weights, direct)
+    case.kernels_absent = ["repeat"]    # repeat_kv is GQA: K and V read as their kv heads
+    return case
 
 
 def t5_relbias():
@@ -989,6 +992,7 @@ def write_case(case, outdir):
         "description": case.description,
         "attention_kernels": case.attention_kernels,
         "attention_covers": [graph_name(n) for n in case.attention_covers],
+        "kernels_absent": case.kernels_absent,
         "dtype": case.dtype,
         "tolerance": TOLERANCE[case.dtype],
         "opsets": {(i.domain or ""): i.version for i in case.model.opset_import},

@@ -324,6 +324,8 @@ def write_one(base, module, inputs, other_inputs, desc, exporter, opset, outdir,
         "description": "%s; exported by PyTorch %s, %s; expected output from the PyTorch "
                        "module in float64" % (desc, torch.__version__, how),
         "attention_kernels": 1,
+        # repeat_kv (Llama's GQA) is read as kv heads, never repeated in memory.
+        "kernels_absent": ["repeat"],
         "dtype": "float32",
         "tolerance": TOLERANCE,
         "opsets": {(i.domain or ""): i.version for i in model.opset_import},
