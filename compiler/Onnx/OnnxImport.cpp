@@ -1873,13 +1873,12 @@ void Importer::importReshape() {
     inputShape = i->shape;
   } else if (const auto *merged = std::get_if<LeadingAxesMerged>(&data)) {
     // Back from [d0·..·dk-1, t..]: exactly inner's axes, one of them
-    // possibly inferred (-1, or a product the target spells out).
+    // possibly -1 (a 0 would copy an axis of the merged view, not inner's).
     const Shape &axes = merged->inner.shape;
     bool same = sizes.size() == axes.size();
     for (size_t i = 0; same && i < sizes.size(); ++i) {
       std::optional<Dim> dim = sizes[i].asDim();
-      same = sizes[i] == Affine::of(-1) || (dim && *dim == axes[i]) ||
-             (sizes[i] == Affine::of(0) && !allowZero);
+      same = sizes[i] == Affine::of(-1) || (dim && *dim == axes[i]);
     }
     if (!same || std::count(sizes.begin(), sizes.end(), Affine::of(-1)) > 1)
       unsupported("a tensor whose leading axes are merged is reshaped to " +
