@@ -1935,14 +1935,15 @@ void Importer::importReshape() {
       !shape && x && sizes.size() == 1)
     return define(0, Flat{*x, false}); // [-1] of run-time sizes.
   if (const auto *x = std::get_if<GraphTensor>(&data);
-      !shape && x && sizes.size() >= 3 && !dims[0] &&
-      sizes.size() < inputShape.size() + 1) {
-    // [d.., t..] to [-1, t..] with the trailing axes as they are.
+      !shape && x && sizes.size() >= 3 && sizes.size() < inputShape.size() &&
+      !dims[0]) {
+    // [d.., t..] to [-1, t..] with the trailing axes as they are (two or
+    // more leading axes merge).
     size_t leading = inputShape.size() - (sizes.size() - 1);
     bool trailing = true;
     for (size_t i = 1; trailing && i < sizes.size(); ++i)
       trailing = dims[i] && *dims[i] == inputShape[leading + i - 1];
-    if (trailing && leading >= 2)
+    if (trailing)
       return define(0, LeadingAxesMerged{*x, leading});
   }
   if (!shape)
@@ -1977,35 +1978,32 @@ void Importer::importReshape() {
 
 void Importer::importTranspose() {
   const Val &data = input(0);
-  if (const auto *merged = std::get_if<LeadingAxesMerged>(&data)) {
-    GraphTensor inner = merged->inner;
-    int64_t rank = int64_t(inner.shape.size()), leading = merged->leading;
-    std::vector<int64_t> perm = intsAttribute("perm");
-    if (perm.empty()) // The default reverses the axes.
-      for (int64_t i = rank - leading; i >= 0; --i)
-        perm.push_back(i);
-    perm = permutation(perm, rank - leading + 1);
-    if (perm[0] != 0)
-      unsupported("a transpose moves the merged leading axes");
-    std::vector<int64_t> full;
-    for (int64_t i = 0; i < leading; ++i)
-      full.push_back(i);
-    for (size_t i = 1; i < perm.size(); ++i)
-      full.push_back(leading + perm[i] - 1);
-    return define(0,
-                  LeadingAxesMerged{emitTranspose(inner, full, outputName(0)),
-                                    merged->leading});
-  }
+  const auto *merged = std::get_if<LeadingAxesMerged>(&data);
   const auto *c = std::get_if<Constant>(&data);
   GraphTensor x;
   if (!c)
-    x = tensorOf(data);
+    x = merged ? merged->inner : tensorOf(data);
+  // The rank the perm is written for: a merged tensor's is its view's.
   int64_t rank = int64_t(c ? c->shape.size() : x.shape.size());
+  if (merged)
+    rank -= int64_t(merged->leading) - 1;
   std::vector<int64_t> perm = intsAttribute("perm");
   if (perm.empty()) // The default reverses the axes.
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
   perm = permutation(perm, rank);
+  if (merged) {
+    if (perm[0] != 0)
+      unsupported("a transpose moves the merged leading axes");
+    int64_t leading = int64_t(merged->leading);
+    std::vector<int64_t> full;
+    for (int64_t i = 0; i < leading; ++i)
+      full.push_back(i);
+    for (size_t i = 1; i < perm.size(); ++i)
+      full.push_back(leading + perm[i] - 1);
+    return define(0, LeadingAxesMerged{emitTranspose(x, full, outputName(0)),
+                                       merged->leading});
+  }
   if (!c)
     return define(0, emitTranspose(x, perm, outputName(0)));
   std::vector<int64_t> shape, strides = stridesOf(c->shape);
