@@ -12,6 +12,7 @@
 #include "Codegen/PrimitiveKernels.h"
 
 #include "Attn/IR/AttnOps.h"
+#include "Attn/Transforms/IndexArith.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -379,7 +380,7 @@ SmallVector<Value> primitiveResultSizes(Emitter &e, Operation *op,
                           operands.take_front(2), rank);
   if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,
           attn::CosOp, attn::SinOp, attn::SoftmaxOp, attn::MaskedFillOp,
-          attn::CausalMaskOp>(op))
+          attn::CausalMaskOp, attn::WindowMaskOp>(op))
     return operands[0];
   if (auto slice = dyn_cast<attn::SliceOp>(op)) {
     SmallVector<Value> sizes = operands[0];
@@ -528,6 +529,30 @@ void emitCausalMask(Emitter &e, Value input, Value result) {
                                              ivs[rank - 1], position);
     Value value = e.loadRaw(input, ivs);
     e.store(e.b.create<arith::SelectOp>(e.loc, future, negInf, value), result,
+            ivs);
+  });
+}
+
+/// Keys outside i' - left <= j <= i' + right become -inf: the window rule
+/// of AttnSemantics.h at each element's indices.
+void emitWindowMask(Emitter &e, attn::WindowMaskOp op, Value input,
+                    Value result) {
+  namespace semantics = attn::semantics;
+  SmallVector<Value> sizes = e.sizesOf(result);
+  size_t rank = sizes.size();
+  semantics::KeyVisibility window;
+  window.addWindow(op.getLeft(), op.getRight());
+  Value negInf = e.floatConstant(e.storageType(result),
+                                 -std::numeric_limits<double>::infinity());
+  e.loopNest(sizes, [&](ValueRange ivs) {
+    attn::IndexArith a{e.b, e.loc};
+    Value queryLen = sizes[rank - 2], keyLen = sizes[rank - 1];
+    Value position =
+        semantics::alignedPosition(a, ivs[rank - 2], queryLen, keyLen);
+    Value keep =
+        semantics::keyVisible(a, window, position, ivs[rank - 1], keyLen);
+    Value value = e.loadRaw(input, ivs);
+    e.store(e.b.create<arith::SelectOp>(e.loc, keep, value, negInf), result,
             ivs);
   });
 }
@@ -1551,6 +1576,8 @@ void emitWith(Emitter &e, mlir::Operation *op, mlir::ValueRange operands,
     return emitMaskedFill(e, fill, operands[0], operands[1], result);
   if (isa<attn::CausalMaskOp>(op))
     return emitCausalMask(e, operands[0], result);
+  if (auto window = dyn_cast<attn::WindowMaskOp>(op))
+    return emitWindowMask(e, window, operands[0], result);
   if (isa<attn::ReshapeOp, attn::UnsqueezeOp>(op))
     return emitDenseCopy(e, operands[0], result);
   if (auto transpose = dyn_cast<attn::TransposeOp>(op))

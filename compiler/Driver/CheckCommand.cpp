@@ -81,6 +81,9 @@ std::string describeAttributes(const Graph &graph, const Node &node) {
     return axis(op->axis);
   if (const auto *op = node.getIf<MaskedFillOp>())
     return "value " + formatNumber(op->value);
+  if (const auto *op = node.getIf<WindowMaskOp>())
+    return "left " + std::to_string(op->left) + ", right " +
+           std::to_string(op->right);
   if (const auto *op = node.getIf<TransposeOp>()) {
     std::string perm;
     for (int64_t p : op->perm)

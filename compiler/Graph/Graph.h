@@ -95,6 +95,12 @@ struct MaskedFillOp {
 struct CausalMaskOp {
   ValueId x;
 };
+/// Entries (i, j) of [..., S, T] outside i' - left <= j <= i' + right, with
+/// i' = i + T - S, set to -inf (attention's window mask, as a primitive).
+struct WindowMaskOp {
+  ValueId x;
+  int64_t left, right; ///< >= 0.
+};
 /// The target shape is the result's type.
 struct ReshapeOp {
   ValueId x;
@@ -175,9 +181,9 @@ struct AttentionSizes {
 
 using OpAttributes =
     std::variant<MatmulOp, LinearOp, BinaryOp, ScaleOp, UnaryOp, SoftmaxOp,
-                 MaskedFillOp, CausalMaskOp, ReshapeOp, TransposeOp,
-                 UnsqueezeOp, RepeatOp, SliceOp, ReduceSumOp, ConcatOp,
-                 AttentionOp>;
+                 MaskedFillOp, CausalMaskOp, WindowMaskOp, ReshapeOp,
+                 TransposeOp, UnsqueezeOp, RepeatOp, SliceOp, ReduceSumOp,
+                 ConcatOp, AttentionOp>;
 
 struct Node {
   std::string name;

@@ -416,6 +416,7 @@ private:
   NodeResult parseSoftmax(const ObjectReader &fields);
   NodeResult parseMaskedFill(const ObjectReader &fields);
   NodeResult parseCausalMask(const ObjectReader &fields);
+  NodeResult parseWindowMask(const ObjectReader &fields);
   NodeResult parseReshape(const ObjectReader &fields);
   NodeResult parseTranspose(const ObjectReader &fields);
   NodeResult parseUnsqueeze(const ObjectReader &fields);
@@ -783,6 +784,8 @@ void GraphParser::parseNode(const json &node, size_t index) {
       {"masked_fill",
        {{"x", "mask", "value"}, member(&GraphParser::parseMaskedFill)}},
       {"causal_mask", {{"x"}, member(&GraphParser::parseCausalMask)}},
+      {"window_mask",
+       {{"x", "left", "right"}, member(&GraphParser::parseWindowMask)}},
       {"reshape", {{"x", "shape"}, member(&GraphParser::parseReshape)}},
       {"transpose", {{"x", "perm"}, member(&GraphParser::parseTranspose)}},
       {"unsqueeze", {{"x", "axis"}, member(&GraphParser::parseUnsqueeze)}},
@@ -991,6 +994,22 @@ GraphParser::parseCausalMask(const ObjectReader &fields) {
     fail(fields.pointerOf("x"),
          "causal_mask needs [..., S, T], got " + describe(x));
   return {CausalMaskOp{x}, type(x)};
+}
+
+GraphParser::NodeResult
+GraphParser::parseWindowMask(const ObjectReader &fields) {
+  ValueId x = operand(fields, "x");
+  requireFloat(x, fields.pointerOf("x"));
+  if (type(x).rank() < 2)
+    fail(fields.pointerOf("x"),
+         "window_mask needs [..., S, T], got " + describe(x));
+  WindowMaskOp op{x, fields.integer("left"), fields.integer("right")};
+  for (auto [value, key] :
+       {std::pair{op.left, "left"}, std::pair{op.right, "right"}})
+    if (value < 0)
+      fail(fields.pointerOf(key),
+           std::string(key) + " must be >= 0, got " + std::to_string(value));
+  return {op, type(x)};
 }
 
 GraphParser::NodeResult GraphParser::parseReshape(const ObjectReader &fields) {

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Halide/AttentionFuncs.h"
+#include "Halide/IndexExprs.h"
 #include "Support/Exp2Polynomial.h"
 
 #include <cmath>
@@ -23,28 +24,6 @@ using namespace Halide;
 namespace semantics = mlir::attn::semantics;
 
 namespace {
-
-/// The semantics rules (Attn/IR/AttnSemantics.h) on Halide expressions:
-/// int64 when `wide` (window bounds reach 2^32 here), else int32, which
-/// holds every position difference of Halide's int32 sizes when no window
-/// bound is involved.
-struct IndexExprs {
-  bool wide = true;
-  Expr index(Expr e) const { return wide ? cast<int64_t>(e) : e; }
-  Expr constant(int64_t value) {
-    return wide ? Expr(value) : Expr(int32_t(value));
-  }
-  Expr add(Expr x, Expr y) { return x + y; }
-  Expr sub(Expr x, Expr y) { return x - y; }
-  Expr mul(Expr x, Expr y) { return x * y; }
-  Expr div(Expr x, Expr y) { return x / y; }
-  Expr select(Expr c, Expr x, Expr y) { return Halide::select(c, x, y); }
-  Expr min(Expr x, Expr y) { return Halide::min(x, y); }
-  Expr max(Expr x, Expr y) { return Halide::max(x, y); }
-  Expr lt(Expr x, Expr y) { return x < y; }
-  Expr le(Expr x, Expr y) { return x <= y; }
-  Expr logicalAnd(Expr x, Expr y) { return x && y; }
-};
 
 /// 2^x for x <= 0 and not NaN, 0 below 2^-127: 2^round(x) times the MLIR
 /// kernel's polynomial of the fraction. Halide's exp costs about three

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Halide/AttentionFuncs.h"
+#include "Halide/IndexExprs.h"
 #include "Halide/PrimitiveFuncs.h"
 #include "Support/Error.h"
 
@@ -264,6 +265,21 @@ void PrimitiveBuilder::elementwise(Type type) {
     Expr S = extent(x, rank - 2), T = extent(x, rank - 1);
     Expr future = f.vars[0] > f.vars[1] + T - S;
     return define(select(future, constant(type, -INFINITY), broadcast(x)));
+  }
+  if (op == "window_mask") {
+    if (rank < 2 || !isFloat)
+      unsupported("on this input");
+    int x = operand(0);
+    namespace semantics = mlir::attn::semantics;
+    semantics::KeyVisibility window;
+    window.addWindow(p.left, p.right);
+    // int64: the bounds reach 2^62.
+    IndexExprs a;
+    Expr S = a.index(extent(x, rank - 2)), T = a.index(extent(x, rank - 1));
+    Expr position = semantics::alignedPosition(a, a.index(f.vars[1]), S, T);
+    Expr keep =
+        semantics::keyVisible(a, window, position, a.index(f.vars[0]), T);
+    return define(select(keep, broadcast(x), constant(type, -INFINITY)));
   }
   if (op == "transpose") {
     int x = operand(0);

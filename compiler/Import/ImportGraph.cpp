@@ -218,6 +218,9 @@ void Importer::importNode(const Node &node) {
         builder.getF64FloatAttr(fill->value));
   } else if (const auto *causal = node.getIf<CausalMaskOp>()) {
     op = builder.create<attn::CausalMaskOp>(loc, type, get(causal->x));
+  } else if (const auto *window = node.getIf<WindowMaskOp>()) {
+    op = builder.create<attn::WindowMaskOp>(
+        loc, type, get(window->x), i64(window->left), i64(window->right));
   } else if (const auto *reshape = node.getIf<ReshapeOp>()) {
     llvm::SmallVector<mlir::Value> sizes;
     for (const Dim &dim : graph.type(node.results.at(0)).shape)

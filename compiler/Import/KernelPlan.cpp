@@ -61,6 +61,8 @@ PrimitivePlan PlanBuilder::primitive(mlir::Operation &op) {
     result.value = scale.getValue().convertToDouble();
   else if (auto fill = mlir::dyn_cast<attn::MaskedFillOp>(op))
     result.value = fill.getValue().convertToDouble();
+  else if (auto window = mlir::dyn_cast<attn::WindowMaskOp>(op))
+    result.left = window.getLeft(), result.right = window.getRight();
   else if (auto softmax = mlir::dyn_cast<attn::SoftmaxOp>(op))
     result.axis = softmax.getAxis();
   else if (auto unsqueeze = mlir::dyn_cast<attn::UnsqueezeOp>(op))
@@ -292,6 +294,8 @@ std::string planToJson(const KernelPlan &plan) {
                              {"times", p->times},
                              {"start", p->start},
                              {"end", p->end},
+                             {"left", p->left},
+                             {"right", p->right},
                              {"keepdims", p->keepdims},
                              {"permutation", p->permutation}};
     kernels.push_back(entry);

@@ -66,6 +66,7 @@ struct PrimitivePlan {
   int64_t axis = 0; ///< softmax, unsqueeze, repeat, reduce_sum, concat.
   int64_t times = 1;     ///< repeat.
   int64_t start = 0, end = 0; ///< slice.
+  int64_t left = 0, right = 0; ///< window_mask.
   bool keepdims = false; ///< reduce_sum.
   /// transpose: result dim d is input dim permutation[d].
   std::vector<int64_t> permutation;

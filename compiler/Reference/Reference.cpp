@@ -7,6 +7,8 @@
 
 #include "Reference/Reference.h"
 
+#include "Attn/IR/AttnSemantics.h"
+
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -276,6 +278,25 @@ private:
       for (int64_t i = 0; i < S; ++i)
         for (int64_t j = i + T - S + 1; j < T; ++j)
           if (j >= 0)
+            result.data[(n * S + i) * T + j] =
+                -std::numeric_limits<double>::infinity();
+    return result;
+  }
+
+  F64Tensor evaluatePrimitive(const WindowMaskOp &op,
+                              const std::vector<int64_t> &shape) {
+    namespace semantics = mlir::attn::semantics;
+    semantics::Int64Arith arith;
+    semantics::KeyVisibility window;
+    window.addWindow(op.left, op.right);
+    F64Tensor result = operand(op.x);
+    const int64_t S = shape[shape.size() - 2], T = shape.back();
+    for (int64_t n = 0; n < elementCount(shape) / (S * T); ++n)
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < T; ++j)
+          if (!semantics::keyVisible(arith, window,
+                                     semantics::alignedPosition(arith, i, S, T),
+                                     j, T, std::optional<int64_t>()))
             result.data[(n * S + i) * T + j] =
                 -std::numeric_limits<double>::infinity();
     return result;

@@ -648,6 +648,11 @@ def exporter_sdpa(rng, b, dt, dynamic=False):
     if causal:
         x = b.node("sm", "causal_mask", x=x)
         desc.append("causal_mask")
+    if coin(rng, 0.25):
+        # a sliding window (Mistral's, as attnc imports it from ONNX)
+        left, right = choice(rng, [0, 1, 3, 8, 40]), choice(rng, [0, 0, 2, 5])
+        x = b.node("sw", "window_mask", x=x, left=left, right=right)
+        desc.append("window_mask(%d,%d)" % (left, right))
     if coin(rng, 0.15):
         # HF style: a [B, S, T] padding mask, unsqueezed to [B, 1, S, T]
         vals = rng.random((B, S, T)) < 0.3
@@ -1170,9 +1175,16 @@ def fam_primitives(rng, b, i):
     if plan == 11:
         S, T = choice(rng, SEQ[:6]), choice(rng, SEQ[:6])
         x = b.add_input("x", choice(rng, [[S, T], [2, S, T], [2, 3, S, T]]), dt)
-        y = b.node("y", "causal_mask", x=x)
+        if coin(rng):
+            y = b.node("y", "causal_mask", x=x)
+            b.outputs.append(b.node("z", "exp", x=y))
+            return "causal_mask S%d T%d, exp" % (S, T)
+        # window_mask (attnc extension); bounds past S + T keep every key
+        left = choice(rng, [0, 1, 2, 7, 2 ** 62, 2 ** 63 - 1])
+        right = choice(rng, [0, 1, 3, 2 ** 63 - 1])
+        y = b.node("y", "window_mask", x=x, left=left, right=right)
         b.outputs.append(b.node("z", "exp", x=y))
-        return "causal_mask S%d T%d, exp" % (S, T)
+        return "window_mask(%d,%d) S%d T%d, exp" % (left, right, S, T)
     if plan == 12:
         x = b.add_input("x", [4, 6], dt)
         y = b.node("y", "scale", x=x, value=choice(rng, [-0.5, 0.0, 3.0, 1e-3]))
@@ -1323,6 +1335,7 @@ _NODE_KEYS = {
     "softmax": ({"x"}, {"axis"}),
     "masked_fill": ({"x", "mask", "value"}, set()),
     "causal_mask": ({"x"}, set()),
+    "window_mask": ({"x", "left", "right"}, set()),  # attnc extension
     "reshape": ({"x", "shape"}, set()),
     "transpose": ({"x", "perm"}, set()),
     "unsqueeze": ({"x", "axis"}, set()),

@@ -472,6 +472,18 @@ def _causal_mask(node, env, dtypes, dims):
     return {node["name"]: (y, dtypes[node["x"]])}
 
 
+def _window_mask(node, env, dtypes, dims):
+    # i' - L <= j <= i' + R with i' = i + T - S, as differences (see the
+    # attention's window above: L and R may be near 2^63).
+    x = _ref(env, node["x"])
+    S, T = x.shape[-2], x.shape[-1]
+    L = min(int(node["left"]), S + T)
+    R = min(int(node["right"]), S + T)
+    d = (np.arange(S)[:, None] + T - S) - np.arange(T)[None, :]
+    y = np.where((d <= L) & (-d <= R), x, -np.inf)
+    return {node["name"]: (y, dtypes[node["x"]])}
+
+
 def _reshape(node, env, dtypes, dims):
     x = _ref(env, node["x"])
     shape = []
@@ -541,6 +553,7 @@ _OPS = {
     "softmax": _softmax,
     "masked_fill": _masked_fill,
     "causal_mask": _causal_mask,
+    "window_mask": _window_mask,
     "reshape": _reshape,
     "transpose": _transpose,
     "unsqueeze": _unsqueeze,

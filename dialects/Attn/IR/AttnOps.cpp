@@ -285,6 +285,12 @@ LogicalResult CausalMaskOp::verify() {
   return verifyFloat(*this, getInput(), "input");
 }
 
+LogicalResult WindowMaskOp::verify() {
+  if (getType().getRank() < 2)
+    return emitOpError("input must be [..., S, T]");
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

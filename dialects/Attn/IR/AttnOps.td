@@ -168,6 +168,25 @@ def Attn_CausalMaskOp : Attn_Op<"causal_mask", [Pure, SameOperandsAndResultType]
   let hasVerifier = 1;
 }
 
+def Attn_WindowMaskOp : Attn_Op<"window_mask", [Pure, SameOperandsAndResultType]> {
+  let summary = "sets entries outside a band around the bottom-right diagonal to -inf";
+  let description = [{
+    For `[..., S, T]`, entry `(i, j)` becomes -inf unless
+    `i' - left <= j <= i' + right`, with `i' = i + T - S` (the alignment of
+    `causal_mask`): a sliding window, `right = 0` for a causal one.
+
+    ```mlir
+    %m = attn.window_mask %s {left = 4095, right = 0} : tensor<1x32x?x?xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[AnyFloat]>:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$left,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$right);
+  let results = (outs RankedTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement
 //===----------------------------------------------------------------------===//

@@ -3,7 +3,8 @@
 // Rewrites the chain a model exporter writes for attention into one
 // attn.attention op. The anchor is a softmax over the last axis whose only
 // user is matmul(p, v); from the softmax input the pattern walks back through
-//   masks and biases (causal_mask, masked_fill(-inf), add), in any order,
+//   masks and biases (causal_mask, window_mask, masked_fill(-inf), add), in
+//   any order,
 //   an optional softcap  c · tanh(x / c),
 //   scales (scale, mul or div by a splat constant),
 // to the raw scores: matmul(q, kᵀ) (dot), matmul(matmul(q, W), kᵀ) (general),
@@ -54,6 +55,8 @@ struct AttentionChain {
   SmallVector<Value> biases, masks;
   SmallVector<bool> maskDrops;
   bool causal = false;
+  /// window_mask bounds (left, right); several intersect.
+  std::optional<std::pair<int64_t, int64_t>> window;
   Layout layout = Layout::bhsd;
   Operation *root = nullptr; ///< The op whose result the fused op replaces.
   /// Scales of q or k behind a data movement op, folded into `scale`: at the
@@ -161,7 +164,10 @@ public:
         chain.softcap ? rewriter.getF64FloatAttr(*chain.softcap) : FloatAttr(),
         /*alibi=*/UnitAttr(),
         chain.causal ? rewriter.getUnitAttr() : UnitAttr(),
-        /*window=*/DenseI64ArrayAttr(), maskDrops);
+        chain.window ? rewriter.getDenseI64ArrayAttr(
+                           {chain.window->first, chain.window->second})
+                     : DenseI64ArrayAttr(),
+        maskDrops);
     rewriter.replaceOp(chain.root, fused.getOutput());
     return success();
   }
@@ -237,9 +243,9 @@ private:
            sameDim(k[1], v[1]) && sameDim(k[2], v[2]) && sameDim(q[3], k[3]);
   }
 
-  /// causal_mask, masked_fill(-inf) and bias adds, in any order, and
-  /// positive scales between them: a positive scale keeps -inf at -inf, so it
-  /// commutes with the masks; it must not come after a bias it would scale.
+  /// causal_mask, window_mask, masked_fill(-inf) and bias adds, in any order,
+  /// and positive scales between them: a positive scale keeps -inf at -inf, so
+  /// it commutes with the masks; it must not come after a bias it would scale.
   void matchMasksAndBiases(Value &current, AttentionChain &chain) const {
     bool scaled = false;
     while (true) {
@@ -250,6 +256,13 @@ private:
       if (auto mask = dyn_cast<CausalMaskOp>(op)) {
         chain.causal = true;
         current = mask.getInput();
+      } else if (auto window = dyn_cast<WindowMaskOp>(op)) {
+        int64_t left = window.getLeft(), right = window.getRight();
+        if (chain.window)
+          left = std::min(left, chain.window->first),
+          right = std::min(right, chain.window->second);
+        chain.window = {left, right};
+        current = window.getInput();
       } else if (auto fill = dyn_cast<MaskedFillOp>(op);
                  fill && isMinusInfinity(fill.getValue())) {
         chain.masks.push_back(fill.getMask());
@@ -271,7 +284,7 @@ private:
         current = lhsIsScores ? lhs : rhs;
       } else if (std::optional<double> factor = scaleFactor(current, input);
                  factor && *factor > 0 &&
-                 isa_and_nonnull<CausalMaskOp, MaskedFillOp>(
+                 isa_and_nonnull<CausalMaskOp, WindowMaskOp, MaskedFillOp>(
                      input.getDefiningOp())) {
         // Only a scale of masked scores: one of the raw scores or of the
         // softcap is left to matchSoftcapAndScale.

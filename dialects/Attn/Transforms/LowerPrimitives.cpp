@@ -12,13 +12,16 @@
 //     run-time dim never does (the graph lets a run-time size meet only the
 //     same size or a fixed 1);
 //   - softmax of an all -inf slice is 0 (decision h); causal_mask keeps
-//     j <= i + T - S; masked_fill and the data movement ops never round;
+//     j <= i + T - S, window_mask i + T - S - left <= j <= i + T - S + right;
+//     masked_fill and the data movement ops never round;
 //   - every dim may be dynamic: sizes come from tensor.dim, reshape's size
 //     operands, or constants where the types fix them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Attn/Transforms/Passes.h"
+
+#include "Attn/Transforms/IndexArith.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -290,6 +293,7 @@ private:
   FailureOr<Value> softmax(SoftmaxOp softmax);
   FailureOr<Value> maskedFill(MaskedFillOp fill);
   FailureOr<Value> causalMask(CausalMaskOp mask);
+  FailureOr<Value> windowMask(WindowMaskOp mask);
   FailureOr<Value> reshape(ReshapeOp reshape);
   FailureOr<Value> transpose(TransposeOp transpose);
   FailureOr<Value> unsqueeze(UnsqueezeOp unsqueeze);
@@ -609,6 +613,33 @@ FailureOr<Value> PrimitiveLowering::causalMask(CausalMaskOp mask) {
                      });
 }
 
+FailureOr<Value> PrimitiveLowering::windowMask(WindowMaskOp mask) {
+  Value input = mask.getInput();
+  RankedTensorType type = mask.getType();
+  Type element = type.getElementType();
+  int64_t rank = type.getRank();
+  if (rank < 2)
+    return fail("input must be a float tensor [..., S, T]");
+  semantics::KeyVisibility window;
+  window.addWindow(mask.getLeft(), mask.getRight());
+  Value queryLen = materialize(dim(input, rank - 2)),
+        keyLen = materialize(dim(input, rank - 1));
+  double inf = std::numeric_limits<double>::infinity();
+  return elementwise(
+      input, type, dims(input), false,
+      [&](OpBuilder &nested, Location loc, ArrayRef<Value> v) {
+        IndexArith a{nested, loc};
+        Value i = nested.create<linalg::IndexOp>(loc, rank - 2);
+        Value j = nested.create<linalg::IndexOp>(loc, rank - 1);
+        Value position = semantics::alignedPosition(a, i, queryLen, keyLen);
+        Value keep = semantics::keyVisible(a, window, position, j, keyLen);
+        return nested
+            .create<arith::SelectOp>(loc, keep, v[0],
+                                     floatConstant(nested, loc, element, -inf))
+            .getResult();
+      });
+}
+
 FailureOr<Value> PrimitiveLowering::reshape(ReshapeOp reshape) {
   Value input = reshape.getInput();
   RankedTensorType type = reshape.getType(), inputType = tensorType(input);
@@ -795,6 +826,8 @@ FailureOr<Value> PrimitiveLowering::lower() {
     return maskedFill(fill);
   if (auto mask = dyn_cast<CausalMaskOp>(op))
     return causalMask(mask);
+  if (auto mask = dyn_cast<WindowMaskOp>(op))
+    return windowMask(mask);
   if (auto reshape = dyn_cast<ReshapeOp>(op))
     return this->reshape(reshape);
   if (auto transpose = dyn_cast<TransposeOp>(op))
@@ -815,8 +848,8 @@ FailureOr<Value> PrimitiveLowering::lower() {
 bool isPrimitive(Operation *op) {
   return isa<MatmulOp, LinearOp, AddOp, SubOp, MulOp, DivOp, ScaleOp, TanhOp,
              ExpOp, NegOp, SqrtOp, CosOp, SinOp, SoftmaxOp, MaskedFillOp,
-             CausalMaskOp, ReshapeOp, TransposeOp, UnsqueezeOp, RepeatOp,
-             SliceOp, ReduceSumOp, ConcatOp>(op);
+             CausalMaskOp, WindowMaskOp, ReshapeOp, TransposeOp, UnsqueezeOp,
+             RepeatOp, SliceOp, ReduceSumOp, ConcatOp>(op);
 }
 
 struct LowerPrimitivesPass

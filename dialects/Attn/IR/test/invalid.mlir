@@ -179,7 +179,7 @@ func.func @div_result_shape(%a: tensor<2x1xf32>, %b: tensor<3xf32>) -> tensor<2x
 }
 
 //===----------------------------------------------------------------------===//
-// attn.softmax, attn.masked_fill, attn.causal_mask
+// attn.softmax, attn.masked_fill, attn.causal_mask, attn.window_mask
 //===----------------------------------------------------------------------===//
 
 // -----
@@ -243,6 +243,33 @@ func.func @causal_mask_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @+1 {{'attn.causal_mask' op input must be [..., S, T]}}
   %0 = attn.causal_mask %x : tensor<8xf32>
   return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that window_mask needs at least the two dims [S, T].
+func.func @window_mask_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'attn.window_mask' op input must be [..., S, T]}}
+  %0 = attn.window_mask %x {left = 1, right = 0} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+// Tests that window_mask's bounds are non-negative (ODS).
+func.func @window_mask_negative(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  // expected-error @+1 {{'attn.window_mask' op attribute 'left' failed to satisfy constraint}}
+  %0 = attn.window_mask %x {left = -1, right = 0} : tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// Tests that window_mask takes float scores only (ODS).
+func.func @window_mask_integer(%x: tensor<4x4xi32>) -> tensor<4x4xi32> {
+  // expected-error @+1 {{'attn.window_mask' op operand #0 must be ranked tensor of floating-point values}}
+  %0 = attn.window_mask %x {left = 1, right = 0} : tensor<4x4xi32>
+  return %0 : tensor<4x4xi32>
 }
 
 //===----------------------------------------------------------------------===//

@@ -136,6 +136,16 @@ func.func @causal_mask(%a: tensor<?x?xf32>, %b: tensor<1x12x?x?xf32>) -> (tensor
 
 // -----
 
+// Tests that window_mask round-trips its bounds.
+// CHECK-LABEL: func.func @window_mask
+// CHECK:         attn.window_mask %{{.+}} {left = 4095 : i64, right = 0 : i64} : tensor<1x32x?x?xbf16>
+func.func @window_mask(%a: tensor<1x32x?x?xbf16>) -> tensor<1x32x?x?xbf16> {
+  %0 = attn.window_mask %a {left = 4095, right = 0} : tensor<1x32x?x?xbf16>
+  return %0 : tensor<1x32x?x?xbf16>
+}
+
+// -----
+
 // Tests that reshape round-trips its dynamic size operands, and omits the
 // bracket when the result is static.
 // CHECK-LABEL: func.func @reshape

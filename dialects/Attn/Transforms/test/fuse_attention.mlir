@@ -562,3 +562,24 @@ func.func @repeat_merged_forward(%k: tensor<1x2x7x8xf32>) -> tensor<1x2x14x8xf32
   %k4 = attn.reshape %kr : tensor<1x2x2x7x8xf32> -> tensor<1x2x14x8xf32>
   return %k4 : tensor<1x2x14x8xf32>
 }
+
+// -----
+
+// Tests that window_masks join the fused op's window (two intersect: the
+// narrower bound on each side), beside the causal mask, and that a positive
+// scale after them still commutes (Mistral's sliding window as attnc imports
+// it from ONNX).
+// CHECK-LABEL: func.func @sliding_window
+//       CHECK: %[[O:.+]] = attn.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 2.500000e-01 : f64, window = array<i64: 3, 1>}
+//   CHECK-NOT: attn.window_mask
+//       CHECK: return %[[O]]
+func.func @sliding_window(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %s = attn.matmul %q, %k {transpose_b} : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x?xf32>
+  %w = attn.window_mask %s {left = 3, right = 4} : tensor<1x2x?x?xf32>
+  %c = attn.causal_mask %w : tensor<1x2x?x?xf32>
+  %x = attn.window_mask %c {left = 9, right = 1} : tensor<1x2x?x?xf32>
+  %ss = attn.scale %x, 0.25 : tensor<1x2x?x?xf32>
+  %p = attn.softmax %ss {axis = 3} : tensor<1x2x?x?xf32>
+  %o = attn.matmul %p, %v : (tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %o : tensor<1x2x?x8xf32>
+}

@@ -282,6 +282,33 @@ func.func @causal_mask(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
 
 // -----
 
+// Kept where max(0, p - L) <= j < min(T, p + R + 1), p = i + T - S: the
+// window rule of AttnSemantics.h, T and S at run time.
+// CHECK-LABEL: func.func @window_mask(
+// CHECK-SAME: %[[X:[^:]+]]: tensor<?x?x?xf32>)
+// CHECK-DAG: %[[S:.+]] = tensor.dim %[[X]], %c1
+// CHECK-DAG: %[[T:.+]] = tensor.dim %[[X]], %c2
+// CHECK: linalg.generic
+// CHECK:   %[[I:.+]] = linalg.index 1 : index
+// CHECK:   %[[J:.+]] = linalg.index 2 : index
+// CHECK:   %[[SHIFT:.+]] = arith.subi %[[T]], %[[S]] : index
+// CHECK:   %[[P:.+]] = arith.addi %[[I]], %[[SHIFT]] : index
+// CHECK:   %[[FROM:.+]] = arith.subi %[[P]], %c3 : index
+// CHECK:   %[[FIRST:.+]] = arith.maxsi %[[FROM]], %c0{{.*}} : index
+// CHECK:   %[[TO:.+]] = arith.addi %[[P]], %c2{{.*}} : index
+// CHECK:   %[[LAST:.+]] = arith.minsi %[[T]], %[[TO]] : index
+// CHECK:   %[[BEFORE:.+]] = arith.cmpi slt, %[[J]], %[[LAST]] : index
+// CHECK:   %[[AFTER:.+]] = arith.cmpi sle, %[[FIRST]], %[[J]] : index
+// CHECK:   %[[KEEP:.+]] = arith.andi %[[AFTER]], %[[BEFORE]] : i1
+// CHECK:   %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK:   arith.select %[[KEEP]], %{{.*}}, %[[NEGINF]] : f32
+func.func @window_mask(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  %0 = attn.window_mask %x {left = 3, right = 1} : tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
 // C order: the result's sizes from its type and the size operands.
 // CHECK-LABEL: func.func @reshape(
 // CHECK-SAME: %[[X:[^:]+]]: tensor<?x?x12x4xf32>, %[[B:[^:]+]]: index, %[[S:[^:]+]]: index)
