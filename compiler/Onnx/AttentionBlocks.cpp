@@ -107,6 +107,85 @@ private:
             n.op_type() == "Attention");
   }
 
+  /// Where(IsNaN(p), 0, p), PyTorch's guard after the softmax of
+  /// scaled_dot_product_attention with a bool mask: the Where node, when it
+  /// and its IsNaN are all that read `p`.
+  std::optional<int> nanGuard(const std::string &p) const {
+    auto found = consumers.find(p);
+    if (found == consumers.end() || found->second.size() != 2)
+      return std::nullopt;
+    for (int where : found->second)
+      if (isNanGuard(where) && inputOf(node(where), 2) == p)
+        return where;
+    return std::nullopt;
+  }
+  bool isNanGuard(int where) const {
+    const NodeProto &n = node(where);
+    if (n.op_type() != "Where" || n.output_size() < 1)
+      return false;
+    auto test = producer.find(inputOf(n, 0));
+    return test != producer.end() && node(test->second).op_type() == "IsNaN" &&
+           inputOf(node(test->second), 0) == inputOf(n, 2);
+  }
+  /// The value to cut for a projection reading `data`: `data`, or the
+  /// tensor a Reshape or Flatten read to make it when only the projection
+  /// reads that (exporters flatten [B, S, E] to [B·S, E] around a Gemm; the
+  /// flattened size is a product attnc cannot name, and shape inference
+  /// often cannot type it).
+  std::string cutBefore(const std::string &data) const {
+    auto made = producer.find(data);
+    if (made == producer.end())
+      return data;
+    const NodeProto &n = node(made->second);
+    if ((n.op_type() != "Reshape" && n.op_type() != "Flatten") ||
+        !soleConsumer(data) || inputOf(n, 0).empty() ||
+        !types.count(inputOf(n, 0)))
+      return data;
+    return inputOf(n, 0);
+  }
+  /// Whether `value` depends on the data of a model input (not only on its
+  /// shape, through Shape nodes, and on constants).
+  bool readsInputData(const std::string &value) const {
+    std::set<std::string> seen;
+    std::vector<std::string> pending{value};
+    while (!pending.empty()) {
+      std::string v = pending.back();
+      pending.pop_back();
+      if (v.empty() || initializers.count(v) || !seen.insert(v).second)
+        continue;
+      auto made = producer.find(v);
+      if (made == producer.end())
+        return true; // A model input.
+      const NodeProto &n = node(made->second);
+      if (n.op_type() != "Shape")
+        pending.insert(pending.end(), n.input().begin(), n.input().end());
+    }
+    return false;
+  }
+  /// Rotary tables computed from positions alone (cos and sin of a Range
+  /// over the sequence length times the frequencies): attnc has no op that
+  /// makes positions, so they are cut, to be given as inputs.
+  bool isPositionTable(const NodeProto &n) const {
+    return (n.op_type() == "Cos" || n.op_type() == "Sin") &&
+           n.output_size() >= 1 && !readsInputData(inputOf(n, 0));
+  }
+  /// The type shape inference gave `value`; for a normalization's output,
+  /// which ONNX's inference leaves untyped where the operator is a function
+  /// (LayerNormalization in TorchScript exports), its input's, which the
+  /// operator keeps.
+  std::map<std::string, const onnx::ValueInfoProto *>::const_iterator
+  typeOf(const std::string &value) const {
+    auto type = types.find(value);
+    if (type != types.end() && type->second->type().tensor_type().has_shape())
+      return type;
+    auto made = producer.find(value);
+    if (made != producer.end() &&
+        (node(made->second).op_type() == "LayerNormalization" ||
+         node(made->second).op_type() == "RMSNormalization") &&
+        outputOf(node(made->second), 0) == value)
+      return types.find(inputOf(node(made->second), 0));
+    return type;
+  }
   std::vector<int> blockEnds() const;
   int extendForward(int end, std::set<int> &inside) const;
   std::set<int> walkBack(int end, const std::set<std::string> &cuts) const;
@@ -131,9 +210,14 @@ std::vector<int> BlockFinder::blockEnds() const {
     // Each node at most once: a malformed model may loop (a Cast that reads
     // its own output), which a walk to the next op would follow forever.
     std::set<int> passed;
-    while (next && (node(*next).op_type() == "Cast" ||
-                    node(*next).op_type() == "Identity") &&
-           passed.insert(*next).second) {
+    while (true) {
+      if (!next)
+        next = nanGuard(probabilities);
+      if (!next ||
+          !(node(*next).op_type() == "Cast" ||
+            node(*next).op_type() == "Identity" || isNanGuard(*next)) ||
+          !passed.insert(*next).second)
+        break;
       probabilities = outputOf(node(*next), 0);
       next = probabilities.empty() ? std::nullopt : soleConsumer(probabilities);
     }
@@ -220,7 +304,7 @@ onnx::ModelProto BlockFinder::blockModel(const std::set<int> &nodes, int end,
         *graph.add_initializer() = *weight->second;
         continue;
       }
-      auto type = types.find(input);
+      auto type = typeOf(input);
       if (type == types.end() ||
           !type->second->type().tensor_type().has_shape()) {
         problem = path + ": the type of '" + input +
@@ -229,6 +313,7 @@ onnx::ModelProto BlockFinder::blockModel(const std::set<int> &nodes, int end,
         return block;
       }
       *graph.add_input() = *type->second;
+      graph.mutable_input(graph.input_size() - 1)->set_name(input);
     }
   }
   const std::string &output = outputOf(node(end), 0);
@@ -254,9 +339,12 @@ OnnxBlocks BlockFinder::run() {
     std::set<int> nodes = walkBack(end, cuts);
     for (size_t previous = size_t(-1); previous != cuts.size();) {
       previous = cuts.size();
-      for (int i : nodes)
+      for (int i : nodes) {
         if (isProjection(node(i)) && !tail.count(i))
-          cuts.insert(inputOf(node(i), 0));
+          cuts.insert(cutBefore(inputOf(node(i), 0)));
+        if (isPositionTable(node(i)))
+          cuts.insert(outputOf(node(i), 0));
+      }
       nodes = walkBack(end, cuts);
     }
     OnnxBlock block;

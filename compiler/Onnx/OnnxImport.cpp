@@ -7,9 +7,12 @@
 //     constants and shapes: integers are affine in the run-time sizes, so
 //     Shape -> Gather -> Concat -> Reshape folds to a target shape),
 //   - a fill (ConstantOfShape of a run-time shape), or
-//   - a triangle: a [.., rows, cols] tensor with one value where
-//     j <= i + offset and another elsewhere (a sliced causal buffer, a
-//     Trilu), which becomes causal_mask where it masks scores.
+//   - a score mask: a [.., rows, cols] tensor with one value where key j
+//     of row i is kept (between diagonals, j <= i + upper and j >= i +
+//     lower, and where bool views of model inputs hold) and another
+//     elsewhere (a sliced causal buffer, a Trilu, positions compared, a
+//     padding mask And-ed in), which becomes causal_mask, window_mask and
+//     an additive padding mask where it masks scores.
 // Ops on graph tensors emit graph-format nodes; initializers they read are
 // materialised as graph inputs carrying their data.
 //
@@ -229,17 +232,32 @@ struct Fill {
   double value;
 };
 
-/// [.., rows, cols]: `inside` where j <= i + offset, `outside` elsewhere.
-struct Triangle {
+/// [.., rows, cols]: `inside` where key j of row i is kept, `outside`
+/// elsewhere. Kept: j <= i + upper and j >= i + lower (for the bounds
+/// present: one makes a triangle, two a band) and every tensor part true.
+struct ScoreMask {
   ElemType type;
-  Shape shape; ///< Leading dims are 1.
-  Affine offset;
+  Shape shape; ///< Leading dims are 1, or the tensor parts'.
+  std::optional<Affine> upper, lower;
+  /// Bool views of model inputs (a padding mask), broadcast to `shape`.
+  std::vector<GraphTensor> tensors;
   double inside, outside;
 
   Affine rows() const { return Affine::of(shape[shape.size() - 2]); }
   Affine cols() const { return Affine::of(shape.back()); }
-  /// attnc's causal rule: keep j <= i + T - S.
-  bool isBottomRightCausal() const { return offset == cols() - rows(); }
+  /// attnc's causal rule alone: keep j <= i + T - S.
+  bool isBottomRightCausal() const {
+    return upper && *upper == cols() - rows() && !lower && tensors.empty();
+  }
+  /// Whether both keep the same keys (so their values combine elementwise).
+  bool sameKeys(const ScoreMask &other) const {
+    auto same = [](const GraphTensor &x, const GraphTensor &y) {
+      return x.name == y.name && x.negated == y.negated;
+    };
+    return upper == other.upper && lower == other.lower &&
+           std::equal(tensors.begin(), tensors.end(), other.tensors.begin(),
+                      other.tensors.end(), same);
+  }
 };
 
 /// Positions: the value at a coordinate is `start` plus the coordinate
@@ -299,7 +317,7 @@ struct SoftmaxNanTest {
 };
 
 using Val =
-    std::variant<GraphTensor, Constant, Fill, Triangle, Index, Flat, Grid,
+    std::variant<GraphTensor, Constant, Fill, ScoreMask, Index, Flat, Grid,
                  IndexTuple, Flattened, LeadingAxesMerged, SoftmaxNanTest>;
 
 /// The value of a one-element constant.
@@ -662,6 +680,8 @@ private:
                          const std::string &weightName = "");
   GraphTensor emitMatmul(const GraphTensor &a, const GraphTensor &b,
                          const std::string &onnxName);
+  GraphTensor maskScores(GraphTensor scores, const ScoreMask &mask, double fill,
+                         const std::string &onnxName);
 
   // Operators.
   void importBinary(const std::string &op);
@@ -965,9 +985,10 @@ GraphTensor Importer::tensorOf(const Val &value) {
     return *tensor;
   if (const auto *constant = std::get_if<Constant>(&value))
     return materialise(*constant);
-  if (std::holds_alternative<Triangle>(value))
-    unsupported("a triangular (causal) mask is used other than to mask "
-                "attention scores (Where or Add before a Softmax)");
+  if (std::holds_alternative<ScoreMask>(value))
+    unsupported("a mask of positions (causal, a window, a padding mask "
+                "combined with them) is used other than to mask attention "
+                "scores (Where or Add before a Softmax)");
   if (std::holds_alternative<Index>(value))
     unsupported("positions (a Range over a run-time size) are used other "
                 "than to build a causal mask");
@@ -1374,7 +1395,7 @@ std::vector<int64_t> fixedList(const Constant &constant,
 
 /// A constant whose last two axes are triangular: `inside` on and below
 /// the diagonal (j <= i), `outside` above, the same in every leading slice.
-std::optional<Triangle> asTriangle(const Constant &c) {
+std::optional<ScoreMask> asTriangle(const Constant &c) {
   if (c.shape.size() < 2)
     return std::nullopt;
   int64_t rows = c.shape[c.shape.size() - 2], cols = c.shape.back();
@@ -1388,7 +1409,7 @@ std::optional<Triangle> asTriangle(const Constant &c) {
     for (int64_t j = 0; j < cols; ++j)
       if (c.number(i * cols + j) != (j <= i ? inside : outside))
         return std::nullopt;
-  Triangle t{c.type, {}, Affine::of(0), *inside, *outside};
+  ScoreMask t{c.type, {}, Affine::of(0), std::nullopt, {}, *inside, *outside};
   for (int64_t size : c.shape)
     t.shape.push_back(Dim::fixed(size));
   return t;
@@ -1396,7 +1417,8 @@ std::optional<Triangle> asTriangle(const Constant &c) {
 
 /// rows (positions along the second-to-last axis) compared with cols (along
 /// the last) as a triangle over [.., rows, cols].
-Triangle compareIndices(const Index &a, const Index &b, const std::string &op) {
+ScoreMask compareIndices(const Index &a, const Index &b,
+                         const std::string &op) {
   size_t rank = std::max(a.shape.size(), b.shape.size());
   auto alignedAxis = [&](const Index &x) {
     return int64_t(rank - x.shape.size()) + x.axis;
@@ -1419,14 +1441,88 @@ Triangle compareIndices(const Index &a, const Index &b, const std::string &op) {
   const std::string &rel = aIsRows ? found->second : op;
   // j + cols.start <= i + rows.start  <=>  j <= i + offset.
   Affine offset = rows.start - cols.start;
-  Triangle t{onnx::TensorProto::BOOL, Shape(rank, Dim::fixed(1)), offset, 1, 0};
+  ScoreMask t{onnx::TensorProto::BOOL,
+              Shape(rank, Dim::fixed(1)),
+              offset,
+              std::nullopt,
+              {},
+              1,
+              0};
   t.shape[rowsAxis] = rows.shape[rows.axis];
   t.shape[colsAxis] = cols.shape[cols.axis];
   if (rel == "Less" || rel == "GreaterOrEqual")
-    t.offset = offset - Affine::of(1); // j < x  <=>  j <= x - 1
+    t.upper = offset - Affine::of(1); // j < x  <=>  j <= x - 1
   if (rel == "Greater" || rel == "GreaterOrEqual")
     std::swap(t.inside, t.outside); // The complement.
   return t;
+}
+
+/// A bool view of a model input (a padding mask) as a score mask keeping
+/// the keys where it is true.
+ScoreMask maskOfView(const GraphTensor &view) {
+  ScoreMask mask{onnx::TensorProto::BOOL,
+                 view.shape,
+                 std::nullopt,
+                 std::nullopt,
+                 {view},
+                 1,
+                 0};
+  while (mask.shape.size() < 2)
+    mask.shape.insert(mask.shape.begin(), Dim::fixed(1));
+  return mask;
+}
+
+/// `m` as a bool mask true where its keys are kept: the complement of one
+/// bound is the other bound (j > i + k is j >= i + k + 1), of one tensor
+/// part the part negated; that of more than one would be an Or of masks.
+ScoreMask keptKeys(const ScoreMask &m) {
+  ScoreMask out = m;
+  out.type = onnx::TensorProto::BOOL;
+  out.inside = 1, out.outside = 0;
+  if (m.inside != 0 && m.outside == 0)
+    return out;
+  if (m.inside != 0 || m.outside == 0)
+    unsupported("the mask is not a boolean one (true where keys are kept)");
+  if (size_t(bool(m.upper)) + size_t(bool(m.lower)) + m.tensors.size() != 1)
+    unsupported("negates a combination of masks (an Or of masks is not "
+                "supported)");
+  if (m.upper)
+    out.lower = *m.upper + Affine::of(1), out.upper.reset();
+  else if (m.lower)
+    out.upper = *m.lower - Affine::of(1), out.lower.reset();
+  else
+    out.tensors[0].negated = !out.tensors[0].negated;
+  return out;
+}
+
+/// The keys both masks keep: the nearer diagonal on each side, and every
+/// tensor part (causal And a padding mask; causal And j > i - w, a window).
+ScoreMask bothKeep(const ScoreMask &a, const ScoreMask &b) {
+  ScoreMask x = keptKeys(a), y = keptKeys(b);
+  auto nearer = [](const std::optional<Affine> &p,
+                   const std::optional<Affine> &q,
+                   bool smaller) -> std::optional<Affine> {
+    if (!p || !q)
+      return p ? p : q;
+    Affine difference = *p - *q;
+    if (!difference.isConstant())
+      unsupported("combines masks whose diagonals differ by a run-time size");
+    return (difference.constant < 0) == smaller ? p : q;
+  };
+  x.upper = nearer(x.upper, y.upper, /*smaller=*/true);
+  x.lower = nearer(x.lower, y.lower, /*smaller=*/false);
+  for (const GraphTensor &part : y.tensors)
+    if (std::none_of(x.tensors.begin(), x.tensors.end(),
+                     [&](const GraphTensor &t) {
+                       return t.name == part.name && t.negated == part.negated;
+                     }))
+      x.tensors.push_back(part);
+  std::string problem;
+  std::optional<Shape> shape = broadcastShapes(x.shape, y.shape, problem);
+  if (!shape)
+    unsupported("combines masks whose shapes do not broadcast: " + problem);
+  x.shape = *shape;
+  return x;
 }
 
 /// An Index as a Grid.
@@ -1553,6 +1649,77 @@ void Importer::importNode(const onnx::NodeProto &each) {
   found->second(*this);
 }
 
+/// `scores` with the keys `mask` does not keep set to `fill` (at most
+/// kMaskingValue): causal_mask and window_mask for its diagonals (attnc's
+/// bottom-right alignment, i' = i + T - S, with bounds fixed in the graph),
+/// then per tensor part the model's own arithmetic, scores + (0 where the
+/// part keeps a key, `fill` where not). Infinite fills become the largest
+/// finite float, so that 0 · fill is 0, never NaN: the same after a softmax
+/// but in a row with every key masked.
+GraphTensor Importer::maskScores(GraphTensor scores, const ScoreMask &mask,
+                                 double fill, const std::string &onnxName) {
+  ScoreMask kept = keptKeys(mask);
+  Affine shift = kept.cols() - kept.rows(); // i' - i
+  std::optional<int64_t> left, right;
+  auto bound = [&](const Affine &distance, const char *side) {
+    if (!distance.isConstant())
+      unsupported("masks keys " + std::string(side) +
+                  " the diagonal at a distance that is not a number (" +
+                  distance.str() +
+                  "); attnc aligns query i with key i + T - S");
+    if (distance.constant < 0)
+      unsupported("masks the diagonal key i + T - S itself (" +
+                  std::string(side) + " it at " +
+                  std::to_string(distance.constant) +
+                  "), which attnc's "
+                  "causal and window masks always keep");
+    return distance.constant;
+  };
+  if (kept.upper)
+    right = bound(*kept.upper - shift, "after");
+  if (kept.lower)
+    left = bound(shift - *kept.lower, "before");
+  bool window = left || (right && *right > 0);
+  size_t steps = size_t(right == 0) + size_t(window) + kept.tensors.size();
+  size_t done = 0;
+  // Each step's result; the last one is the ONNX node's output.
+  auto next = [&](const std::string &suffix) {
+    return ++done == steps ? onnxName : onnxName + suffix;
+  };
+  if (right == 0)
+    scores = emit(next("_causal"), "causal_mask", {{"x", scores.name}},
+                  scores.dtype, scores.shape);
+  if (window) {
+    int64_t unbounded = std::numeric_limits<int64_t>::max();
+    scores = emit(next("_window"), "window_mask",
+                  {{"x", scores.name},
+                   {"left", left.value_or(unbounded)},
+                   {"right", right.value_or(unbounded)}},
+                  scores.dtype, scores.shape);
+  }
+  double finite = std::max(fill, -double(std::numeric_limits<float>::max()));
+  for (size_t n = 0; n < kept.tensors.size(); ++n) {
+    GraphTensor view = kept.tensors[n];
+    bool dropsWhereTrue = view.negated;
+    view.negated = false;
+    GraphTensor ones = retype(view, DType::F32);
+    // fill where the part drops a key, 0 where it keeps it.
+    std::string part = onnxName + "_mask" + std::to_string(n);
+    GraphTensor bias =
+        emit(part, "scale",
+             {{"x", ones.name}, {"value", dropsWhereTrue ? finite : -finite}},
+             DType::F32, ones.shape);
+    if (!dropsWhereTrue)
+      bias = emitBinary(
+          "add", bias,
+          materialise(scalarConstant(onnx::TensorProto::FLOAT, finite)),
+          part + "_bias");
+    scores =
+        emitBinary("add", scores, bias, next("_masked" + std::to_string(n)));
+  }
+  return scores;
+}
+
 void Importer::importBinary(const std::string &op) {
   const Val &a = input(0), &b = input(1);
   const auto *ca = std::get_if<Constant>(&a), *cb = std::get_if<Constant>(&b);
@@ -1598,8 +1765,8 @@ void Importer::importBinary(const std::string &op) {
     auto numeric = [&](double x, double y) { return arithmetic(op, x, y); };
     return define(0, foldElementwise(*ca, *cb, type, numeric, integral));
   }
-  // Masks: a triangle combined with a scalar stays a triangle; scores plus
-  // a causal bias are causal_mask(scores).
+  // Masks: a score mask combined with a scalar stays one; scores plus an
+  // additive mask are the scores masked.
   // A bias added to a flattened projection.
   if (const auto *flat = std::get_if<Flat>(&a); flat && flat->rows)
     if (const auto *c = std::get_if<Constant>(&b); c && c->shape.size() <= 1) {
@@ -1663,23 +1830,24 @@ void Importer::importBinary(const std::string &op) {
                 "other positions, or multiplying by an integer");
   }
 
-  // Two triangles on one diagonal: elementwise on their two values.
-  if (const auto *ta = std::get_if<Triangle>(&a))
-    if (const auto *tb = std::get_if<Triangle>(&b)) {
-      if (!(ta->offset == tb->offset))
-        unsupported("combines triangular masks with different diagonals");
-      Triangle out = *ta;
+  // Two masks of the same keys: elementwise on their two values.
+  if (const auto *ta = std::get_if<ScoreMask>(&a))
+    if (const auto *tb = std::get_if<ScoreMask>(&b)) {
+      if (!ta->sameKeys(*tb))
+        unsupported("combines masks that keep different keys arithmetically "
+                    "(And them as booleans instead)");
+      ScoreMask out = *ta;
       out.inside = arithmetic(op, ta->inside, tb->inside);
       out.outside = arithmetic(op, ta->outside, tb->outside);
       return define(0, out);
     }
   for (int side = 0; side < 2; ++side) {
-    const auto *t = std::get_if<Triangle>(side == 0 ? &a : &b);
+    const auto *t = std::get_if<ScoreMask>(side == 0 ? &a : &b);
     if (!t)
       continue;
     const Val &other = side == 0 ? b : a;
     if (std::optional<double> s = scalarOf(other)) {
-      Triangle r = *t;
+      ScoreMask r = *t;
       auto apply = [&](double v) {
         return side == 0 ? arithmetic(op, v, *s) : arithmetic(op, *s, v);
       };
@@ -1689,13 +1857,14 @@ void Importer::importBinary(const std::string &op) {
     }
     if (op == "add" && std::holds_alternative<GraphTensor>(other)) {
       GraphTensor scores = std::get<GraphTensor>(other);
-      if (t->inside == 0 && t->outside <= kMaskingValue &&
-          t->isBottomRightCausal())
-        return define(0, emit(out, "causal_mask", {{"x", scores.name}},
-                              scores.dtype, scores.shape));
-      unsupported("adds a triangular mask that is not attnc's causal mask "
-                  "(0 where j <= i + T - S, at most " +
-                  std::to_string(kMaskingValue) + " elsewhere)");
+      if (t->inside == 0 && t->outside <= kMaskingValue) {
+        ScoreMask kept = *t;
+        kept.inside = 1, kept.outside = 0;
+        return define(0, maskScores(scores, kept, t->outside, out));
+      }
+      unsupported("adds a mask that is not 0 where keys are kept and at "
+                  "most " +
+                  std::to_string(kMaskingValue) + " elsewhere");
     }
   }
   // x · c and x / c for a scalar constant c: attnc's scale.
@@ -2028,7 +2197,7 @@ void Importer::importUnsqueeze() {
       return int64_t(c->shape.size());
     if (const auto *i = std::get_if<Index>(&data))
       return int64_t(i->shape.size());
-    if (const auto *t = std::get_if<Triangle>(&data))
+    if (const auto *t = std::get_if<ScoreMask>(&data))
       return int64_t(t->shape.size());
     return int64_t(tensorOf(data).shape.size());
   };
@@ -2053,11 +2222,18 @@ void Importer::importUnsqueeze() {
     }
     return define(0, out);
   }
-  if (const auto *t = std::get_if<Triangle>(&data)) {
-    Triangle out = *t;
+  if (const auto *t = std::get_if<ScoreMask>(&data)) {
+    ScoreMask out = *t;
     for (int64_t axis : axes) {
-      if (axis >= int64_t(out.shape.size()) - 1)
-        unsupported("an axis inserted among a triangle's last two axes");
+      int64_t rank = int64_t(out.shape.size());
+      if (axis >= rank - 1)
+        unsupported("an axis inserted among a mask's last two axes");
+      // A tensor part is aligned to the mask's last axes.
+      for (GraphTensor &part : out.tensors) {
+        int64_t at = axis - (rank - int64_t(part.shape.size()));
+        if (at >= 0)
+          part = emitUnsqueeze(part, at, outputName(0) + "_" + part.name);
+      }
       out.shape.insert(out.shape.begin() + axis, Dim::fixed(1));
     }
     return define(0, out);
@@ -2332,7 +2508,7 @@ void Importer::importSlice() {
   for (size_t i = 0; i < starts.size(); ++i)
     symbolic |= !starts[i].isConstant() || !ends[i].isConstant();
   if (const auto *c = std::get_if<Constant>(&data); c && symbolic)
-    if (std::optional<Triangle> triangle = asTriangle(*c))
+    if (std::optional<ScoreMask> triangle = asTriangle(*c))
       data = *triangle;
   if (const auto *c = std::get_if<Constant>(&data)) {
     int64_t rank = int64_t(c->shape.size());
@@ -2355,8 +2531,8 @@ void Importer::importSlice() {
                     return from;
                   }));
   }
-  if (const auto *t = std::get_if<Triangle>(&data)) {
-    Triangle out = *t;
+  if (const auto *t = std::get_if<ScoreMask>(&data)) {
+    ScoreMask out = *t;
     int64_t rank = int64_t(t->shape.size());
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t axis = normaliseAxis(axes[i], rank, "axis");
@@ -2365,12 +2541,17 @@ void Importer::importSlice() {
       if (!size)
         unsupported("the slice's size " + (e - s).str() +
                     " is not a fixed size or one run-time size");
-      if (axis == rank - 2)
-        out.offset = out.offset + s; // Row i of the slice is row i + s.
-      else if (axis == rank - 1)
-        out.offset = out.offset - s;
-      else if (!(s == Affine::of(0)) || !(*size == t->shape[axis]))
-        unsupported("slices a leading axis of a triangular mask");
+      if (s == Affine::of(0) && *size == t->shape[axis])
+        continue; // The whole axis (HF's mask[:, :, :, :T]).
+      if (!t->tensors.empty())
+        unsupported("slices a mask that holds a tensor mask");
+      // Row i of the slice is row i + s; key j is key j + s.
+      Affine shift = axis == rank - 2 ? s : Affine::of(0) - s;
+      if (axis < rank - 2)
+        unsupported("slices a leading axis of a mask of positions");
+      for (std::optional<Affine> *diagonal : {&out.upper, &out.lower})
+        if (*diagonal)
+          **diagonal = **diagonal + shift;
       out.shape[axis] = *size;
     }
     return define(0, out);
@@ -2477,7 +2658,7 @@ void Importer::importExpand() {
   std::vector<Affine> target =
       integerList(constantInput(1, "the shape"), "shape");
   // A mask or positions broadcast anyway where they are used.
-  if (const auto *t = std::get_if<Triangle>(&data))
+  if (const auto *t = std::get_if<ScoreMask>(&data))
     return define(0, *t);
   if (const auto *i = std::get_if<Index>(&data)) {
     Index out = *i;
@@ -2583,55 +2764,52 @@ void Importer::importWhere() {
                   "Where(IsNaN(p), 0, p)");
     return define(0, *p);
   }
-  if (const auto *t = std::get_if<Triangle>(&condition)) {
+  if (const auto *t = std::get_if<ScoreMask>(&condition)) {
     bool keepInside = t->inside != 0 && t->outside == 0;
     if (!keepInside && !(t->inside == 0 && t->outside != 0))
-      unsupported("the condition is not a boolean triangle");
+      unsupported("the condition is not a boolean mask");
     std::optional<double> sa = scalarOf(a), sb = scalarOf(b);
     if (sa && sb) {
-      Triangle out = *t;
+      ScoreMask out = *t;
       out.type = std::get<Constant>(a).type;
       out.inside = keepInside ? *sa : *sb;
       out.outside = keepInside ? *sb : *sa;
       return define(0, out);
     }
-    // Where(keep, scores, very negative): causal_mask(scores).
+    // Where(keep, scores, very negative): the scores masked.
     const Val &kept = keepInside ? a : b;
     std::optional<double> fill = keepInside ? sb : sa;
     if (std::holds_alternative<GraphTensor>(kept) && fill &&
-        *fill <= kMaskingValue && t->isBottomRightCausal()) {
-      GraphTensor scores = std::get<GraphTensor>(kept);
-      return define(0, emit(outputName(0), "causal_mask", {{"x", scores.name}},
-                            scores.dtype, scores.shape));
+        *fill <= kMaskingValue) {
+      ScoreMask keep = *t;
+      if (!keepInside)
+        std::swap(keep.inside, keep.outside);
+      return define(0, maskScores(std::get<GraphTensor>(kept), keep, *fill,
+                                  outputName(0)));
     }
-    unsupported("a triangular condition that is not attnc's causal mask "
-                "(keep j <= i + T - S, fill at most " +
-                std::to_string(kMaskingValue) + ")");
+    unsupported("a mask of positions selects between other than scores and "
+                "a fill of at most " +
+                std::to_string(kMaskingValue));
+  }
+  const auto *m = std::get_if<GraphTensor>(&condition);
+  bool maskView = m && m->dtype == DType::Bool && !m->root.empty();
+  // Where(m, scores, c ≤ -1e4) (or with the branches swapped): the scores
+  // masked, c where m drops a key.
+  for (int side = 0; maskView && side < 2; ++side) {
+    const auto *scores = std::get_if<GraphTensor>(side == 0 ? &a : &b);
+    std::optional<double> fill = scalarOf(side == 0 ? b : a);
+    if (!scores || !fill || *fill > kMaskingValue)
+      continue;
+    ScoreMask keep = maskOfView(*m);
+    if (side == 1)
+      keep.tensors[0].negated = !keep.tensors[0].negated;
+    return define(0, maskScores(*scores, keep, *fill, outputName(0)));
   }
   // Where(m, a, b) of scalars, m a bool view of a model input (a padding
   // mask): b + (a - b)·m with the input read as 0/1 floats, an additive
   // mask exactly as the model computes it. Infinite a or b become the
   // largest finite float, so that (a - b)·0 is 0, never NaN: the same after
   // a softmax but in a row with every key masked.
-  const auto *m = std::get_if<GraphTensor>(&condition);
-  bool maskView = m && m->dtype == DType::Bool && !m->root.empty();
-  // Where(m, scores, c ≤ -1e4): scores plus that mask, c where m is false.
-  if (maskView && std::holds_alternative<GraphTensor>(m->negated ? b : a) &&
-      scalarOf(m->negated ? a : b) &&
-      *scalarOf(m->negated ? a : b) <= kMaskingValue) {
-    GraphTensor scores = std::get<GraphTensor>(m->negated ? b : a);
-    double fill = std::max(*scalarOf(m->negated ? a : b),
-                           -double(std::numeric_limits<float>::max()));
-    GraphTensor ones = retype(*m, DType::F32);
-    GraphTensor bias =
-        emit(outputName(0) + "_mask", "scale",
-             {{"x", ones.name}, {"value", -fill}}, DType::F32, ones.shape);
-    bias =
-        emitBinary("add", bias,
-                   materialise(scalarConstant(onnx::TensorProto::FLOAT, fill)),
-                   outputName(0) + "_bias");
-    return define(0, emitBinary("add", scores, bias, outputName(0)));
-  }
   if (maskView && scalarOf(a) && scalarOf(b)) {
     GraphTensor ones = retype(*m, DType::F32);
     auto finite = [](double v) {
@@ -2704,8 +2882,8 @@ void Importer::importCast() {
     out.type = to;
     return define(0, out);
   }
-  if (const auto *t = std::get_if<Triangle>(&x)) {
-    Triangle out = *t;
+  if (const auto *t = std::get_if<ScoreMask>(&x)) {
+    ScoreMask out = *t;
     out.type = to;
     if (to == onnx::TensorProto::BOOL) {
       out.inside = out.inside != 0;
@@ -2789,18 +2967,31 @@ void Importer::importCompare(const std::string &op) {
   }
 
   // Masks with a scalar or with each other stay masks.
-  const auto *ta = std::get_if<Triangle>(&a), *tb = std::get_if<Triangle>(&b);
+  const auto *ta = std::get_if<ScoreMask>(&a), *tb = std::get_if<ScoreMask>(&b);
+  // A mask And a bool view of a model input (a padding mask).
+  auto view = [](const Val &v) -> std::optional<ScoreMask> {
+    const auto *t = std::get_if<GraphTensor>(&v);
+    if (t && t->dtype == DType::Bool && !t->root.empty())
+      return maskOfView(*t);
+    return std::nullopt;
+  };
+  if (op == "And" && (ta || tb))
+    if (std::optional<ScoreMask> padding = view(ta ? b : a))
+      return define(0, bothKeep(ta ? *ta : *tb, *padding));
   if (ta || tb) {
     auto uniformOf = [](const Val &v) -> std::optional<double> {
       if (const auto *c = std::get_if<Constant>(&v))
         return uniformValue(*c);
       return std::nullopt;
     };
-    Triangle out = ta ? *ta : *tb;
+    ScoreMask out = ta ? *ta : *tb;
     out.type = onnx::TensorProto::BOOL;
     if (ta && tb) {
-      if (!(ta->offset == tb->offset))
-        unsupported("combines triangular masks with different diagonals");
+      if (!ta->sameKeys(*tb)) {
+        if (op == "And")
+          return define(0, bothKeep(*ta, *tb));
+        unsupported("Or of masks that keep different keys is not supported");
+      }
       out.inside = apply(ta->inside, tb->inside);
       out.outside = apply(ta->outside, tb->outside);
       return define(0, out);
@@ -2843,8 +3034,8 @@ void Importer::importCompare(const std::string &op) {
 
 void Importer::importNot() {
   const Val &x = input(0);
-  if (const auto *t = std::get_if<Triangle>(&x)) {
-    Triangle out = *t;
+  if (const auto *t = std::get_if<ScoreMask>(&x)) {
+    ScoreMask out = *t;
     out.inside = t->inside == 0;
     out.outside = t->outside == 0;
     return define(0, out);
@@ -2898,8 +3089,13 @@ void Importer::importTrilu() {
   if (shape.size() < 2)
     unsupported("Trilu needs rank >= 2");
   // upper: value where j >= i + k, i.e. outside of j <= i + k - 1.
-  Triangle t{type, shape, upper ? k - Affine::of(1) : k, upper ? 0.0 : value,
-             upper ? value : 0.0};
+  ScoreMask t{type,
+              shape,
+              upper ? k - Affine::of(1) : k,
+              std::nullopt,
+              {},
+              upper ? 0.0 : value,
+              upper ? value : 0.0};
   define(0, t);
 }
 
@@ -2974,7 +3170,7 @@ void Importer::importShape() {
   if (const auto *c = std::get_if<Constant>(&x))
     for (int64_t size : c->shape)
       shape.push_back(Dim::fixed(size));
-  else if (const auto *t = std::get_if<Triangle>(&x))
+  else if (const auto *t = std::get_if<ScoreMask>(&x))
     shape = t->shape;
   else if (const auto *f = std::get_if<Fill>(&x))
     shape = f->shape;

@@ -3,7 +3,7 @@
 
     build/venv-torch/bin/python tests/onnx/torch_export/export.py OUTDIR [--no-ort]
 
-Builds three small randomly initialised attention modules of the installed `transformers`
+Builds five small randomly initialised attention modules of the installed `transformers`
 (fixed seed, no weights downloaded):
   * GPT2Attention (causal self-attention; the causal mask made by transformers' own
     masking_utils.create_causal_mask inside the wrapper, as GPT2Model does),
@@ -12,6 +12,10 @@ Builds three small randomly initialised attention modules of the installed `tran
   * LlamaAttention (eager) with GQA (4 query heads, 2 kv heads), LlamaRotaryEmbedding computed
     from a `position_ids` input and a 4-D additive causal mask built from the sequence length,
     both inside the wrapper,
+  * LlamaAttention (eager) with the mask LlamaModel builds from a 2-D int64 padding mask
+    (masking_utils.create_causal_mask: causal And padding),
+  * MistralAttention (sdpa, sliding window 4) with masking_utils'
+    create_sliding_window_causal_mask of a padding mask (causal And window And padding),
 and exports each twice: TorchScript exporter at opset 17 (`dynamo=False`, dynamic_axes for
 batch and sequence) and the dynamo exporter at opset 18 (falling back to the TorchScript
 exporter at opset 18 where dynamo fails; the description in models.json says which).
@@ -34,11 +38,13 @@ import onnx
 import torch
 import transformers
 from torch import nn
-from transformers import BertConfig, GPT2Config, LlamaConfig
-from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+from transformers import BertConfig, GPT2Config, LlamaConfig, MistralConfig
+from transformers.masking_utils import (create_bidirectional_mask, create_causal_mask,
+                                        create_sliding_window_causal_mask)
 from transformers.models.bert.modeling_bert import BertSelfAttention
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
+from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
 
 # The importer's output-file rule and the checks' helpers, as the synthetic models use them.
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -107,6 +113,37 @@ class LlamaWrapper(nn.Module):
         return out
 
 
+class PaddedDecoderWrapper(nn.Module):
+    """A decoder's attention with the mask its model builds from a 2-D int64 padding mask
+    (masking_utils' causal or sliding-window mask: the causal rule And the padding, and
+    for a window And kv_idx > q_idx - window), and rotary embeddings from position_ids."""
+
+    def __init__(self, config, attention, rotary, make_mask):
+        super().__init__()
+        self.config = config
+        self.rotary_emb = rotary(config)
+        self.attn = attention(config, layer_idx=0)
+        self.make_mask = make_mask
+
+    def forward(self, hidden_states, position_ids, attention_mask):
+        cos, sin = self.rotary_emb(hidden_states, position_ids)
+        mask = self.make_mask(config=self.config, inputs_embeds=hidden_states,
+                              attention_mask=attention_mask, past_key_values=None,
+                              position_ids=position_ids, allow_is_causal_skip=False)
+        out, _ = self.attn(hidden_states, position_embeddings=(cos, sin), attention_mask=mask)
+        return out
+
+
+def right_padding(batch, seq):
+    """Row b >= 1 padded at its last b + 1 keys: no query row loses every key under the
+    causal rule or a window of 4 (a row with none is not defined the same way by the
+    module's eager path, its SDPA path and attnc)."""
+    mask = torch.ones(batch, seq, dtype=torch.int64)
+    for b in range(1, batch):
+        mask[b, seq - 1 - b:] = 0
+    return mask
+
+
 def init_params(module, gen):
     """Deterministic random weights, larger than HF's 0.02 so the softmax is far from uniform."""
     with torch.no_grad():
@@ -167,7 +204,47 @@ def build_llama(gen, batch, seq):
     return m, inputs, desc
 
 
-MODELS = [("hf_gpt2", build_gpt2), ("hf_bert", build_bert), ("hf_llama", build_llama)]
+def build_llama_padded(gen, batch, seq):
+    cfg = LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                      intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
+                      rope_theta=10000.0, attention_bias=False, attention_dropout=0.0)
+    cfg._attn_implementation = "eager"
+    m = PaddedDecoderWrapper(cfg, LlamaAttention, LlamaRotaryEmbedding, create_causal_mask)
+    seq = seq or 13
+    inputs = collections.OrderedDict(
+        hidden_states=torch.randn(batch, seq, 64, generator=gen),
+        position_ids=torch.stack([torch.arange(seq)] * batch).to(torch.int64),
+        attention_mask=right_padding(batch, seq))
+    desc = ("transformers %s LlamaAttention (eager; E=64, 4 query heads and 2 kv heads of 16) "
+            "with the mask LlamaModel builds from an int64 padding mask [B,S] "
+            "(masking_utils.create_causal_mask: causal And padding, then Where(mask, 0, "
+            "finfo.min)) and rotary embeddings from position_ids; S=13, row 1 padded at keys "
+            "11 and 12" % transformers.__version__)
+    return m, inputs, desc
+
+
+def build_mistral_window(gen, batch, seq):
+    cfg = MistralConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                        intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
+                        rope_theta=10000.0, sliding_window=4, attention_dropout=0.0)
+    cfg._attn_implementation = "sdpa"
+    m = PaddedDecoderWrapper(cfg, MistralAttention, MistralRotaryEmbedding,
+                             create_sliding_window_causal_mask)
+    seq = seq or 13
+    inputs = collections.OrderedDict(
+        hidden_states=torch.randn(batch, seq, 64, generator=gen),
+        position_ids=torch.stack([torch.arange(seq)] * batch).to(torch.int64),
+        attention_mask=right_padding(batch, seq))
+    desc = ("transformers %s MistralAttention (sdpa; E=64, 4 query heads and 2 kv heads of 16, "
+            "sliding window 4) with the bool mask MistralModel builds from an int64 padding mask "
+            "[B,S] (masking_utils.create_sliding_window_causal_mask: causal And kv > q - 4 And "
+            "padding), passed to scaled_dot_product_attention; S=13, row 1 padded at keys "
+            "11 and 12" % transformers.__version__)
+    return m, inputs, desc
+
+
+MODELS = [("hf_gpt2", build_gpt2), ("hf_bert", build_bert), ("hf_llama", build_llama),
+          ("hf_llama_padded", build_llama_padded), ("hf_mistral_window", build_mistral_window)]
 
 
 # ---------------------------------------------------------------------------------------------
