@@ -759,6 +759,46 @@ def gpt2_block_ln():
     return case
 
 
+def sdpa_bool_mask_ln():
+    """sdpa_export_bool_mask followed by a LayerNormalization of its output (a post-norm):
+    checked through `attnc import --attention-only`, whose block finder must see the
+    attention's end through PyTorch's Where(IsNaN(p), 0, p) guard between the Softmax and
+    the product with V."""
+    base = sdpa_export_bool_mask()
+    name = "sdpa_bool_mask_ln"
+    rng = rng_for(name)
+    model = onnx.ModelProto()
+    model.CopyFrom(base.model)
+    graph = model.graph
+    D = base.inputs["query"].shape[-1]
+    gamma = (1.0 + randn(rng, D, scale=0.1)).astype(np.float32)
+    beta = randn(rng, D, scale=0.1)
+    graph.initializer.extend([numpy_helper.from_array(gamma, "out_norm.weight"),
+                              numpy_helper.from_array(beta, "out_norm.bias")])
+    graph.node.extend([helper.make_node(
+        "LayerNormalization", ["attn_output", "out_norm.weight", "out_norm.bias"],
+        ["normed_output"], name="/out_norm/LayerNormalization", axis=-1, epsilon=1e-5)])
+    shape = graph.output[0].type.tensor_type.shape
+    del graph.output[:]
+    out = helper.make_tensor_value_info("normed_output", F32, None)
+    out.type.tensor_type.shape.CopyFrom(shape)
+    graph.output.extend([out])
+
+    def direct(inp, w):
+        x = base.direct(inp, w)["attn_output"]
+        mean = x.mean(-1, keepdims=True)
+        normed = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+        return {"normed_output": normed * f64(gamma) + f64(beta)}
+
+    case = Case(name, "SDPA with a bool mask as torch.onnx.export writes it (the IsNaN guard "
+                "after the softmax), then a LayerNorm: attnc imports the attention block alone "
+                "(--attention-only)", model, dict(base.inputs), {}, direct)
+    case.attention_only = {"inputs": ["query", "key", "value", "attn_mask"],
+                           "output": "attn_output",
+                           "left_out": ["/out_norm/LayerNormalization"]}
+    return case
+
+
 MS_OPSETS = (("", 17), ("com.microsoft", 1))
 
 
@@ -885,7 +925,8 @@ def onnx_attention23():
 
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
-          sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln]
+          sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln,
+          sdpa_bool_mask_ln]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -979,7 +1020,9 @@ def write_case(case, outdir):
         block = {"inputs": {}, "output": None, "left_out": spec["left_out"]}
         for n in spec["inputs"]:
             path = rel(case.name, "inputs", "block_" + output_file_name(n))
-            np.save(os.path.join(outdir, path), values[n].astype(np.float32))
+            value = values[n] if n in values else case.inputs[n]
+            np.save(os.path.join(outdir, path),
+                    value if value.dtype == np.bool_ else value.astype(np.float32))
             block["inputs"][n] = path
         path = rel(case.name, "expected", "block_" + output_file_name(spec["output"]))
         np.save(os.path.join(outdir, path), values[spec["output"]].astype(np.float32))
