@@ -21,6 +21,7 @@
 #include <limits>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace attnc {
 
@@ -417,6 +418,11 @@ private:
   NodeResult parseMaskedFill(const ObjectReader &fields);
   NodeResult parseCausalMask(const ObjectReader &fields);
   NodeResult parseWindowMask(const ObjectReader &fields);
+  /// The `x` of causal_mask and window_mask: float scores [..., S, T].
+  ValueId scoresOperand(const ObjectReader &fields,
+                        const std::string &op) const;
+  /// A window's `left` and `right`, integers >= 0.
+  std::pair<int64_t, int64_t> windowBounds(const ObjectReader &fields) const;
   NodeResult parseReshape(const ObjectReader &fields);
   NodeResult parseTranspose(const ObjectReader &fields);
   NodeResult parseUnsqueeze(const ObjectReader &fields);
@@ -986,30 +992,38 @@ GraphParser::parseMaskedFill(const ObjectReader &fields) {
   return {MaskedFillOp{x, mask, fill}, type(x)};
 }
 
-GraphParser::NodeResult
-GraphParser::parseCausalMask(const ObjectReader &fields) {
+ValueId GraphParser::scoresOperand(const ObjectReader &fields,
+                                   const std::string &op) const {
   ValueId x = operand(fields, "x");
   requireFloat(x, fields.pointerOf("x"));
   if (type(x).rank() < 2)
-    fail(fields.pointerOf("x"),
-         "causal_mask needs [..., S, T], got " + describe(x));
+    fail(fields.pointerOf("x"), op + " needs [..., S, T], got " + describe(x));
+  return x;
+}
+
+std::pair<int64_t, int64_t>
+GraphParser::windowBounds(const ObjectReader &fields) const {
+  std::pair<int64_t, int64_t> bounds{fields.integer("left"),
+                                     fields.integer("right")};
+  for (auto [value, key] :
+       {std::pair{bounds.first, "left"}, std::pair{bounds.second, "right"}})
+    if (value < 0)
+      fail(fields.pointerOf(key),
+           std::string(key) + " must be >= 0, got " + std::to_string(value));
+  return bounds;
+}
+
+GraphParser::NodeResult
+GraphParser::parseCausalMask(const ObjectReader &fields) {
+  ValueId x = scoresOperand(fields, "causal_mask");
   return {CausalMaskOp{x}, type(x)};
 }
 
 GraphParser::NodeResult
 GraphParser::parseWindowMask(const ObjectReader &fields) {
-  ValueId x = operand(fields, "x");
-  requireFloat(x, fields.pointerOf("x"));
-  if (type(x).rank() < 2)
-    fail(fields.pointerOf("x"),
-         "window_mask needs [..., S, T], got " + describe(x));
-  WindowMaskOp op{x, fields.integer("left"), fields.integer("right")};
-  for (auto [value, key] :
-       {std::pair{op.left, "left"}, std::pair{op.right, "right"}})
-    if (value < 0)
-      fail(fields.pointerOf(key),
-           std::string(key) + " must be >= 0, got " + std::to_string(value));
-  return {op, type(x)};
+  ValueId x = scoresOperand(fields, "window_mask");
+  auto [left, right] = windowBounds(fields);
+  return {WindowMaskOp{x, left, right}, type(x)};
 }
 
 GraphParser::NodeResult GraphParser::parseReshape(const ObjectReader &fields) {
@@ -1408,13 +1422,7 @@ AttentionMask GraphParser::parseMask(const json &mask,
     ObjectReader fields(*this, mask, pointer, "a window mask",
                         {"kind", "left", "right"});
     result.kind = MaskKind::Window;
-    result.left = fields.integer("left");
-    result.right = fields.integer("right");
-    for (auto [value, key] :
-         {std::pair{result.left, "left"}, std::pair{result.right, "right"}})
-      if (value < 0)
-        fail(fields.pointerOf(key),
-             std::string(key) + " must be >= 0, got " + std::to_string(value));
+    std::tie(result.left, result.right) = windowBounds(fields);
   } else if (kind == "key_length") {
     ObjectReader fields(*this, mask, pointer, "a key_length mask",
                         {"kind", "input"});
