@@ -230,7 +230,8 @@ std::vector<int> BlockFinder::blockEnds() const {
 }
 
 /// Past the attention: the head merge (Transpose, Reshape) and the output
-/// projection (with its bias), each the sole reader of what precedes it.
+/// projection (with its bias, and a reshape after it), each the sole reader
+/// of what precedes it.
 int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   int last = end;
   auto step = [&](auto accept) -> bool {
@@ -248,12 +249,16 @@ int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   };
   step(is("Transpose"));
   step(is("Reshape"));
-  if (step([&](const NodeProto &n) { return isProjection(n); }))
+  if (step([&](const NodeProto &n) { return isProjection(n); })) {
     step([&](const NodeProto &n) {
       return n.op_type() == "Add" &&
              (initializers.count(inputOf(n, 0)) ||
               initializers.count(inputOf(n, 1)));
     });
+    // The reshape back to [B, S, E] of a projection applied to [B·S, E]
+    // (GPT-2's Conv1D as torch.export writes it): attnc names no B·S.
+    step(is("Reshape"));
+  }
   return last;
 }
 

@@ -689,6 +689,7 @@ private:
   void importGemm();
   void importUnary(const std::string &op);
   void importPow();
+  void importReciprocal();
   void importSoftmax();
   void importReshape();
   void importTranspose();
@@ -1601,6 +1602,7 @@ void Importer::importNode(const onnx::NodeProto &each) {
       {"MatMul", [](Importer &i) { i.importMatMul(); }},
       {"Gemm", [](Importer &i) { i.importGemm(); }},
       {"Sqrt", [](Importer &i) { i.importUnary("sqrt"); }},
+      {"Reciprocal", [](Importer &i) { i.importReciprocal(); }},
       {"Neg", [](Importer &i) { i.importUnary("neg"); }},
       {"Tanh", [](Importer &i) { i.importUnary("tanh"); }},
       {"Exp", [](Importer &i) { i.importUnary("exp"); }},
@@ -1983,6 +1985,31 @@ void Importer::importUnary(const std::string &op) {
   }
   GraphTensor t = tensorOf(x);
   define(0, emit(outputName(0), op, {{"x", t.name}}, t.dtype, t.shape));
+}
+
+/// 1 / x: torch.export writes rsqrt (the RMS norms of Qwen 3's and Gemma 3's
+/// queries and keys) as Reciprocal(Sqrt(x)).
+void Importer::importReciprocal() {
+  const Val &x = input(0);
+  if (const auto *c = std::get_if<Constant>(&x)) {
+    if (!c->isFloat())
+      unsupported("Reciprocal of integers");
+    Constant out = *c;
+    for (double &value : out.numbers)
+      value = 1.0 / value;
+    out.sourceName.clear();
+    return define(0, out);
+  }
+  GraphTensor t = tensorOf(x);
+  ElemType type = t.dtype == DType::F16    ? onnx::TensorProto::FLOAT16
+                  : t.dtype == DType::BF16 ? onnx::TensorProto::BFLOAT16
+                  : t.dtype == DType::F32  ? onnx::TensorProto::FLOAT
+                                           : 0;
+  if (!type)
+    unsupported("Reciprocal of a " + std::string(dtypeName(t.dtype)) +
+                " tensor");
+  GraphTensor one = materialise(scalarConstant(type, 1.0));
+  define(0, emitBinary("div", one, t, outputName(0)));
 }
 
 /// x^2 (the squared norms of a cosine score, RMS norms) and x^0.5.

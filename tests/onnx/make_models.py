@@ -709,6 +709,47 @@ def sdpa_export_bool_mask():
     return torch_sdpa_export("sdpa_export_bool_mask", bool_mask=True)
 
 
+def qk_norm_sdpa():
+    """Qwen 3's per-head RMS norms of q and k before the product, as torch.export writes
+    them (here at opset 17, which Debian's onnx checks): Pow(x, 2), ReduceMean over the head dim, Add of eps, Sqrt, Reciprocal (its
+    rsqrt), Mul by x and by the weight; then the product, the scale, Softmax and V."""
+    name, B, H, S, D = "qk_norm_sdpa", 2, 3, 7, 16
+    rng = rng_for(name)
+    b = GraphBuilder("")
+    wq = b.init("q_norm.weight", (1.0 + randn(rng, D, scale=0.2)).astype(np.float32))
+    wk = b.init("k_norm.weight", (1.0 + randn(rng, D, scale=0.2)).astype(np.float32))
+
+    def rms_norm(x, w):
+        mean = b.op("ReduceMean", [b.op("Pow", [x, b.const(2.0, np.float32)])], axes=[-1],
+                    keepdims=1)
+        inverse = b.op("Reciprocal", [b.op("Sqrt", [b.op("Add", [mean, b.const(
+            1e-6, np.float32)])])])
+        return b.op("Mul", [b.op("Mul", [x, inverse]), w])
+    q, k = rms_norm("query", wq), rms_norm("key", wk)
+    scores = b.op("Mul", [b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])]),
+                          b.const(D ** -0.5, np.float32)])
+    probs = b.op("Softmax", [scores], axis=-1)
+    b.op("MatMul", [probs, "value"], outputs=["attn_output"])
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch", H, "seq", D]),
+                        ("key", F32, ["batch", H, "seq", D]),
+                        ("value", F32, ["batch", H, "seq", D])],
+                       [("attn_output", F32, ["batch", H, "seq", D])])
+    inputs = {"query": randn(rng, B, H, S, D, scale=2.0), "key": randn(rng, B, H, S, D),
+              "value": randn(rng, B, H, S, D)}
+
+    def direct(inp, w):
+        def norm(x, weight):
+            x = f64(x)
+            return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6) * f64(weight)
+        return {"attn_output": sdpa(norm(inp["query"], w["q_norm.weight"]),
+                                    norm(inp["key"], w["k_norm.weight"]), f64(inp["value"]),
+                                    D ** -0.5)}
+
+    return Case(name, "Qwen 3's RMS norms of q and k per head (Reciprocal of Sqrt, as "
+                "torch.export writes rsqrt), then attention", model, inputs, b.weights, direct)
+
+
 def gpt2_block_ln():
     """A GPT-2 block's first half: LayerNormalization (which attnc does not import), the
     attention of gpt2_causal, the residual Add. Checked through `attnc import
@@ -926,7 +967,7 @@ def onnx_attention23():
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
           sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln,
-          sdpa_bool_mask_ln]
+          sdpa_bool_mask_ln, qk_norm_sdpa]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -665,6 +665,7 @@ OPS = {
     ("", "Identity"): _unary(lambda x: x),
     ("", "Neg"): _unary(np.negative),
     ("", "Sqrt"): _unary(np.sqrt),
+    ("", "Reciprocal"): _unary(np.reciprocal),
     ("", "Exp"): _unary(np.exp),
     ("", "Tanh"): _unary(np.tanh),
     ("", "Cos"): _unary(np.cos),
