@@ -245,18 +245,15 @@ struct ScoreMask {
 
   Affine rows() const { return Affine::of(shape[shape.size() - 2]); }
   Affine cols() const { return Affine::of(shape.back()); }
-  /// attnc's causal rule alone: keep j <= i + T - S.
-  bool isBottomRightCausal() const {
-    return upper && *upper == cols() - rows() && !lower && tensors.empty();
+  /// Whether two tensor parts are one view with one polarity.
+  static bool samePart(const GraphTensor &x, const GraphTensor &y) {
+    return x.name == y.name && x.negated == y.negated;
   }
   /// Whether both keep the same keys (so their values combine elementwise).
   bool sameKeys(const ScoreMask &other) const {
-    auto same = [](const GraphTensor &x, const GraphTensor &y) {
-      return x.name == y.name && x.negated == y.negated;
-    };
     return upper == other.upper && lower == other.lower &&
            std::equal(tensors.begin(), tensors.end(), other.tensors.begin(),
-                      other.tensors.end(), same);
+                      other.tensors.end(), samePart);
   }
 };
 
@@ -1513,10 +1510,9 @@ ScoreMask bothKeep(const ScoreMask &a, const ScoreMask &b) {
   x.upper = nearer(x.upper, y.upper, /*smaller=*/true);
   x.lower = nearer(x.lower, y.lower, /*smaller=*/false);
   for (const GraphTensor &part : y.tensors)
-    if (std::none_of(x.tensors.begin(), x.tensors.end(),
-                     [&](const GraphTensor &t) {
-                       return t.name == part.name && t.negated == part.negated;
-                     }))
+    if (std::none_of(
+            x.tensors.begin(), x.tensors.end(),
+            [&](const GraphTensor &t) { return ScoreMask::samePart(t, part); }))
       x.tensors.push_back(part);
   std::string problem;
   std::optional<Shape> shape = broadcastShapes(x.shape, y.shape, problem);

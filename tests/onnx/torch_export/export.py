@@ -186,10 +186,22 @@ def build_bert(gen, batch, seq):
     return m, inputs, desc
 
 
+# The decoders' sizes: E=64, 4 query heads and 2 kv heads of 16, one layer.
+DECODER_SIZES = dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                     intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
+                     rope_theta=10000.0, attention_dropout=0.0)
+
+
+def padded_decoder_inputs(gen, batch, seq):
+    """hidden_states, position_ids 0..seq-1 in every row, and right_padding's mask."""
+    return collections.OrderedDict(
+        hidden_states=torch.randn(batch, seq, 64, generator=gen),
+        position_ids=torch.stack([torch.arange(seq)] * batch).to(torch.int64),
+        attention_mask=right_padding(batch, seq))
+
+
 def build_llama(gen, batch, seq):
-    cfg = LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                      intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
-                      rope_theta=10000.0, attention_bias=False, attention_dropout=0.0)
+    cfg = LlamaConfig(**DECODER_SIZES, attention_bias=False)
     cfg._attn_implementation = "eager"
     m = LlamaWrapper(cfg)
     seq = seq or 13
@@ -205,16 +217,10 @@ def build_llama(gen, batch, seq):
 
 
 def build_llama_padded(gen, batch, seq):
-    cfg = LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                      intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
-                      rope_theta=10000.0, attention_bias=False, attention_dropout=0.0)
+    cfg = LlamaConfig(**DECODER_SIZES, attention_bias=False)
     cfg._attn_implementation = "eager"
     m = PaddedDecoderWrapper(cfg, LlamaAttention, LlamaRotaryEmbedding, create_causal_mask)
-    seq = seq or 13
-    inputs = collections.OrderedDict(
-        hidden_states=torch.randn(batch, seq, 64, generator=gen),
-        position_ids=torch.stack([torch.arange(seq)] * batch).to(torch.int64),
-        attention_mask=right_padding(batch, seq))
+    inputs = padded_decoder_inputs(gen, batch, seq or 13)
     desc = ("transformers %s LlamaAttention (eager; E=64, 4 query heads and 2 kv heads of 16) "
             "with the mask LlamaModel builds from an int64 padding mask [B,S] "
             "(masking_utils.create_causal_mask: causal And padding, then Where(mask, 0, "
@@ -224,17 +230,11 @@ def build_llama_padded(gen, batch, seq):
 
 
 def build_mistral_window(gen, batch, seq):
-    cfg = MistralConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                        intermediate_size=128, num_hidden_layers=1, max_position_embeddings=64,
-                        rope_theta=10000.0, sliding_window=4, attention_dropout=0.0)
+    cfg = MistralConfig(**DECODER_SIZES, sliding_window=4)
     cfg._attn_implementation = "sdpa"
     m = PaddedDecoderWrapper(cfg, MistralAttention, MistralRotaryEmbedding,
                              create_sliding_window_causal_mask)
-    seq = seq or 13
-    inputs = collections.OrderedDict(
-        hidden_states=torch.randn(batch, seq, 64, generator=gen),
-        position_ids=torch.stack([torch.arange(seq)] * batch).to(torch.int64),
-        attention_mask=right_padding(batch, seq))
+    inputs = padded_decoder_inputs(gen, batch, seq or 13)
     desc = ("transformers %s MistralAttention (sdpa; E=64, 4 query heads and 2 kv heads of 16, "
             "sliding window 4) with the bool mask MistralModel builds from an int64 padding mask "
             "[B,S] (masking_utils.create_sliding_window_causal_mask: causal And kv > q - 4 And "
