@@ -63,6 +63,10 @@ int64_t roundUp(int64_t value, int64_t multiple) {
 /// vector left the FMA pipes waiting on it.
 constexpr int64_t kReductionChains = 4;
 
+/// How far (in log2 units, as the kernel's scores are) a row's max may grow
+/// before the tile path takes the new one: probabilities stay below 2^8.
+constexpr double kKeptMaxGrowth = 8.0;
+
 /// The register block of depthInLanesScores: rows × keys accumulators whose
 /// sums fill exactly one vector of `width` lanes.
 int64_t depthRows(int64_t width) { return std::min<int64_t>(width, 4); }
@@ -854,6 +858,7 @@ private:
       const TileRows &keys, Value nk,
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> block);
   void packQueryPairs();
+  void packQueryPairTiles();
   void packQueryRowPairs();
   void transposeQueryRows(Value columns, Value count, Value rows,
                           Value rowLength, Value zero);
@@ -871,8 +876,8 @@ private:
   void packValuePairs(Value j0, Value nk);
   bool usesMatrixTiles() const;
   void tileScores(Value j0, Value nk);
-  void blockTileScores(Value jb, Value keyData, Value keyOffset,
-                       Value keyStride, Value queries);
+  void blockTileScores(Value jb, int64_t keyTiles, Value keyData,
+                       Value keyOffset, Value keyStride, Value queries);
   void packProbabilityRows(Value nk, Value queries);
   void tileValues(Value j0, Value nk);
   void valuePairBlock(Value row0, Value d0, int64_t vectors, Value nk);
@@ -960,7 +965,12 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
             isBf16(buf.query.data) && isBf16(buf.key.data);
   // bf16 dot products read the raw queries as pairs, never QT or qRows.
   if (!bf16Dot) {
-    packQueries();
+    // Tile products read qPairs; only a tile of one vector of rows (vector
+    // code) reads QT then.
+    if (amxTiles)
+      e.ifThen(oneVector, [&] { packQueries(); });
+    else
+      packQueries();
     if (score != attn::ScoreKind::additive)
       packQueryRows();
   } else {
@@ -988,7 +998,7 @@ void AttentionTaskBuilder::beginRows(Value batchIndex, Value kvHeadIndex,
   }
   if (amxTiles) {
     if (!bf16Dot)
-      packQueryPairs();
+      packQueryPairTiles();
     pRows = allocaHalves(BQ * tileKeys);
     keyBlock = allocaWords(e.index(TileOps::kRows * *staticDk / 2));
   }
@@ -1416,6 +1426,44 @@ void AttentionTaskBuilder::packQueryPairs() {
           bitsAt(d), b.create<arith::ShLIOp>(bitsAt(e.add(d, 1)), sixteen));
       b.create<memref::StoreOp>(pair, qPairs, e.add(e.mul(m, BQ), i));
     });
+  });
+}
+
+/// qPairs as packQueryPairs packs them, for tile products (Dk a multiple of
+/// 32, whole blocks of 16 queries): each block of 16 rows × 16 pairs of
+/// depths (32 bf16 a row, as 16 words) transposed in registers.
+void AttentionTaskBuilder::packQueryPairTiles() {
+  ImplicitLocOpBuilder &b = e.b;
+  int64_t BQ = t.queryTile, R = TileOps::kRows;
+  int64_t pairs = *staticDk / 2;
+  qPairs = allocaWords(e.index(pairs * BQ));
+  auto chunk = VectorType::get({2 * R}, b.getBF16Type());
+  auto words = VectorType::get({R}, b.getI32Type());
+  Value zero = b.create<arith::ConstantOp>(
+      words, DenseElementsAttr::get(words, b.getI32IntegerAttr(0)));
+  e.loop(e.index(0), liveQueries, R, [&](Value ib) {
+    SmallVector<Value> starts, inside;
+    for (int64_t l = 0; l < R; ++l) {
+      Value i = e.add(ib, l);
+      // Rows past the tile read its last row, then are zeroed.
+      auto [head, query] = headAndQuery(e.min(i, e.sub(nq, e.index(1))));
+      starts.push_back(queryOffset(head, query, Dk));
+      inside.push_back(e.lt(i, nq));
+    }
+    for (int64_t m0 = 0; m0 < pairs; m0 += R) {
+      SmallVector<Value> block;
+      for (int64_t l = 0; l < R; ++l)
+        block.push_back(b.create<arith::SelectOp>(
+            inside[l],
+            b.create<vector::BitCastOp>(
+                words, b.create<vector::LoadOp>(chunk, buf.query.data,
+                                                e.add(starts[l], 2 * m0))),
+            zero));
+      e.transpose(block);
+      for (int64_t m = 0; m < R; ++m)
+        b.create<vector::StoreOp>(block[m], qPairs,
+                                  e.add(e.index((m0 + m) * BQ), ib));
+    }
   });
 }
 
@@ -1968,6 +2016,18 @@ void AttentionTaskBuilder::softmaxStep(Value j0, Value nk,
     } else {
       newMax = maxPass(false);
     }
+    if (amxTiles) {
+      // The tile path keeps a row's max unless it grew by more than
+      // kKeptMaxGrowth (m and l stay consistent, so the result is the
+      // same): its probabilities stay below 2^kKeptMaxGrowth, far from
+      // overflow in f32 and bf16, and O, which tile products read from
+      // memory, is rescaled only in the steps where a max moves.
+      // A row's first keys (m = -inf) and NaN take the new max.
+      Value grew = b.create<arith::SubFOp>(newMax, oldMax);
+      Value keep = b.create<arith::CmpFOp>(arith::CmpFPredicate::OLE, grew,
+                                           e.constant(kKeptMaxGrowth, vec));
+      newMax = b.create<arith::SelectOp>(keep, oldMax, newMax);
+    }
     // A row with no key so far keeps m = -inf; subtract 0 instead, so that
     // exp2(-inf - m) is 0 and never NaN.
     Value empty =
@@ -2443,17 +2503,23 @@ bool AttentionTaskBuilder::usesMatrixTiles() const {
 
 /// Q·Kᵀ on tiles: SC[j][i] in blocks of 16 keys × 16 queries, each the
 /// product of the block's K rows (as they lie in memory) and qPairs, 32
-/// depths a tile product, then scaled once as bf16DotScores scales. A
-/// last block of fewer than 16 keys is copied first, its rows past the tile
-/// repeating the last key (their scores are never used), so that no tile
-/// load reads past K.
+/// depths a tile product, then scaled once as bf16DotScores scales. Keys
+/// are taken 32 at a time while they last (two K tiles a product block),
+/// then 16; a last block of fewer than 16 keys is copied first, its rows
+/// past the tile repeating the last key (their scores are never used), so
+/// that no tile load reads past K.
 void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, W = t.vectorWidth, R = TileOps::kRows;
   int64_t depth = *staticDk;
   Value queries = liveQueries; // Whole tiles (usesMatrixTiles).
   Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
-  e.loop(e.index(0), nk, R, [&](Value jb) {
+  Value pairedKeys = e.roundDown(nk, TileOps::kBlock * R);
+  e.loop(e.index(0), pairedKeys, TileOps::kBlock * R, [&](Value jb) {
+    blockTileScores(jb, TileOps::kBlock, buf.key.data,
+                    rowOffset(kRows, e.add(j0, jb)), kRows.stride, queries);
+  });
+  e.loop(pairedKeys, nk, R, [&](Value jb) {
     Value first = e.add(j0, jb);
     Value keys = e.min(e.index(R), e.sub(nk, jb));
     e.ifThen(
@@ -2474,11 +2540,11 @@ void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
                                                       e.add(row, d))),
                   keyBlock, e.index((r * depth + d) / 2));
           }
-          blockTileScores(jb, halvesOf(keyBlock), e.index(0), e.index(depth),
+          blockTileScores(jb, 1, halvesOf(keyBlock), e.index(0), e.index(depth),
                           queries);
         },
         [&] {
-          blockTileScores(jb, buf.key.data, rowOffset(kRows, first),
+          blockTileScores(jb, 1, buf.key.data, rowOffset(kRows, first),
                           kRows.stride, queries);
         });
   });
@@ -2495,72 +2561,104 @@ void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
   });
 }
 
-/// SC[jb + r][i] for r < 16 and every query block: the 16 K rows of
-/// keyData from keyOffset, keyStride apart.
-void AttentionTaskBuilder::blockTileScores(Value jb, Value keyData,
-                                           Value keyOffset, Value keyStride,
-                                           Value queries) {
-  ImplicitLocOpBuilder &b = e.b;
-  TileOps tiles(b, t.matrixTiles);
-  int64_t BQ = t.queryTile, R = TileOps::kRows;
-  int64_t depth = *staticDk;
+/// SC[jb + r][i] for r < 16 · keyTiles and every query block: the K rows
+/// of keyData from keyOffset, keyStride apart, against qPairs, in product
+/// blocks of keyTiles × 2 tiles while the queries last.
+void AttentionTaskBuilder::blockTileScores(Value jb, int64_t keyTiles,
+                                           Value keyData, Value keyOffset,
+                                           Value keyStride, Value queries) {
+  TileOps tiles(e.b, t.matrixTiles, op->getParentOfType<ModuleOp>());
+  int64_t BQ = t.queryTile, R = TileOps::kRows, P = TileOps::kPairColumns;
   Value queryPairs = halvesOf(qPairs);
-  e.loop(e.index(0), queries, R, [&](Value ib) {
-    Value sum = tiles.zero(tiles.resultType());
-    // Depths d..d+31 of the keys against pair rows d/2..d/2+15 of qPairs,
-    // whose row holds 2·BQ bf16; unrolled, so no tile crosses a loop.
-    for (int64_t d = 0; d < depth; d += TileOps::kPairColumns) {
-      Value k = tiles.load(tiles.operandType(), keyData, e.add(keyOffset, d),
-                           keyStride);
-      Value q =
-          tiles.load(tiles.operandType(), queryPairs,
-                     e.add(e.index(d * BQ), e.mul(ib, 2)), e.index(2 * BQ));
-      sum = tiles.multiply(k, q, sum);
-    }
-    tiles.store(sum, scores, e.add(e.mul(jb, BQ), ib), e.index(BQ));
-  });
+  // Depths 32k..32k+31 of the keys against pair rows 16k..16k+15 of
+  // qPairs, whose row holds 2·BQ bf16.
+  auto block = [&](Value ib, int64_t queryTiles) {
+    tiles.productBlock(
+        keyTiles, queryTiles, *staticDk / P, /*accumulate=*/false,
+        [&](int64_t m, int64_t k) {
+          return TileOps::Place{
+              keyData, e.add(keyOffset, e.add(e.mul(keyStride, m * R), k * P)),
+              keyStride};
+        },
+        [&](int64_t k, int64_t n) {
+          return TileOps::Place{
+              queryPairs,
+              e.add(e.index(k * P * BQ), e.mul(e.add(ib, n * R), 2)),
+              e.index(2 * BQ)};
+        },
+        [&](int64_t m, int64_t n) {
+          return TileOps::Place{
+              scores, e.add(e.mul(e.add(jb, m * R), BQ), e.add(ib, n * R)),
+              e.index(BQ)};
+        });
+  };
+  Value paired = e.roundDown(queries, TileOps::kBlock * R);
+  e.loop(e.index(0), paired, TileOps::kBlock * R,
+         [&](Value ib) { block(ib, TileOps::kBlock); });
+  e.loop(paired, queries, R, [&](Value ib) { block(ib, 1); });
 }
 
 /// pRows[i][j] = bf16(p[j][i]) for i < queries and every j < tileKeys, 0
-/// from nk on: the probabilities as the A operand of P·V, a 16 × 16 block
-/// of SC transposed at a time.
+/// from nk on: the probabilities as the A operand of P·V, two 16 × 16
+/// blocks of SC transposed at a time (Emitter::transpose), so that each
+/// row of a P tile is one vcvtne2ps2bf16 and one 64-byte store.
 void AttentionTaskBuilder::packProbabilityRows(Value nk, Value queries) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t BQ = t.queryTile, R = TileOps::kRows;
   auto row = VectorType::get({R}, e.f32);
-  auto block = VectorType::get({R, R}, e.f32);
-  auto halves = VectorType::get({R, R}, b.getBF16Type());
   Value zeros = e.constant(0.0, row);
+  // p[jb + r][ib + c] as [c][r]: queries by keys.
+  auto transposed = [&](Value ib, Value jb) {
+    SmallVector<Value> keyRows;
+    for (int64_t r = 0; r < R; ++r) {
+      Value j = e.add(jb, r);
+      keyRows.push_back(b.create<arith::SelectOp>(
+          e.lt(j, nk),
+          b.create<vector::LoadOp>(row, scores, e.add(e.mul(j, BQ), ib)),
+          zeros));
+    }
+    e.transpose(keyRows);
+    return keyRows;
+  };
   e.loop(e.index(0), queries, R, [&](Value ib) {
-    e.loop(e.index(0), e.index(tileKeys), R, [&](Value jb) {
-      Value keysByQueries =
-          b.create<arith::ConstantOp>(block, b.getZeroAttr(block));
+    e.loop(e.index(0), e.index(tileKeys), TileOps::kPairColumns, [&](Value jb) {
+      SmallVector<Value> low = transposed(ib, jb),
+                         high = transposed(ib, e.add(jb, R));
       for (int64_t r = 0; r < R; ++r) {
-        Value j = e.add(jb, r);
-        Value p = b.create<arith::SelectOp>(
-            e.lt(j, nk),
-            b.create<vector::LoadOp>(row, scores, e.add(e.mul(j, BQ), ib)),
-            zeros);
-        keysByQueries =
-            b.create<vector::InsertOp>(p, keysByQueries, ArrayRef<int64_t>{r});
-      }
-      Value queriesByKeys = b.create<arith::TruncFOp>(
-          halves, b.create<vector::TransposeOp>(keysByQueries,
-                                                ArrayRef<int64_t>{1, 0}));
-      for (int64_t r = 0; r < R; ++r)
+        Value at = e.add(e.mul(e.add(ib, r), tileKeys), jb);
+        Value first = low[r], second = high[r];
+        if (t.matrixTiles == MatrixTiles::emulated) {
+          // Any x86-64 CPU: rounded in vector code, two stores.
+          auto halves = VectorType::get({R}, b.getBF16Type());
+          b.create<vector::StoreOp>(b.create<arith::TruncFOp>(halves, first),
+                                    pRows, at);
+          b.create<vector::StoreOp>(b.create<arith::TruncFOp>(halves, second),
+                                    pRows, e.add(at, R));
+          continue;
+        }
+        // vcvtne2ps2bf16 (AVX512-BF16, which the AMX target has) rounds
+        // both halves to nearest even in one instruction; LLVM 19 lowers
+        // a truncf to bf16 to integer arithmetic instead. Its first operand
+        // is the high half.
+        auto pair = VectorType::get({2 * R}, b.getBF16Type());
         b.create<vector::StoreOp>(
-            b.create<vector::ExtractOp>(queriesByKeys, ArrayRef<int64_t>{r}),
-            pRows, e.add(e.mul(e.add(ib, r), tileKeys), jb));
+            b.create<LLVM::CallIntrinsicOp>(
+                 pair, b.getStringAttr("llvm.x86.avx512bf16.cvtne2ps2bf16.512"),
+                 ValueRange{second, first})
+                .getResult(0),
+            pRows, at);
+      }
     });
   });
 }
 
-/// P·V on tiles: O = alpha·O (in vector code), then for each 16 × 16 block
-/// of O, O += pRows · vPairs over the tile's keys 32 at a time (tileKeys,
-/// the keys past nk 0 in both), the block loaded once and stored once.
+/// P·V on tiles: O = alpha·O (in vector code, in the steps where a max
+/// moved), then for each 16 × 16 block of O, O += pRows · vPairs over the
+/// tile's keys 32 at a time (tileKeys, the keys past nk 0 in both), the
+/// block loaded once and stored once.
 void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
   ImplicitLocOpBuilder &b = e.b;
-  TileOps tiles(b, t.matrixTiles);
+  TileOps tiles(b, t.matrixTiles, op->getParentOfType<ModuleOp>());
   int64_t W = t.vectorWidth, R = TileOps::kRows;
   // The rows of acc and vPairs: Dv itself, a multiple of 16 here.
   int64_t columns = dvPadded;
@@ -2578,32 +2676,64 @@ void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
     });
   });
   packProbabilityRows(nk, queries);
-  e.loop(e.index(0), queries, 1, [&](Value i) {
-    e.loop(e.index(0), e.index(columns), W, [&](Value d) {
-      e.storeBlock(
-          rescaledAccumulators(i, d, 1, 1), 1, 1, acc,
-          [&](int64_t, int64_t) { return accumulatorOffset(i, 0, d, 0); });
-    });
-  });
+  // O = alpha·O only where some row's max moved (softmaxStep keeps it
+  // otherwise, and alpha is then exactly 1; NaN rescales).
+  auto lanes = VectorType::get({W}, b.getI1Type());
+  Value moved = e.loop(
+      e.index(0), queries, W,
+      ValueRange{b.create<arith::ConstantOp>(lanes, b.getZeroAttr(lanes))},
+      [&](Value i, ValueRange any) {
+        Value notOne = b.create<arith::CmpFOp>(
+            arith::CmpFPredicate::UNE, b.create<vector::LoadOp>(vec, alpha, i),
+            e.constant(1.0, vec));
+        return SmallVector<Value>{b.create<arith::OrIOp>(any[0], notOne)};
+      })[0];
+  e.ifThen(b.create<vector::ReductionOp>(vector::CombiningKind::OR, moved),
+           [&] {
+             e.loop(e.index(0), queries, 1, [&](Value i) {
+               e.loop(e.index(0), e.index(columns), W, [&](Value d) {
+                 e.storeBlock(rescaledAccumulators(i, d, 1, 1), 1, 1, acc,
+                              [&](int64_t, int64_t) {
+                                return accumulatorOffset(i, 0, d, 0);
+                              });
+               });
+             });
+           });
+  // Product blocks of 2 × 2 tiles of O while the rows and columns last:
+  // rows of probabilities against pair rows of vPairs, 32 keys a product
+  // (pair rows 16k..16k+15 of vPairs, each 2·Dv bf16).
   Value probabilities = pRows, values = halvesOf(vPairs);
-  e.loop(e.index(0), queries, R, [&](Value ib) {
-    e.loop(e.index(0), e.index(columns), TileOps::kColumns, [&](Value d0) {
-      Value at = accumulatorOffset(ib, 0, d0, 0);
-      Value sum = tiles.load(tiles.resultType(), acc, at, e.index(columns));
-      // Keys kb..kb+31: 16 rows of probabilities against pair rows
-      // kb/2..kb/2+15 of vPairs, each 2·Dv bf16; unrolled, so no tile
-      // crosses a loop.
-      for (int64_t kb = 0; kb < tileKeys; kb += 2 * R) {
-        Value p = tiles.load(tiles.operandType(), probabilities,
-                             e.add(e.mul(ib, tileKeys), kb), e.index(tileKeys));
-        Value v = tiles.load(tiles.operandType(), values,
-                             e.add(e.index(kb * columns), e.mul(d0, 2)),
-                             e.index(2 * columns));
-        sum = tiles.multiply(p, v, sum);
-      }
-      tiles.store(sum, acc, at, e.index(columns));
-    });
-  });
+  auto block = [&](Value ib, int64_t rowTiles, int64_t c0,
+                   int64_t columnTiles) {
+    int64_t P = TileOps::kPairColumns, C = TileOps::kColumns;
+    tiles.productBlock(
+        rowTiles, columnTiles, tileKeys / P, /*accumulate=*/true,
+        [&](int64_t m, int64_t k) {
+          return TileOps::Place{probabilities,
+                                e.add(e.mul(e.add(ib, m * R), tileKeys), k * P),
+                                e.index(tileKeys)};
+        },
+        [&](int64_t k, int64_t n) {
+          return TileOps::Place{values,
+                                e.index(k * P * columns + 2 * (c0 + n * C)),
+                                e.index(2 * columns)};
+        },
+        [&](int64_t m, int64_t n) {
+          return TileOps::Place{
+              acc, accumulatorOffset(ib, m * R, e.index(c0 + n * C), 0),
+              e.index(columns)};
+        });
+  };
+  auto rowBlock = [&](Value ib, int64_t rowTiles) {
+    int64_t step = TileOps::kBlock * TileOps::kColumns;
+    for (int64_t c0 = 0; c0 < columns; c0 += step)
+      block(ib, rowTiles, c0,
+            std::min(TileOps::kBlock, (columns - c0) / TileOps::kColumns));
+  };
+  Value paired = e.roundDown(queries, TileOps::kBlock * R);
+  e.loop(e.index(0), paired, TileOps::kBlock * R,
+         [&](Value ib) { rowBlock(ib, TileOps::kBlock); });
+  e.loop(paired, queries, R, [&](Value ib) { rowBlock(ib, 1); });
 }
 
 /// out = acc / l (0 for a row without keys, NaN for a row that saw a NaN

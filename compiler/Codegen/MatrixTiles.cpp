@@ -4,9 +4,12 @@
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 using namespace mlir;
 
@@ -88,6 +91,35 @@ void TileOps::store(Value tile, Value flat, Value offset, Value stride) {
 Value TileOps::multiply(Value lhs, Value rhs, Value acc) {
   if (!emulated)
     return b.create<amx::TileMulFOp>(acc.getType(), lhs, rhs, acc);
+  // Emulated, a call of one function of the module that holds the 512
+  // FMAs: a kernel's dozens of tile products, unrolled, made its compile
+  // take half a minute.
+  constexpr llvm::StringLiteral kName = "attnc_emulated_tdpbf16ps";
+  auto product = module.lookupSymbol<func::FuncOp>(kName);
+  if (!product) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(module.getBody());
+    product = b.create<func::FuncOp>(
+        kName, b.getFunctionType({lhs.getType(), rhs.getType(), acc.getType()},
+                                 {acc.getType()}));
+    product.setPrivate();
+    // Internal: two kernels linked into one program each have theirs.
+    product->setAttr(
+        "llvm.linkage",
+        LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+    // Kept a call: inlined, it would bring back the unrolled code.
+    product->setAttr("passthrough",
+                     b.getArrayAttr({b.getStringAttr("noinline")}));
+    Block *entry = product.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    b.create<func::ReturnOp>(emulatedProduct(
+        entry->getArgument(0), entry->getArgument(1), entry->getArgument(2)));
+  }
+  return b.create<func::CallOp>(product, ValueRange{lhs, rhs, acc})
+      .getResult(0);
+}
+
+Value TileOps::emulatedProduct(Value lhs, Value rhs, Value acc) {
   // C[m][n] += sum over pairs p of A[m][2p] · B[p][2n] + A[m][2p+1] ·
   // B[p][2n+1], in f32 as tdpbf16ps sums the exact products (the order of
   // its additions is not specified).
@@ -130,6 +162,40 @@ Value TileOps::multiply(Value lhs, Value rhs, Value acc) {
     result = b.create<vector::InsertOp>(c, result, ArrayRef<int64_t>{m});
   }
   return result;
+}
+
+void TileOps::productBlock(int64_t rows, int64_t columns, int64_t steps,
+                           bool accumulate,
+                           llvm::function_ref<Place(int64_t, int64_t)> lhs,
+                           llvm::function_ref<Place(int64_t, int64_t)> rhs,
+                           llvm::function_ref<Place(int64_t, int64_t)> result) {
+  assert(rows <= kBlock && columns <= kBlock && "more tiles than registers");
+  SmallVector<Value> sums;
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t n = 0; n < columns; ++n) {
+      Place c = result(m, n);
+      sums.push_back(accumulate ? load(resultType(), c.data, c.offset, c.stride)
+                                : zero(resultType()));
+    }
+  for (int64_t k = 0; k < steps; ++k) {
+    SmallVector<Value> a, bs;
+    for (int64_t m = 0; m < rows; ++m) {
+      Place place = lhs(m, k);
+      a.push_back(load(operandType(), place.data, place.offset, place.stride));
+    }
+    for (int64_t n = 0; n < columns; ++n) {
+      Place place = rhs(k, n);
+      bs.push_back(load(operandType(), place.data, place.offset, place.stride));
+    }
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t n = 0; n < columns; ++n)
+        sums[m * columns + n] = multiply(a[m], bs[n], sums[m * columns + n]);
+  }
+  for (int64_t m = 0; m < rows; ++m)
+    for (int64_t n = 0; n < columns; ++n) {
+      Place c = result(m, n);
+      store(sums[m * columns + n], c.data, c.offset, c.stride);
+    }
 }
 
 } // namespace attnc

@@ -14,6 +14,7 @@
 #include "Codegen/Schedule.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace attnc {
@@ -24,9 +25,14 @@ namespace attnc {
 class TileOps {
 public:
   static constexpr int64_t kRows = 16, kPairColumns = 32, kColumns = 16;
+  /// A product block is at most kBlock × kBlock result tiles: with kBlock
+  /// tiles of each operand, the 8 tile registers.
+  static constexpr int64_t kBlock = 2;
 
-  TileOps(mlir::ImplicitLocOpBuilder &b, MatrixTiles kind)
-      : b(b), emulated(kind == MatrixTiles::emulated) {}
+  /// Emulated products call a function that they add to `module`.
+  TileOps(mlir::ImplicitLocOpBuilder &b, MatrixTiles kind,
+          mlir::ModuleOp module)
+      : b(b), emulated(kind == MatrixTiles::emulated), module(module) {}
 
   /// The bf16 operand type, vector<16x32xbf16>, and the f32 result type,
   /// vector<16x16xf32>.
@@ -44,14 +50,34 @@ public:
   /// acc + lhs · rhs, rhs in pairs of rows (tdpbf16ps).
   mlir::Value multiply(mlir::Value lhs, mlir::Value rhs, mlir::Value acc);
 
+  /// Where a tile lies: rows offset + r · stride of a memref<?xT>.
+  struct Place {
+    mlir::Value data, offset, stride;
+  };
+  /// C[m][n] = (accumulate ? C[m][n] : 0) + sum over k < steps of
+  /// A[m][k] · B[k][n], for m < rows and n < columns (each at most kBlock),
+  /// every tile product of a step issued after the step's operand loads:
+  /// each operand tile serves a whole row or column of the block, and the
+  /// products, independent, overlap. Straight-line code, as LLVM keeps tiles
+  /// in registers only there.
+  void productBlock(int64_t rows, int64_t columns, int64_t steps,
+                    bool accumulate,
+                    llvm::function_ref<Place(int64_t m, int64_t k)> lhs,
+                    llvm::function_ref<Place(int64_t k, int64_t n)> rhs,
+                    llvm::function_ref<Place(int64_t m, int64_t n)> result);
+
 private:
   /// `flat` seen as [16, stride] from `offset`, the 2-D memref an AMX tile
   /// load or store takes (it reads the stride from the last size).
   mlir::Value rowsView(mlir::Value flat, mlir::Value offset,
                        mlir::Value stride);
+  /// tdpbf16ps as vector code, for the function that emulated products call.
+  mlir::Value emulatedProduct(mlir::Value lhs, mlir::Value rhs,
+                              mlir::Value acc);
 
   mlir::ImplicitLocOpBuilder &b;
   bool emulated;
+  mlir::ModuleOp module;
 };
 
 } // namespace attnc

@@ -544,9 +544,36 @@ def fam_amx(rng, b, i):
     dk = choice(rng, [32, 64, 96, 128])
     dv = dk if coin(rng, 0.6) else choice(rng, [16, 48, 64, 128])
     modes = choice(rng, [{}, {}, {"T": "runtime"}, {"B": "runtime", "S": "runtime", "T": "runtime"}])
-    return attention_case(rng, b, kind="dot", dtype="bf16", Dk=dk, Dv=dv,
-                          S=choice(rng, [17, 33, 65, 100]), T=choice(rng, [1, 13, 33, 65, 130]),
+    # Rising scores over several key tiles (64 keys each by default).
+    rising = coin(rng, 0.3)
+    T = choice(rng, [130, 257]) if rising else choice(rng, [1, 13, 33, 65, 130])
+    desc = attention_case(rng, b, kind="dot", dtype="bf16", Dk=dk, Dv=dv,
+                          S=choice(rng, [17, 33, 65, 100]), T=T,
                           dimmode=dict(modes), lse=coin(rng, 0.5), **extra)
+    return desc + rising_scores(rng, b, dk) if rising else desc
+
+
+def rising_scores(rng, b, dk):
+    """Replaces q and k so that every row's scores rise along the keys, by
+    3 to 40 in all: the tile path keeps a row's max until it has grown by 8
+    (log2 units), so its probabilities reach 2^8 and its output is rescaled
+    only in some steps."""
+    node = next(n for n in b.nodes if n["op"] == "attention")
+    scale = node.get("scale")
+    if not isinstance(scale, (int, float)):  # absent or "default"
+        scale = 1.0 / math.sqrt(dk)
+    if scale == 0:
+        return ""
+    kshape = b.concrete(b.inputs["k"]["shape"])
+    key_axis = 1 if node.get("layout") == "bshd" else 2
+    rise = float(rng.uniform(3, 40))
+    steps = np.linspace(0.0, rise, kshape[key_axis]) / (dk * scale)
+    ramp = steps.reshape([-1 if a == key_axis else 1 for a in range(4)])
+    q = 1 + 0.25 * rng.standard_normal(b.concrete(b.inputs["q"]["shape"]))
+    k = ramp * (1 + 0.05 * rng.standard_normal(kshape))
+    b.arrays["q"] = oracle.encode_for_file(q, "bf16")
+    b.arrays["k"] = oracle.encode_for_file(k, "bf16")
+    return " rising=%.1f" % rise
 
 
 # --------------------------------------------------------------------------

@@ -6,17 +6,28 @@
 
 // Tests that bf16 prefill with matrix tiles computes Q·Kᵀ and P·V on AMX
 // tiles: 16 × 32 bf16 operands (K rows, query pairs; probability rows,
-// value pairs) into 16 × 16 f32 results, the scores stored to SC and the
-// output block loaded from and stored to O; that they lower to the LLVM
-// dialect's AMX intrinsics; that `emulated` keeps the tiling with no AMX
-// op; that without matrix tiles no tile op appears; and that a head dim
-// the tiles do not divide (Dk = 80) keeps the vector code.
+// value pairs) into 16 × 16 f32 results, in product blocks of 2 × 2 tiles
+// whose four products follow the loads of one step; the scores stored to
+// SC, the probabilities rounded to bf16 two halves at a time by
+// vcvtne2ps2bf16 and the output block loaded from and stored to O; that a
+// row's max is kept unless it grew by more than 8; that they lower to the
+// LLVM dialect's AMX intrinsics; that `emulated` keeps the tiling with no
+// AMX op, its products calls of one internal function; that without matrix
+// tiles no tile op appears; and that a head dim the tiles do not divide
+// (Dk = 80) keeps the vector code.
 // CHECK-LABEL: func.func @prefill_k0(
+//       CHECK:   arith.constant dense<8.000000e+00> : vector<16xf32>
 //       CHECK:   amx.tile_zero : vector<16x16xf32>
 //       CHECK:   amx.tile_load %{{.+}}[%{{.+}}, %{{.+}}] : memref<16x?xbf16, strided<[?, 1], offset: ?>> into vector<16x32xbf16>
-//       CHECK:   amx.tile_mulf %{{.+}}, %{{.+}}, %{{.+}} : vector<16x32xbf16>, vector<16x32xbf16>, vector<16x16xf32>
+//       CHECK:   amx.tile_load
+//       CHECK:   amx.tile_load
+//       CHECK:   amx.tile_load
+//  CHECK-NEXT:   amx.tile_mulf %{{.+}}, %{{.+}}, %{{.+}} : vector<16x32xbf16>, vector<16x32xbf16>, vector<16x16xf32>
+//  CHECK-NEXT:   amx.tile_mulf
+//  CHECK-NEXT:   amx.tile_mulf
+//  CHECK-NEXT:   amx.tile_mulf
 //       CHECK:   amx.tile_store %{{.+}}[%{{.+}}, %{{.+}}], %{{.+}} : memref<16x?xf32, strided<[?, 1], offset: ?>>, vector<16x16xf32>
-//       CHECK:   vector.transpose %{{.+}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+//       CHECK:   llvm.call_intrinsic "llvm.x86.avx512bf16.cvtne2ps2bf16.512"(%{{.+}}, %{{.+}}) : (vector<16xf32>, vector<16xf32>) -> vector<32xbf16>
 //       CHECK:   amx.tile_load %{{.+}} : memref<16x?xf32, strided<[?, 1], offset: ?>> into vector<16x16xf32>
 //       CHECK:   amx.tile_mulf
 //       CHECK:   amx.tile_store
@@ -26,11 +37,15 @@
 // LLVM: amx.tdpbf16ps
 // EMULATED-LABEL: func.func @prefill_k0(
 //   EMULATED-NOT:   amx.
-//       EMULATED:   vector.transpose
+//   EMULATED-NOT:   cvtne2ps2bf16
+//       EMULATED:   call @attnc_emulated_tdpbf16ps
+//       EMULATED:   arith.truncf %{{.+}} : vector<16xf32> to vector<16xbf16>
+//       EMULATED:   call @attnc_emulated_tdpbf16ps
 //   EMULATED-NOT:   amx.
 //       EMULATED:   return
+//       EMULATED: func.func private @attnc_emulated_tdpbf16ps(%{{.+}}: vector<16x32xi16>, %{{.+}}: vector<16x32xi16>, %{{.+}}: vector<16x16xf32>) -> vector<16x16xf32> attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // NONE-NOT: amx.
-// NONE-NOT: vector.transpose
+// NONE-NOT: cvtne2ps2bf16
 // BAD: matrix-tiles must be none, amx or emulated
 module {
   func.func @prefill(%arg0: index {attn.dim = "L"},
