@@ -141,8 +141,14 @@ json interfaceManifest(const Graph &graph, const std::string &backend,
 std::string kernelManifest(const Graph &graph, const std::string &backend,
                            const CpuTarget &target,
                            const AttentionSchedule &schedule) {
+  // How bf16 products run, which `host` decides by the CPU: on AMX tiles
+  // (prefill), by vdpbf16ps, or converted to f32.
   json manifest = interfaceManifest(
-      graph, backend, {{"name", target.name}, {"cpu", target.cpu}});
+      graph, backend,
+      {{"name", target.name},
+       {"cpu", target.cpu},
+       {"matrix_tiles", matrixTilesName(schedule.matrixTiles)},
+       {"bf16_dot", schedule.bf16Dot}});
   manifest["schedule"] = json::parse(schedule.toJson());
   manifest["schedule_source"] = schedule.source;
   return manifest.dump(2) + "\n";

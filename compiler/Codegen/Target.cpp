@@ -82,7 +82,12 @@ bool prefersBf16Dot(const CpuTarget &target) {
          llvm::StringRef(target.cpu).starts_with("znver");
 }
 
-bool usesAmx(const CpuTarget &target) { return target.name == "x86-64-amx"; }
+bool usesAmx(const CpuTarget &target) {
+  if (target.name == "host")
+    return target.vectorBits == 512 && hasFeature(target, "avx512bf16") &&
+           hasFeature(target, "amx-tile") && hasFeature(target, "amx-bf16");
+  return target.name == "x86-64-amx";
+}
 
 std::vector<std::string> missingHostFeatures(const CpuTarget &target) {
   // The x86-64-v3 and -v4 levels' features code generation may use.

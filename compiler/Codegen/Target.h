@@ -38,9 +38,9 @@ bool hasFeature(const CpuTarget &target, const std::string &feature);
 /// to f32, so `host` keeps the f32 path on them.
 bool prefersBf16Dot(const CpuTarget &target);
 
-/// Whether bf16 prefill products go on AMX tiles: only when asked for by
-/// --target x86-64-amx. `host` keeps the vector code on AMX CPUs until the
-/// tile path has been measured on one (docs/design/cpu-backend.md).
+/// Whether bf16 prefill products go on AMX tiles: for --target x86-64-amx,
+/// and for `host` on a CPU with AMX-BF16 and AVX512-BF16, where the tiles
+/// run bf16 prefill 3-4 times as fast as f32 (docs/design/cpu-backend.md).
 bool usesAmx(const CpuTarget &target);
 
 /// "x86-64", "x86-64-avx2" or "x86-64-avx512": the class whose default

@@ -162,17 +162,24 @@ TEST(CodegenTargets, VectorWidths) {
   EXPECT_EQ(cpuTarget("x86-64-amx").vectorBits, 512);
 }
 
-// Tests that only --target x86-64-amx puts bf16 prefill on AMX tiles, with
-// the avx512 class's schedules and the vector products converting bf16 (as
-// on the Intel cores that have AMX), and that it needs the AMX features.
+// Tests that --target x86-64-amx puts bf16 prefill on AMX tiles, with the
+// avx512 class's schedules and the vector products converting bf16 (as on
+// the Intel cores that have AMX), and that it needs the AMX features; that
+// `host` does so exactly where this CPU has AMX-BF16 and AVX512-BF16; and
+// that no other target does.
 TEST(CodegenTargets, AmxTarget) {
   CpuTarget amx = cpuTarget("x86-64-amx");
   EXPECT_TRUE(usesAmx(amx));
   EXPECT_FALSE(prefersBf16Dot(amx));
   EXPECT_EQ(targetClassOf(amx), "x86-64-avx512");
   EXPECT_TRUE(hasFeature(amx, "amx-bf16"));
-  for (const char *other : {"host", "x86-64-avx512", "x86-64-avx512-bf16"})
+  for (const char *other : {"x86-64-avx512", "x86-64-avx512-bf16"})
     EXPECT_FALSE(usesAmx(cpuTarget(other))) << other;
+  CpuTarget host = cpuTarget("host");
+  bool hostHasAmx = missingHostFeatures(amx).empty();
+  EXPECT_EQ(usesAmx(host), hostHasAmx);
+  if (hostHasAmx)
+    EXPECT_FALSE(prefersBf16Dot(host));
 }
 
 } // namespace
