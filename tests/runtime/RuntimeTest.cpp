@@ -1095,6 +1095,25 @@ TEST(KernelFailureTest, AmxKernelNeedsTheTileState) {
                                     "AMX tile state"));
 }
 
+// Tests that a host kernel runs whether or not Linux grants the tile state
+// (the runtime asks for it, as the kernel uses the tiles where the CPU that
+// compiled it had AMX, and a refusal is no error for it).
+TEST(KernelFailureTest, HostKernelRunsWithOrWithoutTheTileState) {
+  attnrt_kernel kernel = fake_fail_kernel;
+  kernel.name = "native";
+  kernel.target = "host";
+  Context context(1);
+  Buffer x(16), y(16);
+  std::vector<int64_t> four = {4};
+  attnrt_tensor inputs[] = {tensor(x.as<void>(), ATTNRT_F32, four)};
+  attnrt_tensor outputs[] = {tensor(y.as<void>(), ATTNRT_F32, four)};
+  fake_fail_status = ATTNRT_OK;
+  attnrt_status status =
+      attnrt_invoke(context.get(), &kernel, inputs, 1, outputs, 1);
+  fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+  EXPECT_EQ(status, ATTNRT_OK) << context.error();
+}
+
 //===-- The entry point's view --------------------------------------------===//
 
 /// Runs the probe kernel on N = n with `hook` as its body.
