@@ -875,6 +875,7 @@ private:
   void packPairs(Value j0, Value nk);
   void packValuePairs(Value j0, Value nk);
   bool usesMatrixTiles() const;
+  void forTileBlocks(Value n, function_ref<void(Value, int64_t)> body);
   void tileScores(Value j0, Value nk);
   void blockTileScores(Value jb, int64_t keyTiles, Value keyData,
                        Value keyOffset, Value keyStride, Value queries);
@@ -2501,6 +2502,16 @@ bool AttentionTaskBuilder::usesMatrixTiles() const {
          *staticDv % TileOps::kColumns == 0 && queryBlock % TileOps::kRows == 0;
 }
 
+/// body(i, tiles) for the rows [0, n) in blocks of kBlock tiles of 16 rows
+/// while they last, then of one (the last of which may pass n).
+void AttentionTaskBuilder::forTileBlocks(
+    Value n, function_ref<void(Value, int64_t)> body) {
+  int64_t R = TileOps::kRows, B = TileOps::kBlock;
+  Value blocked = e.roundDown(n, B * R);
+  e.loop(e.index(0), blocked, B * R, [&](Value i) { body(i, B); });
+  e.loop(blocked, n, R, [&](Value i) { body(i, 1); });
+}
+
 /// Q·Kᵀ on tiles: SC[j][i] in blocks of 16 keys × 16 queries, each the
 /// product of the block's K rows (as they lie in memory) and qPairs, 32
 /// depths a tile product, then scaled once as bf16DotScores scales. Keys
@@ -2514,12 +2525,12 @@ void AttentionTaskBuilder::tileScores(Value j0, Value nk) {
   int64_t depth = *staticDk;
   Value queries = liveQueries; // Whole tiles (usesMatrixTiles).
   Value lastKey = e.add(j0, e.sub(nk, e.index(1)));
-  Value pairedKeys = e.roundDown(nk, TileOps::kBlock * R);
-  e.loop(e.index(0), pairedKeys, TileOps::kBlock * R, [&](Value jb) {
-    blockTileScores(jb, TileOps::kBlock, buf.key.data,
-                    rowOffset(kRows, e.add(j0, jb)), kRows.stride, queries);
-  });
-  e.loop(pairedKeys, nk, R, [&](Value jb) {
+  forTileBlocks(nk, [&](Value jb, int64_t keyTiles) {
+    if (keyTiles == TileOps::kBlock) {
+      blockTileScores(jb, keyTiles, buf.key.data,
+                      rowOffset(kRows, e.add(j0, jb)), kRows.stride, queries);
+      return;
+    }
     Value first = e.add(j0, jb);
     Value keys = e.min(e.index(R), e.sub(nk, jb));
     e.ifThen(
@@ -2592,10 +2603,7 @@ void AttentionTaskBuilder::blockTileScores(Value jb, int64_t keyTiles,
               e.index(BQ)};
         });
   };
-  Value paired = e.roundDown(queries, TileOps::kBlock * R);
-  e.loop(e.index(0), paired, TileOps::kBlock * R,
-         [&](Value ib) { block(ib, TileOps::kBlock); });
-  e.loop(paired, queries, R, [&](Value ib) { block(ib, 1); });
+  forTileBlocks(queries, block);
 }
 
 /// pRows[i][j] = bf16(p[j][i]) for i < queries and every j < tileKeys, 0
@@ -2730,10 +2738,7 @@ void AttentionTaskBuilder::tileValues(Value j0, Value nk) {
       block(ib, rowTiles, c0,
             std::min(TileOps::kBlock, (columns - c0) / TileOps::kColumns));
   };
-  Value paired = e.roundDown(queries, TileOps::kBlock * R);
-  e.loop(e.index(0), paired, TileOps::kBlock * R,
-         [&](Value ib) { rowBlock(ib, TileOps::kBlock); });
-  e.loop(paired, queries, R, [&](Value ib) { rowBlock(ib, 1); });
+  forTileBlocks(queries, rowBlock);
 }
 
 /// out = acc / l (0 for a row without keys, NaN for a row that saw a NaN

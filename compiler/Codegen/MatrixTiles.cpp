@@ -170,10 +170,11 @@ void TileOps::productBlock(int64_t rows, int64_t columns, int64_t steps,
                            llvm::function_ref<Place(int64_t, int64_t)> rhs,
                            llvm::function_ref<Place(int64_t, int64_t)> result) {
   assert(rows <= kBlock && columns <= kBlock && "more tiles than registers");
+  SmallVector<Place> places;
   SmallVector<Value> sums;
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t n = 0; n < columns; ++n) {
-      Place c = result(m, n);
+      Place c = places.emplace_back(result(m, n));
       sums.push_back(accumulate ? load(resultType(), c.data, c.offset, c.stride)
                                 : zero(resultType()));
     }
@@ -191,11 +192,8 @@ void TileOps::productBlock(int64_t rows, int64_t columns, int64_t steps,
       for (int64_t n = 0; n < columns; ++n)
         sums[m * columns + n] = multiply(a[m], bs[n], sums[m * columns + n]);
   }
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t n = 0; n < columns; ++n) {
-      Place c = result(m, n);
-      store(sums[m * columns + n], c.data, c.offset, c.stride);
-    }
+  for (size_t i = 0; i < sums.size(); ++i)
+    store(sums[i], places[i].data, places[i].offset, places[i].stride);
 }
 
 } // namespace attnc

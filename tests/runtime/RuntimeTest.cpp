@@ -1060,6 +1060,24 @@ TEST(KernelFailureTest, MapsTheEntryStatus) {
   fake_fail_status = ATTNRT_OUT_OF_MEMORY;
 }
 
+/// The fake kernel that succeeds, named `name` and compiled for `target`,
+/// invoked once on `context`.
+attnrt_status invokeTargeted(Context &context, const char *name,
+                             const char *target) {
+  attnrt_kernel kernel = fake_fail_kernel;
+  kernel.name = name;
+  kernel.target = target;
+  Buffer x(16), y(16);
+  std::vector<int64_t> four = {4};
+  attnrt_tensor inputs[] = {tensor(x.as<void>(), ATTNRT_F32, four)};
+  attnrt_tensor outputs[] = {tensor(y.as<void>(), ATTNRT_F32, four)};
+  fake_fail_status = ATTNRT_OK;
+  attnrt_status status =
+      attnrt_invoke(context.get(), &kernel, inputs, 1, outputs, 1);
+  fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+  return status;
+}
+
 // A kernel for x86-64-amx runs only once Linux granted the process the AMX
 // tile state; where the CPU has no AMX that is refused, and the kernel is
 // never entered (its first tile instruction would raise SIGILL).
@@ -1072,18 +1090,8 @@ TEST(KernelFailureTest, AmxKernelNeedsTheTileState) {
       amx = line.find(" amx_tile") != std::string::npos;
       break;
     }
-  attnrt_kernel kernel = fake_fail_kernel;
-  kernel.name = "tiles";
-  kernel.target = "x86-64-amx";
   Context context(1);
-  Buffer x(16), y(16);
-  std::vector<int64_t> four = {4};
-  attnrt_tensor inputs[] = {tensor(x.as<void>(), ATTNRT_F32, four)};
-  attnrt_tensor outputs[] = {tensor(y.as<void>(), ATTNRT_F32, four)};
-  fake_fail_status = ATTNRT_OK;
-  attnrt_status status =
-      attnrt_invoke(context.get(), &kernel, inputs, 1, outputs, 1);
-  fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+  attnrt_status status = invokeTargeted(context, "tiles", "x86-64-amx");
   if (amx) {
     EXPECT_EQ(status, ATTNRT_OK) << context.error();
     return;
@@ -1099,18 +1107,8 @@ TEST(KernelFailureTest, AmxKernelNeedsTheTileState) {
 // (the runtime asks for it, as the kernel uses the tiles where the CPU that
 // compiled it had AMX, and a refusal is no error for it).
 TEST(KernelFailureTest, HostKernelRunsWithOrWithoutTheTileState) {
-  attnrt_kernel kernel = fake_fail_kernel;
-  kernel.name = "native";
-  kernel.target = "host";
   Context context(1);
-  Buffer x(16), y(16);
-  std::vector<int64_t> four = {4};
-  attnrt_tensor inputs[] = {tensor(x.as<void>(), ATTNRT_F32, four)};
-  attnrt_tensor outputs[] = {tensor(y.as<void>(), ATTNRT_F32, four)};
-  fake_fail_status = ATTNRT_OK;
-  attnrt_status status =
-      attnrt_invoke(context.get(), &kernel, inputs, 1, outputs, 1);
-  fake_fail_status = ATTNRT_OUT_OF_MEMORY;
+  attnrt_status status = invokeTargeted(context, "native", "host");
   EXPECT_EQ(status, ATTNRT_OK) << context.error();
 }
 
