@@ -694,6 +694,9 @@ private:
   void importSqueeze();
   void importConcat();
   void importSplit();
+  void splitBySlices(const GraphTensor &x, int64_t axis,
+                     std::vector<int64_t> &sizes,
+                     const std::function<void(int64_t)> &evenSizes);
   void importSlice();
   void importGather();
   void importExpand();
@@ -2428,10 +2431,7 @@ void Importer::importSplit() {
   int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
   auto linear = linears.find(x.name);
   if (axis != rank - 1 || linear == linears.end() || uses[node->input(0)] != 1)
-    unsupported("Split of a computed tensor is supported only for the "
-                "features of a projection (MatMul with a constant weight, "
-                "then Add of a constant bias), which is split into one "
-                "projection per part");
+    return splitBySlices(x, axis, sizes, evenSizes);
   Projection projection = linear->second;
   int64_t N = projection.weight.shape[0], K = projection.weight.shape[1];
   evenSizes(N);
@@ -2476,6 +2476,38 @@ void Importer::importSplit() {
       linears[part_.name].node = place;
     }
     define(i, part_);
+    start += sizes[i];
+  }
+}
+
+/// Any other Split: one attnc slice per part (GPT-NeoX's fused qkv viewed
+/// to heads and chunked along each head's features).
+void Importer::splitBySlices(const GraphTensor &x, int64_t axis,
+                             std::vector<int64_t> &sizes,
+                             const std::function<void(int64_t)> &evenSizes) {
+  if (!x.shape[axis].isFixed())
+    unsupported("Split along a run-time size of a computed tensor (attnc's "
+                "slice needs a fixed axis)");
+  int64_t length = x.shape[axis].size;
+  evenSizes(length);
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size;
+  if (total != length || int64_t(sizes.size()) != node->output_size())
+    unsupported("split sizes do not add up to the axis's " +
+                std::to_string(length));
+  int64_t start = 0;
+  for (int i = 0; i < node->output_size(); ++i) {
+    if (sizes[i] <= 0)
+      unsupported("an empty part of a Split");
+    Shape shape = x.shape;
+    shape[axis] = Dim::fixed(sizes[i]);
+    define(i, emit(outputName(i), "slice",
+                   {{"x", x.name},
+                    {"axis", axis},
+                    {"start", start},
+                    {"end", start + sizes[i]}},
+                   x.dtype, shape));
     start += sizes[i];
   }
 }

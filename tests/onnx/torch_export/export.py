@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Export Hugging-Face attention modules with PyTorch's own ONNX exporters, as attnc test fixtures.
 
-    build/venv-torch/bin/python tests/onnx/torch_export/export.py OUTDIR [--no-ort]
+    build/venv-torch/bin/python tests/onnx/torch_export/export.py OUTDIR [--no-ort] [--only BASE]
 
-Builds five small randomly initialised attention modules of the installed `transformers`
+Builds six small randomly initialised attention modules of the installed `transformers`
 (fixed seed, no weights downloaded):
   * GPT2Attention (causal self-attention; the causal mask made by transformers' own
     masking_utils.create_causal_mask inside the wrapper, as GPT2Model does),
@@ -16,6 +16,8 @@ Builds five small randomly initialised attention modules of the installed `trans
     (masking_utils.create_causal_mask: causal And padding),
   * MistralAttention (sdpa, sliding window 4) with masking_utils'
     create_sliding_window_causal_mask of a padding mask (causal And window And padding),
+  * GPTNeoXAttention (eager): one fused query_key_value projection viewed to heads and
+    chunked into q, k, v, partial rotary embeddings, and the padded causal mask,
 and exports each twice: TorchScript exporter at opset 17 (`dynamo=False`, dynamic_axes for
 batch and sequence) and the dynamo exporter at opset 18 (falling back to the TorchScript
 exporter at opset 18 where dynamo fails; the description in models.json says which).
@@ -38,11 +40,13 @@ import onnx
 import torch
 import transformers
 from torch import nn
-from transformers import BertConfig, GPT2Config, LlamaConfig, MistralConfig
+from transformers import BertConfig, GPT2Config, GPTNeoXConfig, LlamaConfig, MistralConfig
 from transformers.masking_utils import (create_bidirectional_mask, create_causal_mask,
                                         create_sliding_window_causal_mask)
 from transformers.models.bert.modeling_bert import BertSelfAttention
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
+from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXAttention,
+                                                            GPTNeoXRotaryEmbedding)
 from transformers.models.llama.modeling_llama import LlamaAttention, LlamaRotaryEmbedding
 from transformers.models.mistral.modeling_mistral import MistralAttention, MistralRotaryEmbedding
 
@@ -243,8 +247,26 @@ def build_mistral_window(gen, batch, seq):
     return m, inputs, desc
 
 
+def build_gptneox(gen, batch, seq):
+    cfg = GPTNeoXConfig(hidden_size=64, num_attention_heads=4, intermediate_size=128,
+                        num_hidden_layers=1, max_position_embeddings=64, attention_bias=True,
+                        rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                         "partial_rotary_factor": 0.25})
+    cfg._attn_implementation = "eager"
+    m = PaddedDecoderWrapper(cfg, GPTNeoXAttention, GPTNeoXRotaryEmbedding, create_causal_mask)
+    inputs = padded_decoder_inputs(gen, batch, seq or 13)
+    desc = ("transformers %s GPTNeoXAttention (eager; E=64, 4 heads of 16, one fused "
+            "query_key_value nn.Linear with bias viewed as [B,S,H,3D] and chunked into q, k, v "
+            "per head; rotary on the first quarter of each head, partial_rotary_factor 0.25) with "
+            "the mask GPTNeoXModel builds from an int64 padding mask [B,S] "
+            "(masking_utils.create_causal_mask) and rotary embeddings from position_ids; S=13, "
+            "row 1 padded at keys 11 and 12" % transformers.__version__)
+    return m, inputs, desc
+
+
 MODELS = [("hf_gpt2", build_gpt2), ("hf_bert", build_bert), ("hf_llama", build_llama),
-          ("hf_llama_padded", build_llama_padded), ("hf_mistral_window", build_mistral_window)]
+          ("hf_llama_padded", build_llama_padded), ("hf_mistral_window", build_mistral_window),
+          ("hf_gptneox_padded", build_gptneox)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -433,11 +455,20 @@ def main():
     ap.add_argument("outdir", help="directory to write the models into")
     ap.add_argument("--no-ort", action="store_true", help="do not check with onnxruntime")
     ap.add_argument("--info", help="also write per-file details (ops, shapes) as JSON here")
+    ap.add_argument("--only", action="append", metavar="BASE",
+                    help="export only this module (e.g. hf_gptneox_padded; repeatable) and "
+                         "replace its entries in an existing OUTDIR/models.json, keeping the rest")
     args = ap.parse_args()
+    known = [base for base, _ in MODELS]
+    for base in args.only or []:
+        if base not in known:
+            ap.error("--only %s: no such module (%s)" % (base, ", ".join(known)))
     os.makedirs(args.outdir, exist_ok=True)
     torch.manual_seed(SEED)
     entries, infos = [], []
     for base, build in MODELS:
+        if args.only and base not in args.only:
+            continue
         gen = torch.Generator().manual_seed(SEED)
         module, inputs, desc = build(gen, BATCH, None)
         init_params(module, gen)
@@ -451,6 +482,12 @@ def main():
             infos.append(info)
             print("wrote %s.onnx (%d bytes; %s; %s)" % (name, info["bytes"], info["how"],
                                                           info["ort"]))
+    listing = os.path.join(args.outdir, "models.json")
+    if args.only and os.path.exists(listing):
+        with open(listing) as f:
+            kept = [e for e in json.load(f)["models"]
+                    if not any(e["name"].startswith(base + "_") for base in args.only)]
+        entries = kept + entries
     doc = {"version": 1, "models": entries}
     with open(os.path.join(args.outdir, "models.json"), "w") as f:
         json.dump(doc, f, indent=2)
