@@ -229,9 +229,9 @@ std::vector<int> BlockFinder::blockEnds() const {
   return ends;
 }
 
-/// Past the attention: the head merge (Transpose, Reshape) and the output
-/// projection (with its bias, and a reshape after it), each the sole reader
-/// of what precedes it.
+/// Past the attention: the head merge ([Reshape,] Transpose, Reshape) and the
+/// output projection (with its bias, and a reshape after it), each the sole
+/// reader of what precedes it.
 int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   int last = end;
   auto step = [&](auto accept) -> bool {
@@ -247,8 +247,12 @@ int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   auto is = [](const char *op) {
     return [op](const NodeProto &n) { return n.op_type() == op; };
   };
-  step(is("Transpose"));
-  step(is("Reshape"));
+  // torch.export's SDPA ends in a Reshape to [B, H, S, D] (GPT-NeoX's
+  // attention output): a Reshape may come before the merge's Transpose.
+  if (step(is("Reshape")))
+    step(is("Transpose")) && step(is("Reshape"));
+  else if (step(is("Transpose")))
+    step(is("Reshape"));
   if (step([&](const NodeProto &n) { return isProjection(n); })) {
     step([&](const NodeProto &n) {
       return n.op_type() == "Add" &&

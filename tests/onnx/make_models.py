@@ -840,6 +840,60 @@ def sdpa_bool_mask_ln():
     return case
 
 
+def gptneox_block_ln():
+    """GPT-NeoX's attention as torch.export writes it, after a LayerNormalization: one fused
+    query_key_value projection viewed to [B, S, H, 3D], transposed to heads and Split along
+    each head's features into q, k, v (attnc: one slice per part); after the product with V
+    the Reshape to [B, H, S, D] that torch.export's SDPA ends in, then the head merge and the
+    dense projection, then the residual Add. Checked through `attnc import --attention-only`:
+    the block runs from the LayerNorm's output to the dense projection's bias."""
+    name, E, H, D, S, B = "gptneox_block_ln", 48, 4, 12, 11, 2
+    rng = rng_for(name)
+    b = GraphBuilder("/layers.0/attention")
+    gamma = b.init("layers.0.input_layernorm.weight",
+                   (1.0 + randn(rng, E, scale=0.1)).astype(np.float32))
+    beta = b.init("layers.0.input_layernorm.bias", randn(rng, E, scale=0.1))
+    w_qkv = b.init("val_50", weight(rng, E, 3 * E))
+    b_qkv = b.init("layers.0.attention.query_key_value.bias", randn(rng, 3 * E, scale=0.1))
+    w_dense = b.init("val_181", weight(rng, E, E))
+    b_dense = b.init("layers.0.attention.dense.bias", randn(rng, E, scale=0.1))
+
+    ln = b.op("LayerNormalization", ["hidden_states", gamma, beta], scope="/input_layernorm",
+              outputs=["ln_output"], axis=-1, epsilon=1e-5)
+    qkv = b.op("Add", [b.op("MatMul", [ln, w_qkv]), b_qkv])
+    batch, seq = b.size("hidden_states", 0), b.size("hidden_states", 1)
+    heads = b.op("Transpose", [b.view(qkv, [batch, seq, -1, 3 * D])], perm=[0, 2, 1, 3])
+    q, k, v = b.op("Split", [heads, b.const([D, D, D])], n_out=3, axis=-1)
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(D ** -0.5, np.float32)])
+    ctx = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    ctx = b.view(ctx, [batch, H, seq, D])
+    merged = b.view(b.op("Transpose", [ctx], perm=[0, 2, 1, 3]), [batch, seq, -1])
+    attn = b.op("Add", [b.op("MatMul", [merged, w_dense]), b_dense], outputs=["attn_output"])
+    b.op("Add", [attn, "hidden_states"], scope="", outputs=["block_output"])
+
+    model = make_model(b, "main_graph", [("hidden_states", F32, ["batch", "sequence", E])],
+                       [("block_output", F32, ["batch", "sequence", E])])
+    inputs = {"hidden_states": randn(rng, B, S, E)}
+
+    def direct(inp, w):
+        x = f64(inp["hidden_states"])
+        mean = x.mean(-1, keepdims=True)
+        ln = (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-5)
+        ln = ln * f64(w[gamma]) + f64(w[beta])
+        qkv = (ln @ f64(w[w_qkv]) + f64(w[b_qkv])).reshape(B, S, H, 3 * D).transpose(0, 2, 1, 3)
+        q, k, v = np.split(qkv, 3, axis=-1)
+        o = sdpa(q, k, v, f32(D ** -0.5))
+        return {"block_output": join_heads(o) @ f64(w[w_dense]) + f64(w[b_dense]) + x}
+
+    case = Case(name, "GPT-NeoX attention (fused qkv viewed to heads, then Split) between a "
+                "LayerNorm and the residual Add: attnc imports the attention block alone "
+                "(--attention-only)", model, inputs, b.weights, direct)
+    case.attention_only = {"inputs": ["ln_output"], "output": "attn_output",
+                           "left_out": ["/input_layernorm/LayerNormalization", "/Add"]}
+    return case
+
+
 MS_OPSETS = (("", 17), ("com.microsoft", 1))
 
 
@@ -967,7 +1021,7 @@ def onnx_attention23():
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
           sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln,
-          sdpa_bool_mask_ln, qk_norm_sdpa]
+          sdpa_bool_mask_ln, qk_norm_sdpa, gptneox_block_ln]
 
 
 # ---------------------------------------------------------------------------------------------
