@@ -694,6 +694,7 @@ private:
   void importSqueeze();
   void importConcat();
   void importSplit();
+  void gatherLeadingRows(const GraphTensor &x, const Constant &indices);
   void splitBySlices(const GraphTensor &x, int64_t axis,
                      std::vector<int64_t> &sizes,
                      const std::function<void(int64_t)> &evenSizes);
@@ -3364,6 +3365,9 @@ void Importer::importFlatten() {
 /// the positions run (how torch.export writes x[batch_idx, kv_idx]).
 void Importer::importGatherND() {
   GraphTensor x = tensorInput(0);
+  if (const auto *indices = std::get_if<Constant>(&input(1));
+      indices && intAttribute("batch_dims", 0) == 0)
+    return gatherLeadingRows(x, *indices);
   const auto *tuple = std::get_if<IndexTuple>(&input(1));
   if (!tuple || intAttribute("batch_dims", 0) != 0)
     unsupported("GatherND is supported only at stacked positions over a "
@@ -3379,6 +3383,58 @@ void Importer::importGatherND() {
   }
   placementAxes(x.shape, tuple->shape, axes);
   define(0, place(x, axes, int64_t(tuple->shape.size()), outputName(0)));
+}
+
+/// GatherND of a computed tensor at constant indices [..., 1]: rows of its
+/// first axis, as torch.export writes x[:, :, [k]] (the axis moved to the
+/// front first; Falcon's fused qkv). Each run of consecutive rows is one
+/// slice, several are joined by a concat.
+void Importer::gatherLeadingRows(const GraphTensor &x,
+                                 const Constant &indices) {
+  if (indices.isFloat() || indices.shape.empty() || indices.shape.back() != 1)
+    unsupported("GatherND of a computed tensor is supported only at "
+                "constant indices of the first axis (indices [..., 1])");
+  if (!x.shape[0].isFixed())
+    unsupported("GatherND along a run-time size of a computed tensor");
+  int64_t rows = x.shape[0].size;
+  std::vector<int64_t> picked;
+  for (int64_t i = 0; i < indices.size(); ++i) {
+    std::optional<double> value = indices.number(i);
+    if (!value || *value < -rows || *value >= rows)
+      unsupported("a GatherND index outside the first axis's " +
+                  std::to_string(rows) + " rows");
+    picked.push_back(int64_t(*value) + (*value < 0 ? rows : 0));
+  }
+  if (picked.empty())
+    unsupported("an empty GatherND");
+  std::vector<std::string> runs;
+  GraphTensor part;
+  for (size_t first = 0; first < picked.size();) {
+    size_t last = first + 1;
+    while (last < picked.size() && picked[last] == picked[last - 1] + 1)
+      ++last;
+    Shape shape = x.shape;
+    shape[0] = Dim::fixed(int64_t(last - first));
+    part = emit(outputName(0) + "_rows" + std::to_string(runs.size()), "slice",
+                {{"x", x.name},
+                 {"axis", 0},
+                 {"start", picked[first]},
+                 {"end", picked[last - 1] + 1}},
+                x.dtype, shape);
+    runs.push_back(part.name);
+    first = last;
+  }
+  if (runs.size() > 1) {
+    Shape shape = x.shape;
+    shape[0] = Dim::fixed(int64_t(picked.size()));
+    part = emit(outputName(0) + "_joined", "concat",
+                {{"inputs", runs}, {"axis", 0}}, x.dtype, shape);
+  }
+  Shape shape;
+  for (size_t d = 0; d + 1 < indices.shape.size(); ++d)
+    shape.push_back(Dim::fixed(indices.shape[d]));
+  shape.insert(shape.end(), x.shape.begin() + 1, x.shape.end());
+  define(0, emitReshape(part, shape, outputName(0)));
 }
 
 /// Max of positions: exporters take it only for its broadcast shape.

@@ -894,6 +894,61 @@ def gptneox_block_ln():
     return case
 
 
+def falcon_fused_qkv():
+    """Falcon's attention (new_decoder_architecture) as torch.export writes it: one fused
+    query_key_value projection viewed as [B, S, KV, G + 2, D] (G query heads, then a key and a
+    value per kv head); the queries a Slice of the first G, the key and value `qkv[:, :, :,
+    [-2]]` and `[[-1]]`: the axis moved to the front, GatherND at a constant row, moved back;
+    broadcast over the G heads, flattened to [B, S, H, D], transposed to heads. Causal."""
+    name, E, KV, G, D, S, B = "falcon_fused_qkv", 48, 2, 2, 12, 9, 2
+    H = KV * G
+    rng = rng_for(name)
+    b = GraphBuilder("/h.0/self_attention")
+    w_qkv = b.init("permute", weight(rng, E, KV * (G + 2) * D))
+    w_dense = b.init("permute_2", weight(rng, H * D, E))
+    batch, seq = b.size("hidden_states", 0), b.size("hidden_states", 1)
+    qkv = b.view(b.op("MatMul", ["hidden_states", w_qkv]), [batch, seq, KV, G + 2, D])
+    query = b.op("Slice", [qkv, b.const([0]), b.const([G]), b.const([3]), b.const([1])])
+    front = b.op("Transpose", [qkv], perm=[3, 0, 1, 2, 4])
+
+    def row(index):      # qkv[:, :, :, [index]]
+        picked = b.op("GatherND", [front, b.const([[index]])])
+        return b.op("Transpose", [picked], perm=[1, 2, 3, 0, 4])
+
+    def heads(t):         # broadcast_to(query.shape), flatten(2, 3), transpose(1, 2)
+        t = b.op("Expand", [t, b.shape_of([batch, seq, KV, G, D])])
+        return b.op("Transpose", [b.view(t, [batch, seq, H, D])], perm=[0, 2, 1, 3])
+
+    q, k, v = heads(query), heads(row(-2)), heads(row(-1))
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(D ** -0.5, np.float32)])
+    keep = b.op("Trilu", [b.op("ConstantOfShape", [b.shape_of([seq, seq])],
+                                value=numpy_helper.from_array(np.array([1], np.bool_)))],
+                upper=0)
+    scores = b.op("Where", [keep, scores, b.const(-np.inf, np.float32)])
+    ctx = b.op("MatMul", [b.op("Softmax", [scores], axis=-1), v])
+    merged = b.view(b.op("Transpose", [ctx], perm=[0, 2, 1, 3]), [batch, seq, H * D])
+    b.op("MatMul", [merged, w_dense], outputs=["attn_output"])
+
+    model = make_model(b, "main_graph", [("hidden_states", F32, ["batch", "sequence", E])],
+                       [("attn_output", F32, ["batch", "sequence", E])])
+    inputs = {"hidden_states": randn(rng, B, S, E)}
+
+    def direct(inp, w):
+        qkv = (f64(inp["hidden_states"]) @ f64(w[w_qkv])).reshape(B, S, KV, G + 2, D)
+        def to_heads(t):
+            t = np.broadcast_to(t, (B, S, KV, G, D)).reshape(B, S, H, D)
+            return t.transpose(0, 2, 1, 3)
+        q, k, v = (to_heads(qkv[:, :, :, :G]), to_heads(qkv[:, :, :, [G]]),
+                   to_heads(qkv[:, :, :, [G + 1]]))
+        o = sdpa(q, k, v, f32(D ** -0.5), keep=causal_keep(S))
+        return {"attn_output": join_heads(o) @ f64(w[w_dense])}
+
+    return Case(name, "Falcon's fused qkv as torch.export writes it (view to kv groups, Slice of "
+                "the queries, GatherND at a constant row for the key and the value, Expand over "
+                "the group), causal", model, inputs, b.weights, direct)
+
+
 MS_OPSETS = (("", 17), ("com.microsoft", 1))
 
 
@@ -1021,7 +1076,7 @@ def onnx_attention23():
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
           sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln,
-          sdpa_bool_mask_ln, qk_norm_sdpa, gptneox_block_ln]
+          sdpa_bool_mask_ln, qk_norm_sdpa, gptneox_block_ln, falcon_fused_qkv]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1299,6 +1354,9 @@ def op_self_test():
     # Gather with a negative index and a 0-d index
     _eq(_single("Gather", [m, i64([-1, 0])], {"axis": 1})[0], m[:, [3, 0]])
     _eq(_single("Gather", [i64([5, 6, 7]), i64(1)])[0], 6)
+    # GatherND: rows of the first axis (a negative index), and pairs of positions
+    _eq(_single("GatherND", [m, i64([[-1], [0]])])[0], m[[2, 0]])
+    _eq(_single("GatherND", [m, i64([[1, 3], [0, 0]])])[0], m[[1, 0], [3, 0]])
     # Expand broadcasts both ways
     assert _single("Expand", [np.zeros((3, 1), np.float32), i64([2, 1, 4])])[0].shape == (2, 3, 4)
     # Trilu with k, upper and lower

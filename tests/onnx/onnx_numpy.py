@@ -408,6 +408,21 @@ def op_gather(ins, attrs, ctx):
     return [np.take(data, idx, axis=axis)]
 
 
+def op_gathernd(ins, attrs, ctx):
+    data, idx = ins
+    if attrs.get("batch_dims", 0) != 0:
+        raise OnnxEvalError("GatherND: batch_dims other than 0")
+    idx = np.asarray(idx).astype(np.int64)
+    m = idx.shape[-1]
+    if m > data.ndim:
+        raise OnnxEvalError("GatherND: %d-tuples into a %d-d tensor" % (m, data.ndim))
+    dims = np.array(data.shape[:m], dtype=np.int64)
+    if np.any((idx < -dims) | (idx >= dims)):
+        raise OnnxEvalError("GatherND: index out of range for %s" % list(data.shape[:m]))
+    idx = np.where(idx < 0, idx + dims, idx)
+    return [data[tuple(idx[..., i] for i in range(m))]]
+
+
 def op_expand(ins, attrs, ctx):
     x, shape = ins
     out_shape = np.broadcast_shapes(x.shape, tuple(_ints(shape)))   # bidirectional broadcast
@@ -695,6 +710,7 @@ OPS = {
     ("", "Split"): op_split,
     ("", "Slice"): op_slice,
     ("", "Gather"): op_gather,
+    ("", "GatherND"): op_gathernd,
     ("", "Expand"): op_expand,
     ("", "Shape"): op_shape,
     ("", "Constant"): op_constant,
