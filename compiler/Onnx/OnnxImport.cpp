@@ -602,6 +602,8 @@ private:
   json inputs = json::object(), nodes = json::array();
   std::map<std::string, Val> values;
   std::map<std::string, int> uses;      ///< ONNX value -> consumer count
+  std::map<std::string, const onnx::NodeProto *>
+      reader; ///< ONNX value -> its last consumer (the one, when uses is 1)
   std::set<std::string> softmaxOutputs; ///< graph names of softmax results
   /// Graph inputs holding initializer data, by initializer name.
   std::map<std::string, GraphTensor> materialised;
@@ -695,6 +697,7 @@ private:
   void importConcat();
   void importSplit();
   void gatherLeadingRows(const GraphTensor &x, const Constant &indices);
+  bool isUnsqueezeOf(const std::string &name, int64_t axis) const;
   void splitBySlices(const GraphTensor &x, int64_t axis,
                      std::vector<int64_t> &sizes,
                      const std::function<void(int64_t)> &evenSizes);
@@ -729,8 +732,10 @@ private:
 OnnxModel Importer::run() {
   readModel();
   for (const onnx::NodeProto *each : sortNodes())
-    for (const std::string &name : each->input())
+    for (const std::string &name : each->input()) {
       ++uses[name];
+      reader[name] = each;
+    }
   for (const onnx::ValueInfoProto &output : model.graph().output()) {
     ++uses[output.name()];
     // Outputs keep their model's names (files OUTPUT.npy): reserved now, the
@@ -2784,9 +2789,30 @@ void Importer::importExpand() {
     unsupported("Expand that adds axes to a computed tensor");
   if (expandedAxis < 0)
     return define(0, x);
+  const std::string &out = node->output(0);
+  if (expandedAxis >= 1 && uses[out] == 1 &&
+      reader[out]->op_type() == "Reshape" &&
+      !isUnsqueezeOf(x.name, expandedAxis)) {
+    // A unit axis of any other origin (Falcon's qkv[:, :, :, [-2]]) as an
+    // unsqueeze: repeat_kv's form, which attnc reads as GQA when the Reshape
+    // merges the repeated axis into the one before it.
+    Shape kept = x.shape;
+    kept.erase(kept.begin() + expandedAxis);
+    GraphTensor squeezed = emitReshape(x, kept, outputName(0) + "_kv");
+    x = emit(outputName(0) + "_kv_axis", "unsqueeze",
+             {{"x", squeezed.name}, {"axis", expandedAxis}}, x.dtype, x.shape);
+  }
   define(0, emit(outputName(0), "repeat",
                  {{"x", x.name}, {"axis", expandedAxis}, {"times", times}},
                  x.dtype, shape));
+}
+
+/// Whether graph value `name` is an unsqueeze at `axis`.
+bool Importer::isUnsqueezeOf(const std::string &name, int64_t axis) const {
+  for (auto node = nodes.rbegin(); node != nodes.rend(); ++node)
+    if ((*node)["name"] == name)
+      return (*node)["op"] == "unsqueeze" && (*node)["axis"] == axis;
+  return false;
 }
 
 void Importer::importIsNaN() {

@@ -196,8 +196,11 @@ private:
     matchSoftcapAndScale(current, chain);
     if (failed(matchScores(current, chain)) || !operandsAgree(chain))
       return failure();
-    matchGroupedHeads(chain);
+    matchGroupedHeads(chain, /*headAxis=*/1);
     matchHeadMajorLayout(chain);
+    // Repeated before the transposes to heads (Falcon's kv groups).
+    if (chain.layout == Layout::bshd)
+      matchGroupedHeads(chain, /*headAxis=*/2);
     if (chain.score == ScoreKind::dot || chain.score == ScoreKind::general) {
       foldOperandScale(chain.query, chain);
       foldOperandScale(chain.key, chain);
@@ -465,12 +468,13 @@ private:
     return success();
   }
 
-  /// repeat(k, 1, g) and repeat(v, 1, g): GQA reads the kv heads directly.
-  void matchGroupedHeads(AttentionChain &chain) const {
+  /// repeat(k, h, g) and repeat(v, h, g) along the heads axis h of the
+  /// chain's layout: GQA reads the kv heads directly.
+  void matchGroupedHeads(AttentionChain &chain, int64_t headAxis) const {
     auto key = singleUseProducer<RepeatOp>(chain.key);
     auto value = singleUseProducer<RepeatOp>(chain.value);
-    if (!key || !value || key.getAxis() != 1 || value.getAxis() != 1 ||
-        key.getTimes() != value.getTimes())
+    if (!key || !value || key.getAxis() != headAxis ||
+        value.getAxis() != headAxis || key.getTimes() != value.getTimes())
       return;
     chain.ops.append({key, value});
     chain.key = key.getInput();

@@ -261,6 +261,29 @@ func.func @head_major_layout(%q: tensor<1x5x2x8xf32>, %k: tensor<1x7x2x8xf32>, %
 
 // -----
 
+// Tests that k and v repeated along the heads before their transposes (in
+// [B, S, H, D], as Falcon's kv groups are) become GQA in layout bshd: the
+// fused op reads the 2 kv heads directly.
+// CHECK-LABEL: func.func @grouped_heads_head_major
+//  CHECK-SAME: (%[[Q:.+]]: tensor<1x5x6x8xf32>, %[[K:.+]]: tensor<1x7x2x8xf32>, %[[V:.+]]: tensor<1x7x2x8xf32>)
+//   CHECK-NOT: attn.repeat
+//   CHECK-NOT: attn.transpose
+//       CHECK: attn.attention %[[Q]], %[[K]], %[[V]] {layout = #attn.layout<bshd>
+func.func @grouped_heads_head_major(%q: tensor<1x5x6x8xf32>, %k: tensor<1x7x2x8xf32>, %v: tensor<1x7x2x8xf32>) -> tensor<1x5x6x8xf32> {
+  %kr = attn.repeat %k {axis = 2, times = 3} : tensor<1x7x2x8xf32> -> tensor<1x7x6x8xf32>
+  %vr = attn.repeat %v {axis = 2, times = 3} : tensor<1x7x2x8xf32> -> tensor<1x7x6x8xf32>
+  %qt = attn.transpose %q {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x5x6x8xf32> -> tensor<1x6x5x8xf32>
+  %kt = attn.transpose %kr {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x7x6x8xf32> -> tensor<1x6x7x8xf32>
+  %vt = attn.transpose %vr {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x7x6x8xf32> -> tensor<1x6x7x8xf32>
+  %s = attn.matmul %qt, %kt {transpose_b} : (tensor<1x6x5x8xf32>, tensor<1x6x7x8xf32>) -> tensor<1x6x5x7xf32>
+  %p = attn.softmax %s {axis = 3} : tensor<1x6x5x7xf32>
+  %o = attn.matmul %p, %vt : (tensor<1x6x5x7xf32>, tensor<1x6x7x8xf32>) -> tensor<1x6x5x8xf32>
+  %ot = attn.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : tensor<1x6x5x8xf32> -> tensor<1x5x6x8xf32>
+  return %ot : tensor<1x5x6x8xf32>
+}
+
+// -----
+
 // Tests that without the output transposed back the layout stays bhsd and
 // the input transposes stay.
 // CHECK-LABEL: func.func @transposed_inputs_only
