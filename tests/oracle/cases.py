@@ -767,6 +767,12 @@ def exporter_projection(rng, b, dt, fused=False, dynamic=False):
         merged_src = a
         desc.append("attention-bshd")
     else:
+        # Falcon repeats the kv heads in [B, S, H, D], before the transposes.
+        repeat_first = not fused and H != Hkv and coin(rng, 0.4)
+        if repeat_first:
+            k4 = b.node("kr", "repeat", x=k4, axis=2, times=H // Hkv)
+            v4 = b.node("vr", "repeat", x=v4, axis=2, times=H // Hkv)
+            desc.append("repeat-bshd")
         qh = b.node("qh", "transpose", x=q4, perm=[0, 2, 1, 3])
         kh = b.node("kh", "transpose", x=k4, perm=[0, 2, 1, 3])
         vh = b.node("vh", "transpose", x=v4, perm=[0, 2, 1, 3])
@@ -777,7 +783,7 @@ def exporter_projection(rng, b, dt, fused=False, dynamic=False):
             oh = b.node("att", "attention", **node)
             desc.append("attention-bhsd")
         else:
-            if H != Hkv:
+            if H != Hkv and not repeat_first:
                 kh = b.node("kr", "repeat", x=kh, axis=1, times=H // Hkv)
                 vh = b.node("vr", "repeat", x=vh, axis=1, times=H // Hkv)
                 desc.append("repeat")
