@@ -249,9 +249,8 @@ int BlockFinder::extendForward(int end, std::set<int> &inside) const {
   };
   // torch.export's SDPA ends in a Reshape to [B, H, S, D] (GPT-NeoX's
   // attention output): a Reshape may come before the merge's Transpose.
-  if (step(is("Reshape")))
-    step(is("Transpose")) && step(is("Reshape"));
-  else if (step(is("Transpose")))
+  step(is("Reshape"));
+  if (step(is("Transpose")))
     step(is("Reshape"));
   if (step([&](const NodeProto &n) { return isProjection(n); })) {
     step([&](const NodeProto &n) {

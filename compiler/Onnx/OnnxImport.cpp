@@ -699,8 +699,7 @@ private:
   void gatherLeadingRows(const GraphTensor &x, const Constant &indices);
   bool isUnsqueezeOf(const std::string &name, int64_t axis) const;
   void splitBySlices(const GraphTensor &x, int64_t axis,
-                     std::vector<int64_t> &sizes,
-                     const std::function<void(int64_t)> &evenSizes);
+                     const std::vector<int64_t> &sizes);
   void importSlice();
   void importGather();
   void importExpand();
@@ -2435,18 +2434,22 @@ void Importer::importSplit() {
   GraphTensor x = tensorOf(data);
   int64_t rank = int64_t(x.shape.size());
   int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
-  auto linear = linears.find(x.name);
-  if (axis != rank - 1 || linear == linears.end() || uses[node->input(0)] != 1)
-    return splitBySlices(x, axis, sizes, evenSizes);
-  Projection projection = linear->second;
-  int64_t N = projection.weight.shape[0], K = projection.weight.shape[1];
-  evenSizes(N);
+  if (!x.shape[axis].isFixed())
+    unsupported("Split along a run-time size of a computed tensor (attnc's "
+                "slice needs a fixed axis)");
+  int64_t length = x.shape[axis].size;
+  evenSizes(length);
   int64_t total = 0;
   for (int64_t size : sizes)
     total += size;
-  if (total != N || int64_t(sizes.size()) != outputs)
-    unsupported("split sizes do not add up to the " + std::to_string(N) +
-                " features");
+  if (total != length || int64_t(sizes.size()) != outputs)
+    unsupported("split sizes do not add up to the axis's " +
+                std::to_string(length));
+  auto linear = linears.find(x.name);
+  if (axis != rank - 1 || linear == linears.end() || uses[node->input(0)] != 1)
+    return splitBySlices(x, axis, sizes);
+  Projection projection = linear->second;
+  int64_t K = projection.weight.shape[1];
   // The whole projection's node and weights give way to one per part; the
   // first part takes the node's place.
   size_t place = projection.node;
@@ -2487,21 +2490,10 @@ void Importer::importSplit() {
 }
 
 /// Any other Split: one attnc slice per part (GPT-NeoX's fused qkv viewed
-/// to heads and chunked along each head's features).
+/// to heads and chunked along each head's features); importSplit checked
+/// the sizes.
 void Importer::splitBySlices(const GraphTensor &x, int64_t axis,
-                             std::vector<int64_t> &sizes,
-                             const std::function<void(int64_t)> &evenSizes) {
-  if (!x.shape[axis].isFixed())
-    unsupported("Split along a run-time size of a computed tensor (attnc's "
-                "slice needs a fixed axis)");
-  int64_t length = x.shape[axis].size;
-  evenSizes(length);
-  int64_t total = 0;
-  for (int64_t size : sizes)
-    total += size;
-  if (total != length || int64_t(sizes.size()) != node->output_size())
-    unsupported("split sizes do not add up to the axis's " +
-                std::to_string(length));
+                             const std::vector<int64_t> &sizes) {
   int64_t start = 0;
   for (int i = 0; i < node->output_size(); ++i) {
     if (sizes[i] <= 0)
