@@ -2402,22 +2402,39 @@ void Importer::importSplit() {
       opset >= 13 && hasInput(1) ? fixedList(constantInput(1, "split"), "split")
                                  : intsAttribute("split");
   int outputs = node->output_size();
-  auto evenSizes = [&](int64_t total) {
-    if (!sizes.empty())
-      return;
-    int64_t chunk = (total + outputs - 1) / outputs;
-    for (int i = 0; i < outputs; ++i)
-      sizes.push_back(std::min(chunk, total - chunk * i));
+  // The sizes of the parts along an axis of `length`: given, or even chunks
+  // with a smaller last one; either way one per output, adding up.
+  auto checkSizes = [&](int64_t length) {
+    if (sizes.empty()) {
+      int64_t chunk = (length + outputs - 1) / outputs;
+      for (int i = 0; i < outputs; ++i)
+        sizes.push_back(
+            std::max<int64_t>(0, std::min(chunk, length - chunk * i)));
+    }
+    if (int64_t(sizes.size()) != outputs)
+      unsupported(std::to_string(sizes.size()) + " split sizes for " +
+                  std::to_string(outputs) + " outputs");
+    int64_t total = 0; // Checked before each sum, which cannot overflow then.
+    for (int64_t size : sizes) {
+      if (size < 0)
+        unsupported("a negative split size " + std::to_string(size));
+      if (size > length - total)
+        unsupported("split sizes overrun the axis's " + std::to_string(length));
+      total += size;
+    }
+    if (total != length)
+      unsupported("split sizes add up to " + std::to_string(total) +
+                  ", not the axis's " + std::to_string(length));
   };
   if (const auto *c = std::get_if<Constant>(&data)) {
     int64_t rank = int64_t(c->shape.size());
     int64_t axis = normaliseAxis(axisAttribute, rank, "axis");
-    evenSizes(c->shape[axis]);
+    checkSizes(c->shape[axis]);
     std::vector<int64_t> strides = stridesOf(c->shape);
     int64_t start = 0;
     for (int i = 0; i < outputs; ++i) {
       std::vector<int64_t> shape = c->shape;
-      shape[axis] = sizes.at(i);
+      shape[axis] = sizes[i];
       std::vector<int64_t> outStrides = stridesOf(shape);
       define(i, gatherElements(*c, shape, [&](int64_t index) {
                int64_t from = 0;
@@ -2437,14 +2454,7 @@ void Importer::importSplit() {
   if (!x.shape[axis].isFixed())
     unsupported("Split along a run-time size of a computed tensor (attnc's "
                 "slice needs a fixed axis)");
-  int64_t length = x.shape[axis].size;
-  evenSizes(length);
-  int64_t total = 0;
-  for (int64_t size : sizes)
-    total += size;
-  if (total != length || int64_t(sizes.size()) != outputs)
-    unsupported("split sizes do not add up to the axis's " +
-                std::to_string(length));
+  checkSizes(x.shape[axis].size);
   auto linear = linears.find(x.name);
   if (axis != rank - 1 || linear == linears.end() || uses[node->input(0)] != 1)
     return splitBySlices(x, axis, sizes);

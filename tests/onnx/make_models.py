@@ -1270,6 +1270,19 @@ def malformed_cases():
                   "node /FancyAttention is in domain 'com.example.custom', which attnc does not "
                   "know"))
 
+    # Split sizes that do not fit the axis: folding the constant must not read past it.
+    table = numpy_helper.from_array(np.arange(8, dtype=np.float32), "table")
+    for name, sizes, outputs, reason in (
+            ("split_overrun.onnx", [8, 8], 2, "Split sizes 8 + 8 of a constant's axis of 8"),
+            ("split_count.onnx", [4, 4], 3, "two Split sizes for three outputs")):
+        split = numpy_helper.from_array(np.array(sizes, dtype=np.int64), "split")
+        m = _tiny([helper.make_node("Split", ["table", "split"],
+                                    ["part%d" % i for i in range(outputs)], name="/Split",
+                                    axis=0),
+                   helper.make_node("Add", ["x", "part0"], ["y"], name="/Add")],
+                  [x], [y], [table, split])
+        cases.append((name, m.SerializeToString(), reason))
+
     cases.append(("empty.onnx", b"", "zero bytes: no model at all"))
     text = b"This is not an ONNX model, just a line of text.\n"
     assert not _parses(text)
