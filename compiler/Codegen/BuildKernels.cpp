@@ -66,14 +66,17 @@ struct BufferRef {
 
 /// The words a task's closure holds, in order: the data pointer of every
 /// tensor operand then result, the sizes of each, the index operands, then
-/// for an attention op its key split (parts per task, partials pointer).
+/// for an attention op its key split (parts per task, partials pointer), for
+/// a packed GEMM's row tasks the rows of each (rowsPerTask()).
 struct ClosureLayout {
   SmallVector<RankedTensorType> tensors; ///< Operands then results.
   int64_t indexOperands = 0;
   bool keySplit = false;
+  bool rowTasks = false;
 
   int64_t words() const {
-    int64_t count = tensors.size() + indexOperands + (keySplit ? 2 : 0);
+    int64_t count = tensors.size() + indexOperands + (keySplit ? 2 : 0) +
+                    (rowTasks ? 1 : 0);
     for (RankedTensorType type : tensors)
       count += type.getRank();
     return count;
@@ -192,6 +195,15 @@ private:
   void launchOnDevice(Operation *op, const ClosureLayout &layout, Value closure,
                       ArrayRef<SmallVector<Value>> operandSizes);
   Value allocateBytes(Value bytes);
+  /// attnrt_invocation_threads(invocation), an index value.
+  Value threads() {
+    return builder.create<arith::IndexCastOp>(
+        loc, builder.getIndexType(),
+        builder
+            .create<LLVM::CallOp>(loc, invocationThreads,
+                                  ValueRange{invocation})
+            .getResult());
+  }
   BufferRef allocateBuffer(RankedTensorType type, SmallVector<Value> sizes);
   void buildKernel(Operation *op);
   /// The task function of `op`; for an attention op with `merge`, the one
@@ -501,11 +513,17 @@ func::FuncOp KernelModuleBuilder::buildTask(Operation *op,
   } else {
     SmallVector<Value> operands, results;
     primitiveBuffers(builder, opLoc, op, words, operands, results);
+    Value taskRows;
+    if (layout.rowTasks)
+      taskRows = builder.create<arith::IndexCastOp>(
+          opLoc, builder.getIndexType(),
+          builder.create<LLVM::LoadOp>(opLoc, builder.getI64Type(),
+                                       word(closure, slot++)));
     if (primitiveGrid)
       emitPrimitiveOnDevice(builder, opLoc, op, operands, results,
                             {taskIndex, indexConstant(primitiveGrid)});
     else
-      emitPrimitive(builder, opLoc, op, operands, results, taskIndex,
+      emitPrimitive(builder, opLoc, op, operands, results, taskIndex, taskRows,
                     tiling.vectorWidth);
   }
   // Wherever the emitters left the builder, the task ends here.
@@ -572,6 +590,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
 
   // The closure: an array of words in the entry's frame.
   layout.keySplit = !gpuModule && isa<attn::AttentionOp>(op);
+  layout.rowTasks = !gpuModule && !primitiveGrid && splitsIntoRowTasks(op);
   Value closure;
   {
     OpBuilder::InsertionGuard guard(builder);
@@ -605,13 +624,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     // keys into parts run in parallel, then merge (FlashDecoding).
     KeySplitPlan plan = planKeySplit(
         builder, loc, attention, buffers.at(attention.getKey()).sizes,
-        buffers.at(attention.getValue()).sizes, tiling, count,
-        builder.create<arith::IndexCastOp>(
-            loc, builder.getIndexType(),
-            builder
-                .create<LLVM::CallOp>(loc, invocationThreads,
-                                      ValueRange{invocation})
-                .getResult()));
+        buffers.at(attention.getValue()).sizes, tiling, count, threads());
     parts = plan.parts;
     // Scratch for the partial results only when split: an unsplit call
     // allocates nothing.
@@ -637,9 +650,15 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     }
     builder.create<LLVM::StoreOp>(loc, i64(parts), word(closure, slot++));
     builder.create<LLVM::StoreOp>(loc, partials, word(closure, slot++));
+  } else if (layout.rowTasks) {
+    // Rows a task by the invocation's threads, which the tasks read back.
+    Value taskRows = rowsPerTask(builder, loc, op, operandSizes, threads());
+    builder.create<LLVM::StoreOp>(loc, i64(taskRows), word(closure, slot++));
+    count = primitiveTaskCount(builder, loc, op, operandSizes, taskRows);
   } else {
-    count = primitiveGrid ? indexConstant(primitiveGrid)
-                          : primitiveTaskCount(builder, loc, op, operandSizes);
+    count = primitiveGrid
+                ? indexConstant(primitiveGrid)
+                : primitiveTaskCount(builder, loc, op, operandSizes, Value());
   }
   auto run = [&](func::FuncOp task, Value tasks) {
     Value function = builder.create<func::ConstantOp>(

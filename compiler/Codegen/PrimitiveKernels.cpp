@@ -955,9 +955,13 @@ void emitVectorGemm(Emitter &e, const Gemm &gemm) {
 /// FMA latency on every x86 core; 8 only just do).
 constexpr int64_t kPackedRows = 6;
 /// Rows of A the packed GEMM takes at a time, every panel passing over
-/// them while they stay in L2 (96 x 256 depths: 96 KB); a multiple of
-/// kPackedRows.
-constexpr int64_t kPackedBlockRows = 96;
+/// them while they stay in L2 (192 x 256 depths: 192 KB); a multiple of
+/// kPackedRows. Each block packs all of B again: at Llama-3's K = 4096, 96
+/// rows a block made 1-thread projections 7-20% slower (Zen 5, 2026-12-02).
+constexpr int64_t kPackedBlockRows = 192;
+/// The fewest rows rowsPerTask() gives a task (on many threads): fewer pack
+/// B for too few rows each.
+constexpr int64_t kMinRowsPerTask = 48;
 constexpr int64_t kDepthBlock = 256;
 /// Columns of a packed panel: two vectors of `lanes`.
 constexpr int64_t packedPanelCols(int64_t lanes) { return 2 * lanes; }
@@ -1249,7 +1253,7 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
 }
 
 /// A matmul whose operands are both matrices (rank >= 2) is split into
-/// tasks of kPackedBlockRows rows of one batch's product; otherwise it is one
+/// tasks of rowsPerTask() rows of one batch's product; otherwise it is one
 /// task.
 bool matmulTasks(attn::MatmulOp op) {
   return cast<ShapedType>(op.getLhs().getType()).getRank() >= 2 &&
@@ -1257,7 +1261,7 @@ bool matmulTasks(attn::MatmulOp op) {
 }
 
 void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
-                Value result, Value taskIndex, int64_t lanes) {
+                Value result, Value taskIndex, Value taskRows, int64_t lanes) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   bool transposeB = op.getTransposeB();
@@ -1377,17 +1381,17 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   if (!tasks)
     return e.loopNest(batchSizes,
                       [&](ValueRange ivs) { product(ivs, e.index(0), rows); });
-  // Task t: row block t mod blocks of batch t / blocks (row-major).
-  Value blocks =
-      e.b.create<arith::CeilDivUIOp>(e.loc, rows, e.index(kPackedBlockRows));
+  // Task t: row block t mod blocks of batch t / blocks (row-major); the
+  // whole op, in blocks of kPackedBlockRows, without a task.
+  if (!taskRows)
+    taskRows = e.index(kPackedBlockRows);
+  Value blocks = e.b.create<arith::CeilDivUIOp>(e.loc, rows, taskRows);
   auto task = [&](Value t) {
     Value batch = e.b.create<arith::DivUIOp>(e.loc, t, blocks);
     Value first = e.b.create<arith::MulIOp>(
-        e.loc, e.b.create<arith::RemUIOp>(e.loc, t, blocks),
-        e.index(kPackedBlockRows));
+        e.loc, e.b.create<arith::RemUIOp>(e.loc, t, blocks), taskRows);
     Value count = e.b.create<arith::MinSIOp>(
-        e.loc, e.index(kPackedBlockRows),
-        e.b.create<arith::SubIOp>(e.loc, rows, first));
+        e.loc, taskRows, e.b.create<arith::SubIOp>(e.loc, rows, first));
     SmallVector<Value> ivs(batchRank);
     for (int64_t d = batchRank - 1; d >= 0; --d) {
       ivs[d] = e.b.create<arith::RemUIOp>(e.loc, batch, batchSizes[d]);
@@ -1400,12 +1404,9 @@ void emitMatmul(Emitter &e, attn::MatmulOp op, Value lhs, Value rhs,
   e.loop(e.b.create<arith::MulIOp>(e.loc, e.product(batchSizes), blocks), task);
 }
 
-/// Rows of x one task of a `linear` computes: the unit the projections of a
-/// whole block are spread over threads by, one block of the packed GEMM.
-constexpr int64_t kLinearRowsPerTask = kPackedBlockRows;
-
 void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
-                Value bias, Value result, Value taskIndex, int64_t lanes) {
+                Value bias, Value result, Value taskIndex, Value taskRows,
+                int64_t lanes) {
   if (!isa<FloatType>(e.computeType(result)))
     fail(op, "unsupported element type");
   // x [..., K] is a matrix [M, K] with M the product of the leading dims.
@@ -1444,11 +1445,9 @@ void emitLinear(Emitter &e, attn::LinearOp op, Value input, Value weight,
   // A task's rows: [first, first + count).
   Value first = e.index(0), count = rows;
   if (taskIndex) {
-    first = e.b.create<arith::MulIOp>(e.loc, taskIndex,
-                                      e.index(kLinearRowsPerTask));
+    first = e.b.create<arith::MulIOp>(e.loc, taskIndex, taskRows);
     count = e.b.create<arith::MinSIOp>(
-        e.loc, e.index(kLinearRowsPerTask),
-        e.b.create<arith::SubIOp>(e.loc, rows, first));
+        e.loc, taskRows, e.b.create<arith::SubIOp>(e.loc, rows, first));
   }
   // The packed weight panel (in the task's entry block, outside the branch).
   Value packed = e.b.create<memref::AllocaOp>(
@@ -1511,36 +1510,78 @@ resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
   return results;
 }
 
+bool splitsIntoRowTasks(mlir::Operation *op) {
+  if (auto matmul = dyn_cast<attn::MatmulOp>(op))
+    return matmulTasks(matmul);
+  return isa<attn::LinearOp>(op);
+}
+
+namespace {
+
+/// (row blocks' count, rows of each) of a row-task op: every batch's
+/// product's rows (a matmul), the product of x's leading dims (a linear).
+std::pair<Value, Value>
+rowTaskSizes(Emitter &e, mlir::Operation *op,
+             llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands) {
+  ArrayRef<Value> a = operands[0];
+  if (isa<attn::MatmulOp>(op)) {
+    SmallVector<Value> result = primitiveResultSizes(e, op, operands);
+    return {e.product(ArrayRef<Value>(result).drop_back(2)), a[a.size() - 2]};
+  }
+  return {e.index(1), e.product(a.drop_back())};
+}
+
+} // namespace
+
+mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::Operation *op,
+                        llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                        mlir::Value threads) {
+  Emitter e(builder, loc);
+  auto [batches, rows] = rowTaskSizes(e, op, operands);
+  // Tasks a batch: as many as whole GEMM blocks take, and on several
+  // threads at least two tasks a thread, so that they share the rows
+  // evenly; each task's rows a multiple of the register tiles', at least
+  // kMinRowsPerTask. One thread takes whole blocks.
+  auto ceilDiv = [&](Value x, Value y) {
+    return builder.create<arith::CeilDivUIOp>(loc, x, y).getResult();
+  };
+  // At least 1, also for an empty product (no division by zero below).
+  Value blocks = builder.create<arith::MaxUIOp>(
+      loc, ceilDiv(rows, e.index(kPackedBlockRows)), e.index(1));
+  Value wanted =
+      ceilDiv(builder.create<arith::MulIOp>(loc, threads, e.index(2)), batches);
+  Value several = builder.create<arith::CmpIOp>(loc, arith::CmpIPredicate::ugt,
+                                                threads, e.index(1));
+  Value tasks = builder.create<arith::SelectOp>(
+      loc, several, builder.create<arith::MaxUIOp>(loc, blocks, wanted),
+      blocks);
+  Value taskRows = builder.create<arith::MulIOp>(
+      loc, ceilDiv(ceilDiv(rows, tasks), e.index(kPackedRows)),
+      e.index(kPackedRows));
+  return builder.create<arith::MaxUIOp>(loc, taskRows,
+                                        e.index(kMinRowsPerTask));
+}
+
 mlir::Value
 primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op,
-                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands) {
+                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                   mlir::Value taskRows) {
   Emitter e(builder, loc);
-  if (auto matmul = dyn_cast<attn::MatmulOp>(op);
-      matmul && matmulTasks(matmul)) {
-    // Every batch's product times ceil(M / rows per block).
-    SmallVector<Value> result = primitiveResultSizes(e, op, operands);
-    Value batches = e.product(ArrayRef<Value>(result).drop_back(2));
-    ArrayRef<Value> a = operands[0];
-    return builder.create<arith::MulIOp>(
-        loc, batches,
-        builder.create<arith::CeilDivUIOp>(loc, a[a.size() - 2],
-                                           e.index(kPackedBlockRows)));
-  }
-  if (!isa<attn::LinearOp>(op))
+  if (!splitsIntoRowTasks(op))
     return e.index(1);
-  // ceil(M / rows per task), M the product of x's leading dims.
-  ArrayRef<Value> x = operands[0];
-  Value rows = e.product(x.drop_back());
-  return builder.create<arith::CeilDivUIOp>(loc, rows,
-                                            e.index(kLinearRowsPerTask));
+  // Every batch's product times ceil(rows / rows per task).
+  auto [batches, rows] = rowTaskSizes(e, op, operands);
+  return builder.create<arith::MulIOp>(
+      loc, batches, builder.create<arith::CeilDivUIOp>(loc, rows, taskRows));
 }
 
 namespace {
 
 void emitWith(Emitter &e, mlir::Operation *op, mlir::ValueRange operands,
               mlir::ValueRange results, mlir::Value taskIndex,
-              int64_t vectorWidth) {
+              mlir::Value taskRows, int64_t vectorWidth) {
   OpBuilder &builder = e.b;
   builder.getContext()
       ->loadDialect<arith::ArithDialect, math::MathDialect,
@@ -1560,11 +1601,11 @@ void emitWith(Emitter &e, mlir::Operation *op, mlir::ValueRange operands,
   Value result = results[0];
   if (auto matmul = dyn_cast<attn::MatmulOp>(op))
     return emitMatmul(e, matmul, operands[0], operands[1], result, taskIndex,
-                      vectorWidth);
+                      taskRows, vectorWidth);
   if (auto linear = dyn_cast<attn::LinearOp>(op))
     return emitLinear(e, linear, operands[0], operands[1],
                       linear.getBias() ? operands[2] : Value(), result,
-                      taskIndex, vectorWidth);
+                      taskIndex, taskRows, vectorWidth);
   if (isa<attn::AddOp, attn::SubOp, attn::MulOp, attn::DivOp>(op))
     return emitBinary(e, op, operands[0], operands[1], result);
   if (isa<attn::ScaleOp, attn::TanhOp, attn::ExpOp, attn::NegOp, attn::SqrtOp,
@@ -1632,9 +1673,9 @@ mlir::Value deviceThreadCount(
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
                    mlir::ValueRange results, mlir::Value taskIndex,
-                   int64_t vectorWidth) {
+                   mlir::Value taskRows, int64_t vectorWidth) {
   Emitter e(builder, loc);
-  emitWith(e, op, operands, results, taskIndex, vectorWidth);
+  emitWith(e, op, operands, results, taskIndex, taskRows, vectorWidth);
 }
 
 void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
@@ -1643,7 +1684,7 @@ void emitPrimitiveOnDevice(mlir::OpBuilder &builder, mlir::Location loc,
                            const DeviceThreads &threads) {
   Emitter e(builder, loc, threads);
   // No task split and no vectors: each thread's share is the grid's stride.
-  emitWith(e, op, operands, results, Value(), /*vectorWidth=*/1);
+  emitWith(e, op, operands, results, Value(), Value(), /*vectorWidth=*/1);
 }
 
 } // namespace attnc

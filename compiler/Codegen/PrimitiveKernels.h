@@ -32,25 +32,41 @@ llvm::SmallVector<llvm::SmallVector<mlir::Value>>
 resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
             llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands);
 
+/// Whether `op` splits into tasks of rows of its product (`linear`, a
+/// `matmul` of matrices): the packed GEMM's row blocks.
+bool splitsIntoRowTasks(mlir::Operation *op);
+
+/// The rows a task of such an op computes when `threads` (an index value)
+/// run it, chosen at run time: as many tasks as the GEMM's row blocks, and
+/// on several threads at least two a thread, sharing the rows evenly.
+/// `operands` as for resultSizes().
+mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
+                        mlir::Operation *op,
+                        llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                        mlir::Value threads);
+
 /// How many tasks emitPrimitive splits `op` into (an index value; 1 for
-/// most ops, row blocks for `linear`). `operands` as for resultSizes().
+/// most ops, row blocks of `taskRows` (rowsPerTask()) rows for one that
+/// splitsIntoRowTasks()). `operands` as for resultSizes().
 mlir::Value
 primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op,
-                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands);
+                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                   mlir::Value taskRows);
 
 /// Emits, at the builder's insertion point, the computation of `op` (an attn
 /// primitive, not attn.attention) from `operands` into `results`.
 /// `operands` holds, per operand of `op`, its buffer (tensor operands) or the
 /// mapped index value (index operands); `results` one buffer per result,
 /// already allocated with resultSizes(). With `taskIndex`, only that task's
-/// share (of primitiveTaskCount()) is computed; without, the whole op.
+/// share (of primitiveTaskCount()) is computed, `taskRows` rows of an op
+/// that splitsIntoRowTasks(); without, the whole op.
 /// `vectorWidth`: f32 lanes of the target's vectors (the schedule's
 /// vector_width), which the packed GEMM of `linear` computes in.
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op, mlir::ValueRange operands,
                    mlir::ValueRange results, mlir::Value taskIndex,
-                   int64_t vectorWidth);
+                   mlir::Value taskRows, int64_t vectorWidth);
 
 /// The threads of a CUDA kernel a primitive's work is spread over: this
 /// thread's index in the grid and the grid's thread count (index values).

@@ -53,7 +53,7 @@ DEFAULT_COUNT = {f: 40 for f in FAMILIES}
 
 
 class Case:
-    def __init__(self, family, index, desc, graph, arrays, dims, dim_args):
+    def __init__(self, family, index, desc, graph, arrays, dims, dim_args, threads=1):
         self.family = family
         self.index = index
         self.desc = desc
@@ -61,6 +61,7 @@ class Case:
         self.arrays = arrays        # input name -> np.ndarray as written to .npy
         self.dims = dims            # full binding of every named dim (for the oracle)
         self.dim_args = dim_args    # name -> value to pass as --dim
+        self.threads = threads      # attnc run --threads
 
     def oracle_inputs(self):
         return {n: oracle.decode_from_file(a, self.graph["inputs"][n]["dtype"])
@@ -82,6 +83,7 @@ class Builder:
         self.nodes = []
         self.outputs = []
         self._count = 0
+        self.threads = 1        # what `attnc run` runs the case on
 
     # dims ---------------------------------------------------------------
     def dim(self, name, value, dynamic):
@@ -1143,16 +1145,19 @@ def fam_primitives(rng, b, i):
         return "matmul " + form
     if plan == 2:
         # Rows below and above the packed GEMM's 16 (its 6- and 3-row tiles
-        # and single rows), columns around its 16-column panels, depths
+        # and single rows) and its 192-row blocks (3 x 70; on 2 or 3 threads
+        # in tasks of 96), columns around its 16-column panels, depths
         # around its 8-depth transposes and 256-depth blocks.
-        rows = choice(rng, [5, 16, 23, 61])
+        rows = choice(rng, [5, 16, 23, 61, 70])
         depth = choice(rng, [8, 13, 257, 300])
         cols = choice(rng, [6, 16, 33])
         x = b.add_input("x", [3, rows, depth], dt)
         w = b.add_input("w", [cols, depth], dt)
         args = {"b": b.add_input("bias", [cols], dt)} if coin(rng) else {}
         b.outputs.append(b.node("y", "linear", x=x, w=w, **args))
-        return "linear %dx%dx%d" % (3 * rows, depth, cols) + (" +b" if args else "")
+        b.threads = choice(rng, [1, 2, 3])
+        return ("linear %dx%dx%d" % (3 * rows, depth, cols) + (" +b" if args else "")
+                + " threads=%d" % b.threads)
     if plan == 3:
         x = b.add_input("x", [2, 3, 4, 5], dt, std=2.0)
         axis = choice(rng, [-1, 0, 1, 2, 3, -3])
@@ -1297,17 +1302,20 @@ def fam_primitives(rng, b, i):
         return "rotary B%d H%d S%d D%d, %s" % (B, H, S, D, tables)
     if plan == 18:
         # matmul at the packed GEMM's sizes (as plan 2's linear): rows below
-        # 16 and past its 96-row blocks, depths around its 8-depth transposes
+        # 16, past 96-row tasks and past its 192-row blocks (on 1, 2 or 3
+        # threads: tasks of 192 or 96 rows), depths around its 8-depth transposes
         # and 256-depth blocks, columns around its 16- and 32-column panels;
         # b's batch broadcast, laid out [K, N] or (transpose_b) [N, K].
-        rows = choice(rng, [5, 23, 61, 97, 130])
+        rows = choice(rng, [5, 23, 61, 97, 130, 200])
         depth = choice(rng, [7, 13, 257, 300])
         cols = choice(rng, [6, 33, 40, 70])
         transpose = coin(rng)
         a = b.add_input("a", [2, rows, depth], dt)
         bb = b.add_input("b", [1, cols, depth] if transpose else [depth, cols], dt)
         b.outputs.append(b.node("y", "matmul", a=a, b=bb, transpose_b=transpose))
-        return "matmul %dx%dx%d%s" % (rows, depth, cols, " transpose_b" if transpose else "")
+        b.threads = choice(rng, [1, 2, 3])
+        return "matmul %dx%dx%d%s threads=%d" % (rows, depth, cols,
+                                                 " transpose_b" if transpose else "", b.threads)
     # plan 14: fixed named dims in shapes and in a reshape
     b.dim("B", 2, False)
     b.dim("S", choice(rng, [3, 5]), False)
@@ -1346,7 +1354,7 @@ def make_case(family, index, seed=0):
     if dyn:
         desc += " --dim:%s" % ",".join("%s=%d" % kv for kv in dim_args.items()) if dim_args else " (dims from files)"
     validate_graph(graph)
-    return Case(family, index, desc, graph, b.arrays, dict(b.bound), dim_args)
+    return Case(family, index, desc, graph, b.arrays, dict(b.bound), dim_args, b.threads)
 
 
 def generate(family, count=None, seed=0):

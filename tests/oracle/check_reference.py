@@ -85,6 +85,8 @@ def write_case(case, d, backend=None, extra=()):
     with open(gpath, "w") as f:
         json.dump(case.graph, f, indent=1)
     args = ["reference", gpath] if backend is None else ["run", gpath, "--backend", backend]
+    if backend is not None and case.threads > 1:
+        args += ["--threads", str(case.threads)]
     args += list(extra)
     for name, arr in case.arrays.items():
         p = os.path.join(d, "in_%s.npy" % name)

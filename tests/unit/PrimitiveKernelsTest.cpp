@@ -181,7 +181,8 @@ buildKernel(const Graph &graph, mlir::ModuleOp attnModule,
     }
     // attn.attention has its own kernel; only its sizes are checked here.
     if (!mlir::isa<mlir::attn::AttentionOp>(op))
-      emitPrimitive(builder, loc, &op, operands, results, nullptr, vectorWidth);
+      emitPrimitive(builder, loc, &op, operands, results, nullptr, nullptr,
+                    vectorWidth);
   }
   for (mlir::Value buffer : allocations)
     builder.create<mlir::memref::DeallocOp>(loc, buffer);
@@ -637,7 +638,8 @@ TEST(PrimitiveKernelErrors, AttentionIsNotAPrimitive) {
   mlir::OpBuilder builder(&context);
   builder.setInsertionPoint(attention);
   try {
-    emitPrimitive(builder, attention->getLoc(), attention, {}, {}, nullptr, 8);
+    emitPrimitive(builder, attention->getLoc(), attention, {}, {}, nullptr,
+                  nullptr, 8);
     FAIL() << "no error";
   } catch (const std::logic_error &error) {
     EXPECT_NE(std::string(error.what()).find("attn.attention"),

@@ -39,6 +39,46 @@ module {
 
 // -----
 
+// Tests that a linear's tasks are row blocks whose rows the entry picks from
+// the invocation's threads: the packed GEMM's 192-row blocks, and on more
+// than one thread at least two tasks a thread; the rows a multiple of 6, at
+// least 48. They go in the closure's last word (9), which the task reads
+// back, and the task count is ceil(M / rows).
+
+// CHECK-LABEL: func.func @proj_k0(
+// CHECK: %[[ROWS_AT:.*]] = llvm.getelementptr %arg0[9]
+// CHECK: llvm.load %[[ROWS_AT]] : !llvm.ptr -> i64
+// CHECK-LABEL: func.func @proj_entry(
+// CHECK: %[[THREADS:.*]] = llvm.call @attnrt_invocation_threads(%arg0)
+// CHECK: %[[T:.*]] = arith.index_cast %[[THREADS]] : i64 to index
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[M:.*]], %c192
+// CHECK: %[[WHOLE:.*]] = arith.maxui %[[BLOCKS]]
+// CHECK: %[[TWICE:.*]] = arith.muli %[[T]], %c2
+// CHECK: %[[WANTED:.*]] = arith.ceildivui %[[TWICE]]
+// CHECK: %[[SEVERAL:.*]] = arith.cmpi ugt, %[[T]]
+// CHECK: %[[MORE:.*]] = arith.maxui %[[WHOLE]], %[[WANTED]]
+// CHECK: %[[TASKS:.*]] = arith.select %[[SEVERAL]], %[[MORE]], %[[WHOLE]]
+// CHECK: %[[EACH:.*]] = arith.ceildivui %[[M]], %[[TASKS]]
+// CHECK: %[[SIXES:.*]] = arith.ceildivui %[[EACH]], %c6
+// CHECK: %[[ROUNDED:.*]] = arith.muli %[[SIXES]], %c6
+// CHECK: %[[ROWS:.*]] = arith.maxui %[[ROUNDED]], %c48
+// CHECK: %[[ROWS_WORD:.*]] = llvm.getelementptr %{{.*}}[9]
+// CHECK: %[[ROWS_I64:.*]] = arith.index_cast %[[ROWS]] : index to i64
+// CHECK: llvm.store %[[ROWS_I64]], %[[ROWS_WORD]]
+// CHECK: arith.ceildivui %{{.*}}, %[[ROWS]] : index
+// CHECK: llvm.call @attnrt_parallel_for
+module {
+  func.func @proj(%arg0: index {attn.dim = "M"},
+                  %x: tensor<?x64xf32> {attn.dims = array<i64: -1, 64>, attn.input = "x"},
+                  %w: tensor<32x64xf32> {attn.dims = array<i64: 32, 64>, attn.input = "w"})
+      -> (tensor<?x32xf32> {attn.output = "y"}) {
+    %y = attn.linear %x, %w : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
+    return %y : tensor<?x32xf32>
+  }
+}
+
+// -----
+
 // Tests that an input returned as it is gets copied into its output buffer.
 
 // CHECK-LABEL: func.func @copy_entry(
