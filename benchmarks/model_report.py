@@ -32,7 +32,6 @@ import datetime
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import warnings
@@ -274,17 +273,10 @@ def report(args, threads_list, model_ids, directory):
         label = f"{MODELS[model_id][0]}; attnc: {count} kernels, {attention} attention"
         for threads, times, errors, failed in rows:
             def cell(method):
-                if method in failed:
-                    return "unavailable"
-                medians = [t[0] for t in times[method]]
-                return (f"{common.fmt_ms(float(np.median(medians)))} "
-                        f"({common.fmt_ms(min(t[1] for t in times[method]))})")
+                return common.rounds_cell(times, failed, method)
 
             def ratio(method):
-                if method in failed:
-                    return ""
-                pairs = zip(times[method], times["attnc"])
-                return f"{np.median([p[0] / a[0] for p, a in pairs]):.2f}×"
+                return common.rounds_ratio(times, failed, method)
             ort_error = f"{errors['ort']:.1e}" if "ort" in errors else "—"
             print(f"| {label} | {threads} | {cell('attnc')} | {cell('ort')} | {ratio('ort')} "
                   f"| {cell('pytorch-eager')} | {ratio('pytorch-eager')} "
@@ -299,22 +291,11 @@ def report(args, threads_list, model_ids, directory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=5, help="timed runs per measurement")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per model and threads")
-    parser.add_argument("--models", default=",".join(MODELS), help="from " + ", ".join(MODELS))
+    common.add_round_arguments(parser, "model", MODELS, repeat=5)
     parser.add_argument("--keep", metavar="DIR",
                         help="keep the exported files in DIR and reuse those found there "
                              "(default: a temporary directory)")
-    args = parser.parse_args()
-    try:
-        threads_list = [int(t) for t in args.threads.split(",")]
-        model_ids = args.models.split(",")
-        unknown = [m for m in model_ids if m not in MODELS]
-        if unknown or min(threads_list) < 1 or args.repeat < 1 or args.rounds < 1:
-            raise ValueError(f"unknown model {unknown[0]}" if unknown else "values must be >= 1")
-    except ValueError as error:
-        parser.error(str(error))
+    args, threads_list, model_ids = common.parse_round_arguments(parser, "model", MODELS)
     if not common.ATTNC.exists():
         sys.exit(f"model_report.py: {common.ATTNC} not found; run scripts/build.sh")
     warnings.simplefilter("ignore")

@@ -123,19 +123,8 @@ def main():
         worker(method, *map(int, numbers))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
-    parser.add_argument("--repeat", type=int, default=10, help="timed runs per measurement")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per shape and threads")
-    parser.add_argument("--shapes", default=",".join(SHAPES), help="from " + ", ".join(SHAPES))
-    args = parser.parse_args()
-    try:
-        threads_list = [int(t) for t in args.threads.split(",")]
-        shapes = args.shapes.split(",")
-        unknown = [s for s in shapes if s not in SHAPES]
-        if unknown or min(threads_list) < 1 or args.repeat < 1 or args.rounds < 1:
-            raise ValueError(f"unknown shape {unknown[0]}" if unknown else "values must be >= 1")
-    except ValueError as error:
-        parser.error(str(error))
+    common.add_round_arguments(parser, "shape", SHAPES, repeat=10)
+    args, threads_list, shapes = common.parse_round_arguments(parser, "shape", SHAPES)
     if not common.ATTNC.exists():
         sys.exit(f"projection_report.py: {common.ATTNC} not found; run scripts/build.sh")
 
@@ -190,16 +179,10 @@ def report(args, threads_list, shapes):
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, threads, flops, times, failed in rows:
         def cell(method):
-            if method in failed:
-                return "unavailable"
-            medians = [t[0] for t in times[method]]
-            return (f"{common.fmt_ms(float(np.median(medians)))} "
-                    f"({common.fmt_ms(min(t[1] for t in times[method]))})")
+            return common.rounds_cell(times, failed, method)
 
         def ratio(method):
-            if method in failed or not times["attnc"]:
-                return ""
-            return f"{np.median([p[0] / a[0] for p, a in zip(times[method], times['attnc'])]):.2f}×"
+            return common.rounds_ratio(times, failed, method)
         attnc_ms = float(np.median([t[0] for t in times["attnc"]]))
         rate = flops / (attnc_ms * 1e-3) * 1e-9
         peak = limits.get(threads, (None,))[0]

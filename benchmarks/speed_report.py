@@ -569,6 +569,47 @@ def fmt_ms(ms):
         else f"{ms:.3f}"
 
 
+# The rounds of the projection and model reports: per method and thread count a list of
+# (median, fastest) ms, one a round, the methods in a rotated order.
+
+
+def add_round_arguments(parser, kind, choices, repeat):
+    """--threads, --repeat, --rounds and --KINDs (ids from `choices`, default all)."""
+    parser.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    parser.add_argument("--repeat", type=int, default=repeat, help="timed runs per measurement")
+    parser.add_argument("--rounds", type=int, default=3, help=f"rounds per {kind} and threads")
+    parser.add_argument(f"--{kind}s", default=",".join(choices), help="from " + ", ".join(choices))
+
+
+def parse_round_arguments(parser, kind, choices):
+    """(args, thread counts, ids) of add_round_arguments(); a bad value is parser.error."""
+    args = parser.parse_args()
+    try:
+        threads_list = [int(t) for t in args.threads.split(",")]
+        ids = getattr(args, kind + "s").split(",")
+        unknown = [i for i in ids if i not in choices]
+        if unknown or min(threads_list) < 1 or args.repeat < 1 or args.rounds < 1:
+            raise ValueError(f"unknown {kind} {unknown[0]}" if unknown else "values must be >= 1")
+    except ValueError as error:
+        parser.error(str(error))
+    return args, threads_list, ids
+
+
+def rounds_cell(times, failed, method):
+    """"median of the round medians (fastest run)", or why the method has none."""
+    if method in failed:
+        return "unavailable"
+    medians = [t[0] for t in times[method]]
+    return f"{fmt_ms(float(np.median(medians)))} ({fmt_ms(min(t[1] for t in times[method]))})"
+
+
+def rounds_ratio(times, failed, method):
+    """The median of the same-round ratios of `method`'s time to attnc's ("" without one)."""
+    if method in failed or not times["attnc"]:
+        return ""
+    return f"{np.median([p[0] / a[0] for p, a in zip(times[method], times['attnc'])]):.2f}×"
+
+
 def short_status(record):
     if record is None:
         return "—"
