@@ -1243,14 +1243,21 @@ def fam_primitives(rng, b, i):
         return "bool/i32 shape ops"
     if plan == 15:
         # cos and sin (attnc extensions) of f32 and of f16 or bf16 (computed in
-        # f32, rounded once), odd sizes, sometimes a run-time dim
+        # f32, rounded once), odd sizes, sometimes a run-time dim; and of
+        # angles as large as a long context's rotary tables take (positions
+        # up to 131072 times inv_freq 1: whole numbers, exact in f32), where
+        # a reduction by an f32 π/2 was 5e-9·|x| off
         N = b.dim("N", choice(rng, [1, 3, 5, 13]), coin(rng)) if coin(rng) else choice(rng, [1, 3, 7])
         std = choice(rng, [1.0, 3.0, 10.0])
         lowp = choice(rng, ["f16", "bf16"])
         x = b.add_input("x", choice(rng, [[N, 5, 7], [3, N], [N]]), dt, std=std)
         h = b.add_input("h", [3, N], lowp, std=std)
+        far = b.add_input("far", [37], "f32",
+                          values=rng.integers(0, 131072, 37).astype(np.float64))
         b.outputs.append(b.node("c", "cos", x=x))
         b.outputs.append(b.node("s", "sin", x=x))
+        b.outputs.append(b.node("fc", "cos", x=far))
+        b.outputs.append(b.node("fs", "sin", x=far))
         b.outputs.append(b.node("hc", "cos", x=h))
         b.outputs.append(b.node("hs", "sin", x=h))
         if coin(rng):

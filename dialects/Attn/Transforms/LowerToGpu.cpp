@@ -49,7 +49,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -1964,9 +1963,7 @@ SmallVector<Value> mlir::attn::gpuKernelTensors(AttentionOp op) {
 /// primitives' tanh, exp, sin and cos become the CPU kernels' polynomials,
 /// the rest PTX's own instructions (sqrt.rn, fma, abs, ...).
 LogicalResult mlir::attn::lowerMathForPtx(Operation *root) {
-  RewritePatternSet patterns(root->getContext());
-  populateMathPolynomialApproximationPatterns(patterns);
-  if (failed(applyPatternsAndFoldGreedily(root, std::move(patterns))))
+  if (failed(approximateMath(root)))
     return failure();
   WalkResult walk = root->walk([](Operation *op) {
     if (!isa<math::MathDialect>(op->getDialect()))

@@ -26,8 +26,14 @@ FailureOr<scf::ForallOp> tileAttention(RewriterBase &rewriter, AttentionOp op,
 /// is one), as attn-lower-to-gpu writes them into `attn.params`.
 SmallVector<Value> gpuKernelTensors(AttentionOp op);
 
-/// The `math` ops under `root` as code PTX runs without libdevice: upstream's
-/// polynomial approximations (attn-approximate-math's patterns), then what
+/// attn-approximate-math on `root`: upstream's polynomial approximations of
+/// the `math` ops under it, the arguments of f32 sin and cos first reduced
+/// by 2π in f64 (upstream reduces in f32, which loses accuracy as |x|
+/// grows).
+LogicalResult approximateMath(Operation *root);
+
+/// The `math` ops under `root` as code PTX runs without libdevice:
+/// approximateMath(), then what
 /// is left (fma, abs, sqrt, ...) as LLVM intrinsics NVPTX has instructions
 /// for. An error on any other math op.
 LogicalResult lowerMathForPtx(Operation *root);
