@@ -656,9 +656,7 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     builder.create<LLVM::StoreOp>(loc, i64(taskRows), word(closure, slot++));
     count = primitiveTaskCount(builder, loc, op, operandSizes, taskRows);
   } else {
-    count = primitiveGrid
-                ? indexConstant(primitiveGrid)
-                : primitiveTaskCount(builder, loc, op, operandSizes, Value());
+    count = indexConstant(primitiveGrid ? primitiveGrid : 1);
   }
   auto run = [&](func::FuncOp task, Value tasks) {
     Value function = builder.create<func::ConstantOp>(

@@ -1569,8 +1569,6 @@ primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
                    mlir::Value taskRows) {
   Emitter e(builder, loc);
-  if (!splitsIntoRowTasks(op))
-    return e.index(1);
   // Every batch's product times ceil(rows / rows per task).
   auto [batches, rows] = rowTaskSizes(e, op, operands);
   return builder.create<arith::MulIOp>(

@@ -45,9 +45,9 @@ mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
                         llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
                         mlir::Value threads);
 
-/// How many tasks emitPrimitive splits `op` into (an index value; 1 for
-/// most ops, row blocks of `taskRows` (rowsPerTask()) rows for one that
-/// splitsIntoRowTasks()). `operands` as for resultSizes().
+/// How many tasks emitPrimitive splits `op`, which splitsIntoRowTasks(),
+/// into: its row blocks of `taskRows` (rowsPerTask()) rows (an index value;
+/// every other op is one task). `operands` as for resultSizes().
 mlir::Value
 primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
                    mlir::Operation *op,
