@@ -67,7 +67,7 @@ struct BufferRef {
 /// The words a task's closure holds, in order: the data pointer of every
 /// tensor operand then result, the sizes of each, the index operands, then
 /// for an attention op its key split (parts per task, partials pointer), for
-/// a packed GEMM's row tasks the rows of each (rowsPerTask()).
+/// a packed GEMM's row tasks the rows of each (rowTasks()).
 struct ClosureLayout {
   SmallVector<RankedTensorType> tensors; ///< Operands then results.
   int64_t indexOperands = 0;
@@ -652,9 +652,9 @@ void KernelModuleBuilder::buildKernel(Operation *op) {
     builder.create<LLVM::StoreOp>(loc, partials, word(closure, slot++));
   } else if (layout.rowTasks) {
     // Rows a task by the invocation's threads, which the tasks read back.
-    Value taskRows = rowsPerTask(builder, loc, op, operandSizes, threads());
-    builder.create<LLVM::StoreOp>(loc, i64(taskRows), word(closure, slot++));
-    count = primitiveTaskCount(builder, loc, op, operandSizes, taskRows);
+    RowTasks split = rowTasks(builder, loc, op, operandSizes, threads());
+    builder.create<LLVM::StoreOp>(loc, i64(split.rows), word(closure, slot++));
+    count = split.count;
   } else {
     count = indexConstant(primitiveGrid ? primitiveGrid : 1);
   }

@@ -959,7 +959,7 @@ constexpr int64_t kPackedRows = 6;
 /// kPackedRows. Each block packs all of B again: at Llama-3's K = 4096, 96
 /// rows a block made 1-thread projections 7-20% slower (Zen 5, 2026-12-02).
 constexpr int64_t kPackedBlockRows = 192;
-/// The fewest rows rowsPerTask() gives a task (on many threads): fewer pack
+/// The fewest rows rowTasks() gives a task (on many threads): fewer pack
 /// B for too few rows each.
 constexpr int64_t kMinRowsPerTask = 48;
 constexpr int64_t kDepthBlock = 256;
@@ -1253,7 +1253,7 @@ void emitWarpGemm(Emitter &e, Value batches, Value rows, Value cols,
 }
 
 /// A matmul whose operands are both matrices (rank >= 2) is split into
-/// tasks of rowsPerTask() rows of one batch's product; otherwise it is one
+/// tasks of rowTasks() rows of one batch's product; otherwise it is one
 /// task.
 bool matmulTasks(attn::MatmulOp op) {
   return cast<ShapedType>(op.getLhs().getType()).getRank() >= 2 &&
@@ -1533,10 +1533,10 @@ rowTaskSizes(Emitter &e, mlir::Operation *op,
 
 } // namespace
 
-mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
-                        mlir::Operation *op,
-                        llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
-                        mlir::Value threads) {
+RowTasks rowTasks(mlir::OpBuilder &builder, mlir::Location loc,
+                  mlir::Operation *op,
+                  llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                  mlir::Value threads) {
   Emitter e(builder, loc);
   auto [batches, rows] = rowTaskSizes(e, op, operands);
   // Tasks a batch: as many as whole GEMM blocks take, and on several
@@ -1556,23 +1556,15 @@ mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
   Value tasks = builder.create<arith::SelectOp>(
       loc, several, builder.create<arith::MaxUIOp>(loc, blocks, wanted),
       blocks);
-  Value taskRows = builder.create<arith::MulIOp>(
-      loc, ceilDiv(ceilDiv(rows, tasks), e.index(kPackedRows)),
-      e.index(kPackedRows));
-  return builder.create<arith::MaxUIOp>(loc, taskRows,
-                                        e.index(kMinRowsPerTask));
-}
-
-mlir::Value
-primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
-                   mlir::Operation *op,
-                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
-                   mlir::Value taskRows) {
-  Emitter e(builder, loc);
+  Value taskRows = builder.create<arith::MaxUIOp>(
+      loc,
+      builder.create<arith::MulIOp>(
+          loc, ceilDiv(ceilDiv(rows, tasks), e.index(kPackedRows)),
+          e.index(kPackedRows)),
+      e.index(kMinRowsPerTask));
   // Every batch's product times ceil(rows / rows per task).
-  auto [batches, rows] = rowTaskSizes(e, op, operands);
-  return builder.create<arith::MulIOp>(
-      loc, batches, builder.create<arith::CeilDivUIOp>(loc, rows, taskRows));
+  return {taskRows,
+          builder.create<arith::MulIOp>(loc, batches, ceilDiv(rows, taskRows))};
 }
 
 namespace {

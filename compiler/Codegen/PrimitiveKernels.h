@@ -36,31 +36,26 @@ resultSizes(mlir::OpBuilder &builder, mlir::Location loc, mlir::Operation *op,
 /// `matmul` of matrices): the packed GEMM's row blocks.
 bool splitsIntoRowTasks(mlir::Operation *op);
 
-/// The rows a task of such an op computes when `threads` (an index value)
-/// run it, chosen at run time: as many tasks as the GEMM's row blocks, and
-/// on several threads at least two a thread, sharing the rows evenly.
-/// `operands` as for resultSizes().
-mlir::Value rowsPerTask(mlir::OpBuilder &builder, mlir::Location loc,
-                        mlir::Operation *op,
-                        llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
-                        mlir::Value threads);
-
-/// How many tasks emitPrimitive splits `op`, which splitsIntoRowTasks(),
-/// into: its row blocks of `taskRows` (rowsPerTask()) rows (an index value;
-/// every other op is one task). `operands` as for resultSizes().
-mlir::Value
-primitiveTaskCount(mlir::OpBuilder &builder, mlir::Location loc,
-                   mlir::Operation *op,
-                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
-                   mlir::Value taskRows);
+/// How the entry splits such an op over `threads` (an index value), chosen
+/// at run time: as many tasks as the GEMM's row blocks, and on several
+/// threads at least two a thread, sharing the rows evenly. `operands` as
+/// for resultSizes(); every other op is one task.
+struct RowTasks {
+  mlir::Value rows;  ///< Rows of each task (the last may have fewer).
+  mlir::Value count; ///< Tasks: every batch's product's row blocks.
+};
+RowTasks rowTasks(mlir::OpBuilder &builder, mlir::Location loc,
+                  mlir::Operation *op,
+                  llvm::ArrayRef<llvm::SmallVector<mlir::Value>> operands,
+                  mlir::Value threads);
 
 /// Emits, at the builder's insertion point, the computation of `op` (an attn
 /// primitive, not attn.attention) from `operands` into `results`.
 /// `operands` holds, per operand of `op`, its buffer (tensor operands) or the
 /// mapped index value (index operands); `results` one buffer per result,
 /// already allocated with resultSizes(). With `taskIndex`, only that task's
-/// share (of primitiveTaskCount()) is computed, `taskRows` rows of an op
-/// that splitsIntoRowTasks(); without, the whole op.
+/// share (of rowTasks()' count) is computed, `taskRows` (its rows) rows of
+/// an op that splitsIntoRowTasks(); without, the whole op.
 /// `vectorWidth`: f32 lanes of the target's vectors (the schedule's
 /// vector_width), which the packed GEMM of `linear` computes in.
 void emitPrimitive(mlir::OpBuilder &builder, mlir::Location loc,

@@ -62,11 +62,13 @@ module {
 // CHECK: %[[SIXES:.*]] = arith.ceildivui %[[EACH]], %c6
 // CHECK: %[[ROUNDED:.*]] = arith.muli %[[SIXES]], %c6
 // CHECK: %[[ROWS:.*]] = arith.maxui %[[ROUNDED]], %c48
+// CHECK: %[[BLOCKS_OF_ROWS:.*]] = arith.ceildivui %[[M]], %[[ROWS]] : index
+// CHECK: %[[COUNT:.*]] = arith.muli %{{.*}}, %[[BLOCKS_OF_ROWS]] : index
 // CHECK: %[[ROWS_WORD:.*]] = llvm.getelementptr %{{.*}}[9]
 // CHECK: %[[ROWS_I64:.*]] = arith.index_cast %[[ROWS]] : index to i64
 // CHECK: llvm.store %[[ROWS_I64]], %[[ROWS_WORD]]
-// CHECK: arith.ceildivui %{{.*}}, %[[ROWS]] : index
-// CHECK: llvm.call @attnrt_parallel_for
+// CHECK: %[[COUNT_I64:.*]] = arith.index_cast %[[COUNT]] : index to i64
+// CHECK: llvm.call @attnrt_parallel_for(%arg0, %[[COUNT_I64]],
 module {
   func.func @proj(%arg0: index {attn.dim = "M"},
                   %x: tensor<?x64xf32> {attn.dims = array<i64: -1, 64>, attn.input = "x"},
