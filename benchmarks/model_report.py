@@ -28,7 +28,6 @@ benchmarks/setup_peers.sh --models installs the versions tests/onnx/torch_export
 """
 import argparse
 import collections
-import datetime
 import json
 import os
 import re
@@ -155,6 +154,7 @@ def build(hf, model_id, directory):
 
 class Attnc:
     def __init__(self, path, arrays, work):
+        self.path = path
         self.command = [str(common.ATTNC), "run", path, "--no-tuning-db"]
         for name, array in arrays.items():
             file = os.path.join(work, f"in_{name}.npy")
@@ -180,7 +180,7 @@ class Attnc:
 
     def kernels(self):
         """(kernels, attention kernels) of `attnc explain --json`."""
-        command = [str(common.ATTNC), "explain", self.command[2], "--json"]
+        command = [str(common.ATTNC), "explain", self.path, "--json"]
         kernels = json.loads(common.Attnc._run(command))
         return len(kernels), sum(k.get("op") == "attention" for k in kernels)
 
@@ -258,14 +258,10 @@ def report(args, threads_list, model_ids, directory):
     results = [(model_id, *measure_model(hf, model_id, args, threads_list, directory))
                for model_id in model_ids]
 
-    flags = ", ".join(f"{f} {'yes' if v else 'no'}" for f, v in machine["flags"].items())
     import transformers
-    print(f"# attnc model report: {machine['cpu']}\n")
-    print(f"- CPU: `lscpu` \"{machine['lscpu_model']}\"; {flags}; {machine['cpus']} CPUs; load "
-          f"average {machine['load_average'][0]:.1f} at the start; {datetime.date.today()}; "
-          f"{args.rounds} rounds of {args.repeat} runs, methods in a rotated order")
-    print("- versions: " + ", ".join(f"{key} {value}" for key, value in common.versions().items())
-          + f", transformers {transformers.__version__}")
+    common.print_rounds_header(
+        "model report", machine, args, f", transformers {transformers.__version__}",
+        cpu_note=f"load average {machine['load_average'][0]:.1f} at the start; ")
     print("\n| model | threads | attnc ms (fastest) | ort ms | ×ort | pytorch-eager ms | ×eager "
           "| pytorch-sdpa ms | ×sdpa | rel_err attnc / ort |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -15,7 +15,6 @@ same-round ratios. The FMA peak comes from build/bin/machine_limits in the same 
 stdout, progress on stderr; docs/benchmarks.md has the results.
 """
 import argparse
-import datetime
 import json
 import os
 import re
@@ -167,13 +166,8 @@ def report(args, threads_list, shapes):
                         failed[method] = str(reason)
             rows.append((label, threads, flops, times, failed))
 
-    flags = ", ".join(f"{f} {'yes' if v else 'no'}" for f, v in machine["flags"].items())
-    print(f"# attnc projection report: {machine['cpu']}\n")
-    print(f"- CPU: `lscpu` \"{machine['lscpu_model']}\"; {flags}; {machine['cpus']} CPUs; "
-          f"{datetime.date.today()}; {args.rounds} rounds of {args.repeat} runs, methods in a "
-          f"rotated order")
-    print("- versions: " + ", ".join(f"{key} {value}" for key, value in common.versions().items())
-          + f"; OpenBLAS: {blas_description()}")
+    common.print_rounds_header("projection report", machine, args,
+                               f"; OpenBLAS: {blas_description()}")
     print("\n| projection | threads | attnc ms (fastest) | GFLOP/s, share of the FMA peak "
           "| OpenBLAS ms (fastest) | attnc speed ÷ OpenBLAS's | PyTorch ms | attnc ÷ PyTorch |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

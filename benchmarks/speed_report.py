@@ -595,6 +595,18 @@ def parse_round_arguments(parser, kind, choices):
     return args, threads_list, ids
 
 
+def print_rounds_header(title, machine, args, versions_note, cpu_note=""):
+    """The title, CPU and versions lines of a rounds report (`cpu_note` after the CPU count,
+    `versions_note` after the versions)."""
+    flags = ", ".join(f"{f} {'yes' if v else 'no'}" for f, v in machine["flags"].items())
+    print(f"# attnc {title}: {machine['cpu']}\n")
+    print(f"- CPU: `lscpu` \"{machine['lscpu_model']}\"; {flags}; {machine['cpus']} CPUs; "
+          f"{cpu_note}{datetime.date.today()}; {args.rounds} rounds of {args.repeat} runs, "
+          f"methods in a rotated order")
+    print("- versions: " + ", ".join(f"{key} {value}" for key, value in versions().items())
+          + versions_note)
+
+
 def rounds_cell(times, failed, method):
     """"median of the round medians (fastest run)", or why the method has none."""
     if method in failed:
