@@ -701,6 +701,13 @@ private:
   void splitBySlices(const GraphTensor &x, int64_t axis,
                      const std::vector<int64_t> &sizes);
   void importSlice();
+  static std::pair<int64_t, int64_t> steppedRange(int64_t start, int64_t end,
+                                                  int64_t step, int64_t size);
+  GraphTensor emitSlice(const GraphTensor &x, int64_t axis, int64_t start,
+                        int64_t end, const std::string &onnxName);
+  GraphTensor sliceWithStep(GraphTensor x, int64_t axis, int64_t first,
+                            int64_t count, int64_t step,
+                            const std::string &onnxName);
   void importGather();
   void importExpand();
   void importWhere();
@@ -2543,9 +2550,14 @@ void Importer::importSlice() {
   if (axes.empty())
     for (size_t i = 0; i < starts.size(); ++i)
       axes.push_back(int64_t(i));
+  if (!steps.empty() && steps.size() != starts.size())
+    unsupported("steps and starts differ in length");
   for (int64_t step : steps)
-    if (step != 1)
-      unsupported("slices with a step other than 1");
+    if (step == 0)
+      unsupported("a step of 0");
+  auto stepOf = [&](size_t i) { return steps.empty() ? 1 : steps[i]; };
+  bool unitSteps = std::all_of(steps.begin(), steps.end(),
+                               [](int64_t step) { return step == 1; });
 
   // One axis's range [start, end) clamped to its size, affine.
   auto range = [&](size_t i, const Affine &size) {
@@ -2575,25 +2587,30 @@ void Importer::importSlice() {
       data = *triangle;
   if (const auto *c = std::get_if<Constant>(&data)) {
     int64_t rank = int64_t(c->shape.size());
-    std::vector<int64_t> begin(rank, 0), shape = c->shape;
+    std::vector<int64_t> begin(rank, 0), stride(rank, 1), shape = c->shape;
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t axis = normaliseAxis(axes[i], rank, "axis");
-      auto [s, e] = range(i, Affine::of(c->shape[axis]));
-      if (!s.isConstant() || !e.isConstant())
+      if (!starts[i].isConstant() || !ends[i].isConstant())
         unsupported("slices a constant by run-time sizes");
-      begin[axis] = s.constant;
-      shape[axis] = std::max<int64_t>(0, e.constant - s.constant);
+      auto [first, count] = steppedRange(starts[i].constant, ends[i].constant,
+                                         stepOf(i), c->shape[axis]);
+      begin[axis] = first;
+      stride[axis] = stepOf(i);
+      shape[axis] = count;
     }
     std::vector<int64_t> strides = stridesOf(c->shape),
                          outStrides = stridesOf(shape);
     return define(0, gatherElements(*c, shape, [&](int64_t index) {
                     int64_t from = 0;
                     for (int64_t d = 0; d < rank; ++d)
-                      from += ((index / outStrides[d]) % shape[d] + begin[d]) *
+                      from += ((index / outStrides[d]) % shape[d] * stride[d] +
+                               begin[d]) *
                               strides[d];
                     return from;
                   }));
   }
+  if (!unitSteps && std::holds_alternative<ScoreMask>(data))
+    unsupported("slices a mask with a step other than 1");
   if (const auto *t = std::get_if<ScoreMask>(&data)) {
     ScoreMask out = *t;
     int64_t rank = int64_t(t->shape.size());
@@ -2624,6 +2641,23 @@ void Importer::importSlice() {
   int64_t rank = int64_t(x.shape.size());
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t axis = normaliseAxis(axes[i], rank, "axis");
+    std::string name = i + 1 == axes.size()
+                           ? outputName(0)
+                           : outputName(0) + "_" + std::to_string(i);
+    if (stepOf(i) != 1) {
+      if (!x.shape[axis].isFixed() || !starts[i].isConstant() ||
+          !ends[i].isConstant())
+        unsupported("slices a run-time size of a computed tensor with a step "
+                    "other than 1");
+      if (stepOf(i) < 0)
+        unsupported("slices a computed tensor with a negative step");
+      auto [first, count] = steppedRange(starts[i].constant, ends[i].constant,
+                                         stepOf(i), x.shape[axis].size);
+      if (count == 0)
+        unsupported("an empty slice");
+      x = sliceWithStep(x, axis, first, count, stepOf(i), name);
+      continue;
+    }
     auto [s, e] = range(i, Affine::of(x.shape[axis]));
     if (s == Affine::of(0) && e == Affine::of(x.shape[axis]))
       continue; // The whole axis.
@@ -2632,18 +2666,78 @@ void Importer::importSlice() {
                   "slice needs a fixed axis and fixed bounds)");
     if (s.constant >= e.constant)
       unsupported("an empty slice");
-    Shape shape = x.shape;
-    shape[axis] = Dim::fixed(e.constant - s.constant);
-    x = emit(i + 1 == axes.size() ? outputName(0)
-                                  : outputName(0) + "_" + std::to_string(i),
-             "slice",
-             {{"x", x.name},
-              {"axis", axis},
-              {"start", s.constant},
-              {"end", e.constant}},
-             x.dtype, shape);
+    x = emitSlice(x, axis, s.constant, e.constant, name);
   }
   define(0, x);
+}
+
+/// ONNX Slice's entries of one axis of `size` for a constant start, end and
+/// step: the first index and how many. Negative bounds count from the end; a
+/// negative step walks down from start (clamped to the last entry) to end
+/// (clamped to one before the first).
+std::pair<int64_t, int64_t> Importer::steppedRange(int64_t start, int64_t end,
+                                                   int64_t step, int64_t size) {
+  auto fromEnd = [&](int64_t v) { return v < 0 ? v + size : v; };
+  start = fromEnd(start);
+  end = fromEnd(end);
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, size);
+    end = std::clamp<int64_t>(end, 0, size);
+    return {start, end > start ? (end - start + step - 1) / step : 0};
+  }
+  start = std::clamp<int64_t>(start, 0, size - 1);
+  end = std::clamp<int64_t>(end, -1, size - 1);
+  return {start, start > end ? (start - end - step - 1) / -step : 0};
+}
+
+GraphTensor Importer::emitSlice(const GraphTensor &x, int64_t axis,
+                                int64_t start, int64_t end,
+                                const std::string &onnxName) {
+  if (start == 0 && x.shape[axis] == Dim::fixed(end))
+    return x;
+  Shape shape = x.shape;
+  shape[axis] = Dim::fixed(end - start);
+  return emit(onnxName, "slice",
+              {{"x", x.name}, {"axis", axis}, {"start", start}, {"end", end}},
+              x.dtype, shape);
+}
+
+/// x's entries first, first + step, ... (count of them) along a fixed axis,
+/// by attnc's contiguous slices and reshapes: the axis viewed as
+/// [size / step, step] keeps one column. This is rotate_every_two's
+/// x[..., ::2] and x[..., 1::2] (Cohere, GLM and Helium rotary embeddings).
+GraphTensor Importer::sliceWithStep(GraphTensor x, int64_t axis, int64_t first,
+                                    int64_t count, int64_t step,
+                                    const std::string &onnxName) {
+  if (count == 1)
+    return emitSlice(x, axis, first, first + 1, onnxName);
+  int64_t size = x.shape[axis].size;
+  Shape result = x.shape;
+  result[axis] = Dim::fixed(count);
+  if (size % step != 0) {
+    if (first + count * step > size) {
+      // The last entry has fewer than step - 1 after it: joined on its own.
+      int64_t last = first + (count - 1) * step;
+      GraphTensor head =
+          sliceWithStep(x, axis, first, count - 1, step, onnxName + "_head");
+      GraphTensor tail = emitSlice(x, axis, last, last + 1, onnxName + "_last");
+      return emit(onnxName, "concat",
+                  {{"inputs", {head.name, tail.name}}, {"axis", axis}}, x.dtype,
+                  result);
+    }
+    x = emitSlice(x, axis, first, first + count * step, onnxName + "_span");
+    size = count * step;
+    first = 0;
+  }
+  Shape grid = x.shape;
+  grid[axis] = Dim::fixed(size / step);
+  grid.insert(grid.begin() + axis + 1, Dim::fixed(step));
+  GraphTensor t = emitReshape(x, grid, onnxName + "_grid");
+  t = emitSlice(t, axis + 1, first % step, first % step + 1,
+                onnxName + "_column");
+  t = emitSlice(t, axis, first / step, first / step + count,
+                onnxName + "_rows");
+  return emitReshape(t, result, onnxName);
 }
 
 void Importer::importGather() {

@@ -1075,10 +1075,56 @@ def onnx_attention23():
                 checkable=False)
 
 
+def strided_slices():
+    """Slices with steps of a computed tensor's fixed last axis: q's features interleaved as
+    rotate_every_two takes them (x[..., 1::2], x[..., ::2]: the axis a multiple of the step)
+    times a constant reversed by a step of -1, and k's by steps of 5 and 7 that do not divide
+    its 12 features (a step's last entry near the end, and a span within it)."""
+    name, B, H, S, T, D = "strided_slices", 2, 2, 5, 7, 12
+    rng = rng_for(name)
+    b = GraphBuilder("/strided")
+
+    def every(x, start, end, step):
+        return b.op("Slice", [x, b.const([start]), b.const([end]), b.const([3]),
+                              b.const([step])])
+
+    ramp = b.init("ramp", (np.arange(D, dtype=np.float32) + 1) / D)
+    reversed_ramp = b.op("Slice", [ramp, b.const([-1]), b.const([-INT64_MAX - 1]),
+                                   b.const([0]), b.const([-1])])       # ramp[::-1]
+    q = b.op("Concat", [every("query", 1, INT64_MAX, 2), every("query", 0, INT64_MAX, 2)],
+             axis=-1)
+    q = b.op("Mul", [q, reversed_ramp])
+    k = b.op("Concat", [every("key", 1, INT64_MAX, 5), every("key", 0, 10, 5),
+                        every("key", 2, -2, 7), every("key", 3, 8, 1)], axis=-1)
+    scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[0, 1, 3, 2])])
+    scores = b.op("Mul", [scores, b.const(D ** -0.5, np.float32)])
+    probs = b.op("Softmax", [scores], axis=-1)
+    b.op("MatMul", [probs, "value"], outputs=["attn_output"])
+    model = make_model(b, "main_graph",
+                       [("query", F32, ["batch", H, "q_len", D]),
+                        ("key", F32, ["batch", H, "kv_len", D]),
+                        ("value", F32, ["batch", H, "kv_len", D])],
+                       [("attn_output", F32, ["batch", H, "q_len", D])])
+    inputs = {"query": randn(rng, B, H, S, D), "key": randn(rng, B, H, T, D),
+              "value": randn(rng, B, H, T, D)}
+
+    def direct(inp, wt):
+        q, k = f64(inp["query"]), f64(inp["key"])
+        ramp_ = f64(wt[ramp])
+        q = np.concatenate([q[..., 1::2], q[..., ::2]], axis=-1) * ramp_[::-1]
+        k = np.concatenate([k[..., 1::5], k[..., 0:10:5], k[..., 2:-2:7], k[..., 3:8]], axis=-1)
+        return {"attn_output": sdpa(q, k, f64(inp["value"]), f32(D ** -0.5))}
+
+    return Case(name, "Slices with steps: q's features interleaved (steps of 2), times a "
+                "constant reversed by a step of -1; k's by steps of 5 and 7 of 12 features",
+                model, inputs, b.weights, direct)
+
+
 MODELS = [gpt2_causal, bert_padding, llama3_gqa_rotary, t5_relbias, whisper_cross,
           ms_attention, ms_mha, ms_gqa, onnx_attention23, whisper_external, sdpa_bool_mask,
           sdpa_export, sdpa_export_bool_mask, sdpa_dynamo_gqa, gpt2_block_ln,
-          sdpa_bool_mask_ln, qk_norm_sdpa, gptneox_block_ln, falcon_fused_qkv]
+          sdpa_bool_mask_ln, qk_norm_sdpa, gptneox_block_ln, falcon_fused_qkv,
+          strided_slices]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
     build/venv-torch/bin/python tests/onnx/torch_export/export.py OUTDIR [--no-ort] [--only BASE]
 
-Builds six small randomly initialised attention modules of the installed `transformers`
+Builds seven small randomly initialised attention modules of the installed `transformers`
 (fixed seed, no weights downloaded):
   * GPT2Attention (causal self-attention; the causal mask made by transformers' own
     masking_utils.create_causal_mask inside the wrapper, as GPT2Model does),
@@ -18,7 +18,9 @@ Builds six small randomly initialised attention modules of the installed `transf
     create_sliding_window_causal_mask of a padding mask (causal And window And padding),
   * GPTNeoXAttention (eager): one fused query_key_value projection viewed to heads and
     chunked into q, k, v, partial rotary embeddings, and the padded causal mask,
-and exports each twice: TorchScript exporter at opset 17 (`dynamo=False`, dynamic_axes for
+  * CohereAttention (eager, GQA): interleaved rotary embeddings (strided slices x[..., ::2]
+    and x[..., 1::2]) and the padded causal mask,
+and exports each twice (Cohere once, by dynamo): TorchScript exporter at opset 17 (`dynamo=False`, dynamic_axes for
 batch and sequence) and the dynamo exporter at opset 18 (falling back to the TorchScript
 exporter at opset 18 where dynamo fails; the description in models.json says which).
 
@@ -40,10 +42,12 @@ import onnx
 import torch
 import transformers
 from torch import nn
-from transformers import BertConfig, GPT2Config, GPTNeoXConfig, LlamaConfig, MistralConfig
+from transformers import (BertConfig, CohereConfig, GPT2Config, GPTNeoXConfig, LlamaConfig,
+                          MistralConfig)
 from transformers.masking_utils import (create_bidirectional_mask, create_causal_mask,
                                         create_sliding_window_causal_mask)
 from transformers.models.bert.modeling_bert import BertSelfAttention
+from transformers.models.cohere.modeling_cohere import CohereAttention, CohereRotaryEmbedding
 from transformers.models.gpt2.modeling_gpt2 import GPT2Attention
 from transformers.models.gpt_neox.modeling_gpt_neox import (GPTNeoXAttention,
                                                             GPTNeoXRotaryEmbedding)
@@ -264,9 +268,32 @@ def build_gptneox(gen, batch, seq):
     return m, inputs, desc
 
 
+def build_cohere(gen, batch, seq):
+    cfg = CohereConfig(**DECODER_SIZES)
+    cfg._attn_implementation = "eager"
+    m = PaddedDecoderWrapper(cfg, CohereAttention, CohereRotaryEmbedding, create_causal_mask)
+    inputs = padded_decoder_inputs(gen, batch, seq or 13)
+    desc = ("transformers %s CohereAttention (eager; E=64, 4 query heads and 2 kv heads of 16) "
+            "with interleaved rotary embeddings: rotate_half pairs features 2i and 2i+1 "
+            "(x[..., ::2], x[..., 1::2], stacked and flattened) and the tables repeat_interleave "
+            "each frequency twice; the mask CohereModel builds from an int64 padding mask [B,S] "
+            "(masking_utils.create_causal_mask); S=13, row 1 padded at keys 11 and 12"
+            % transformers.__version__)
+    return m, inputs, desc
+
+
 MODELS = [("hf_gpt2", build_gpt2), ("hf_bert", build_bert), ("hf_llama", build_llama),
           ("hf_llama_padded", build_llama_padded), ("hf_mistral_window", build_mistral_window),
-          ("hf_gptneox_padded", build_gptneox)]
+          ("hf_gptneox_padded", build_gptneox), ("hf_cohere_padded", build_cohere)]
+
+# Kernels `attnc explain` must not list, per module (default: none of op repeat; repeat_kv
+# is GQA, read as kv heads, never repeated in memory). Cohere's rotary tables repeat each
+# frequency (repeat_interleave), a kernel over [S, D] that is not its GQA.
+KERNELS_ABSENT = {"hf_cohere_padded": []}
+
+# Exporters per module (default: both). The TorchScript exporter traces Cohere's
+# repeat_interleave at the example's sequence length: its file fails in onnxruntime at another.
+EXPORTERS = {"hf_cohere_padded": (("dynamo", 18),)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,8 +450,7 @@ def write_one(base, module, inputs, other_inputs, desc, exporter, opset, outdir,
         "description": "%s; exported by PyTorch %s, %s; expected output from the PyTorch "
                        "module in float64" % (desc, torch.__version__, how),
         "attention_kernels": 1,
-        # repeat_kv (Llama's GQA) is read as kv heads, never repeated in memory.
-        "kernels_absent": ["repeat"],
+        "kernels_absent": KERNELS_ABSENT.get(base, ["repeat"]),
         "dtype": "float32",
         "tolerance": TOLERANCE,
         "opsets": {(i.domain or ""): i.version for i in model.opset_import},
@@ -474,7 +500,7 @@ def main():
         init_params(module, gen)
         module.eval()
         _, other_inputs, _ = build(gen, OTHER_SHAPE[0], OTHER_SHAPE[1])   # module unused
-        for exporter, opset in (("torchscript", 17), ("dynamo", 18)):
+        for exporter, opset in EXPORTERS.get(base, (("torchscript", 17), ("dynamo", 18))):
             entry, info = write_one(base, module, inputs, other_inputs, desc, exporter, opset,
                                     args.outdir, not args.no_ort)
             name = info["name"]
